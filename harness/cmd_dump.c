@@ -1,0 +1,115 @@
+/* cmd_dump.c — `frameproof dump`: attach to a process, take one sample and
+ * print it as text or JSON. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "frameproof/frameproof.h"
+#include "sample_output.h"
+
+static const char DUMP_USAGE[] =
+    "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
+    "\n"
+    "Prints the Python stack of every thread of every interpreter of process PID\n"
+    "(CPython 3.11-3.15, GIL, free-threaded or debug builds).\n"
+    "\n"
+    "  --pid PID        process to sample (required)\n"
+    "  --json           print the documented JSON form instead of text\n"
+    "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
+    "                   /proc/PID/mem), vm or mem (default auto)\n"
+    "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
+    "  --no-cache       do not cache code objects (no effect on a single dump)\n"
+    "  --help           print this help\n"
+    "\n"
+    "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
+    "(process exited, permission denied, not a Python process, unsupported\n"
+    "version, incomplete sample); 2 on a usage error.\n";
+
+int fp_cmd_dump(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"json", no_argument, NULL, 'j'},
+        {"reader", required_argument, NULL, 'r'},
+        {"max-depth", required_argument, NULL, 'd'},
+        {"no-cache", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    fp_options o;
+    fp_options_init(&o);
+    unsigned long pid = 0, v;
+    int json = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "p:jr:d:nh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (fp_parse_uint(optarg, INT_MAX, &pid) || pid == 0) {
+                fprintf(stderr, "frameproof dump: invalid pid '%s'\n", optarg);
+                return FP_EXIT_USAGE;
+            }
+            break;
+        case 'j': json = 1; break;
+        case 'r':
+            if (strcmp(optarg, "auto") == 0) o.reader = FP_READER_AUTO;
+            else if (strcmp(optarg, "vm") == 0) o.reader = FP_READER_VM;
+            else if (strcmp(optarg, "mem") == 0) o.reader = FP_READER_MEM;
+            else {
+                fprintf(stderr, "frameproof dump: --reader must be auto, vm or mem, not '%s'\n", optarg);
+                return FP_EXIT_USAGE;
+            }
+            break;
+        case 'd':
+            if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
+                fprintf(stderr, "frameproof dump: invalid --max-depth '%s'\n", optarg);
+                return FP_EXIT_USAGE;
+            }
+            o.max_depth = (uint32_t)v;
+            break;
+        case 'n': o.cache_code = false; break;
+        case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
+        default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "frameproof dump: unexpected argument '%s'\n", argv[optind]);
+        return FP_EXIT_USAGE;
+    }
+    if (!pid) {
+        fprintf(stderr, "frameproof dump: --pid is required\n%s", DUMP_USAGE);
+        return FP_EXIT_USAGE;
+    }
+    fp_session *s = NULL;
+    fp_sample *sm = NULL;
+    int status = FP_EXIT_ERROR;
+    int rc = fp_session_new(&o, &s);
+    if (rc == FP_OK)
+        rc = fp_sample_new(&sm);
+    if (rc) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_strerror(rc));
+        goto out;
+    }
+    rc = fp_session_attach_pid(s, (int)pid);
+    if (rc) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
+        goto out;
+    }
+    rc = fp_session_sample(s, sm);
+    if (rc) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
+        goto out;
+    }
+    fp_python_info py;
+    fp_session_python(s, &py);
+    if (json)
+        fp_output_json(stdout, (int)pid, &py, sm);
+    else
+        fp_output_text(stdout, (int)pid, &py, fp_session_reader_name(s), sm);
+    status = fflush(stdout) == 0 ? FP_EXIT_OK : FP_EXIT_ERROR;
+out:
+    fp_sample_free(sm);
+    fp_session_free(s);
+    return status;
+}

@@ -1,0 +1,53 @@
+/* frameproof.c — entry point of the frameproof CLI: dispatches to the
+ * subcommands and prints the top-level help. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "frameproof/frameproof.h"
+
+static const char USAGE[] =
+    "usage: frameproof <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  dump     print the Python stack of every thread of a running process\n"
+    "\n"
+    "Run 'frameproof <command> --help' for a command's options.\n"
+    "  --version  print the version and exit\n"
+    "  --help     print this help and exit\n";
+
+int fp_parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    if (!s || !*s || *s == '-')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(USAGE, stderr);
+        return FP_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(USAGE, stdout);
+        return FP_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("frameproof %s\n", FP_VERSION_STRING);
+        return FP_EXIT_OK;
+    }
+    if (strcmp(cmd, "dump") == 0)
+        return fp_cmd_dump(argc - 1, argv + 1);
+    fprintf(stderr, "frameproof: unknown command '%s'\n\n%s", cmd, USAGE);
+    return FP_EXIT_USAGE;
+}

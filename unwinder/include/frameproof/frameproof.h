@@ -1,0 +1,184 @@
+/* frameproof.h — public API of libframeproof, an out-of-process CPython
+ * stack unwinder for CPython 3.11–3.15 (GIL, free-threaded and debug builds).
+ *
+ * Model: a session (fp_session) is attached to one target (a live process or
+ * any memory source behind an fp_reader); fp_session_sample() fills a
+ * caller-owned, reusable fp_sample with the stacks of every thread of every
+ * interpreter.  One handle is used from one thread at a time; any number of
+ * handles may coexist in a process.  There is no global mutable state.
+ *
+ * Errors: every call that can fail returns 0 or a negative FP_E_* code; the
+ * session keeps a detailed message (fp_session_errmsg) and fp_strerror()
+ * names the code.
+ */
+#ifndef FRAMEPROOF_FRAMEPROOF_H
+#define FRAMEPROOF_FRAMEPROOF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FP_VERSION_STRING "0.1.0"
+
+/* Stable error codes (never renumbered). */
+enum fp_error {
+    FP_OK = 0,
+    FP_E_NOMEM = -1,           /* allocation failed */
+    FP_E_INVALID_ARG = -2,     /* caller passed a bad argument */
+    FP_E_PROCESS_GONE = -3,    /* the target process does not exist or exited */
+    FP_E_PERMISSION = -4,      /* not allowed to read the target */
+    FP_E_NOT_PYTHON = -5,      /* no CPython runtime found in the target */
+    FP_E_UNSUPPORTED = -6,     /* CPython version or build not supported */
+    FP_E_CORRUPT = -7,         /* layout or data read from the target is invalid */
+    FP_E_INCOMPLETE = -8,      /* torn or unfinished walk: sample not trustworthy */
+    FP_E_LIMIT = -9,           /* a configured limit was exceeded (depth, size, count) */
+    FP_E_READ = -10,           /* a memory read failed (unmapped or short) */
+    FP_E_IO = -11,             /* an operating-system call failed (file, /proc) */
+    FP_E_FORMAT = -12,         /* a file (memory image, ELF) is malformed */
+    FP_E_STATE = -13,          /* call not valid in the session's current state */
+};
+
+/* Returns a short, static description of an FP_E_* code. */
+const char *fp_strerror(int code);
+
+/* Reader backends for live processes. */
+enum fp_reader_kind {
+    FP_READER_AUTO = 0, /* process_vm_readv, falling back to /proc/PID/mem */
+    FP_READER_VM = 1,   /* process_vm_readv only */
+    FP_READER_MEM = 2,  /* /proc/PID/mem only */
+};
+
+/* Limits.  Zero means "use the default". */
+#define FP_DEFAULT_MAX_DEPTH 65536u    /* frames per thread */
+#define FP_DEFAULT_MAX_THREADS 65536u  /* threads per interpreter */
+#define FP_DEFAULT_MAX_INTERPRETERS 4096u
+
+typedef struct fp_options {
+    int reader;              /* enum fp_reader_kind */
+    uint32_t max_depth;      /* frames per thread before FP_E_LIMIT */
+    uint32_t max_threads;    /* threads per interpreter before FP_E_LIMIT */
+    uint32_t max_interpreters;
+    bool cache_code;         /* cache decoded code objects between samples (default true) */
+    bool thread_cpu_state;   /* read /proc/PID/task/TID/stat for on_cpu (default true, live only) */
+} fp_options;
+
+void fp_options_init(fp_options *opts);
+
+/* Facts about the target's interpreter, known after attaching. */
+typedef struct fp_python_info {
+    uint32_t hexversion;     /* PY_VERSION_HEX */
+    char version[32];        /* "3.15.2", "3.14.0b4" */
+    bool free_threaded;
+    bool debug;              /* Py_DEBUG build */
+    uint64_t runtime_addr;   /* address of _PyRuntime in the target */
+    char binary[4096];       /* file the runtime was found in ("" when not from a file) */
+} fp_python_info;
+
+/* Tri-state for facts a version or build may not be able to tell. */
+enum fp_tristate { FP_UNKNOWN = -1, FP_NO = 0, FP_YES = 1 };
+
+/* Where a frame lives. */
+enum fp_frame_kind {
+    FP_FRAME_PYTHON = 0,     /* an ordinary frame on the thread's data stack */
+    FP_FRAME_GENERATOR = 1,  /* a frame embedded in a generator, coroutine or async generator */
+};
+
+/* Position fields use FP_POS_NONE when unknown ("absent" in co_positions()). */
+#define FP_POS_NONE (-1)
+
+typedef struct fp_frame {
+    /* Strings are UTF-8 (lone surrogates as 3-byte sequences), owned by the
+     * session and valid until its next fp_session_sample() or free. */
+    const char *function;    /* co_qualname */
+    const char *name;        /* co_name */
+    const char *file;        /* co_filename */
+    int32_t line, end_line;  /* 1-based, FP_POS_NONE when absent */
+    int32_t column, end_column; /* 0-based UTF-8 byte offsets, FP_POS_NONE when absent */
+    uint64_t code_addr;      /* address of the code object in the target */
+    uint64_t frame_addr;     /* address of the _PyInterpreterFrame in the target */
+    int32_t instr_offset;    /* offset in code units from the start of the bytecode in use */
+    int kind;                /* enum fp_frame_kind */
+} fp_frame;
+
+typedef struct fp_thread {
+    uint64_t native_id;      /* kernel thread id */
+    uint64_t thread_id;      /* pthread_t as threading.get_ident() reports it */
+    int64_t interp_id;
+    bool main;               /* the interpreter's main thread */
+    int holds_gil;           /* enum fp_tristate */
+    int on_cpu;              /* enum fp_tristate */
+    int gil_requested;       /* enum fp_tristate */
+    int exception;           /* enum fp_tristate: handling or raising an exception */
+    int error;               /* 0, or the FP_E_* code that made this thread's walk fail */
+    size_t first_frame;      /* index into the sample's frames, innermost first */
+    size_t frame_count;
+} fp_thread;
+
+typedef struct fp_interp {
+    int64_t id;
+    size_t first_thread;     /* index into the sample's threads */
+    size_t thread_count;
+} fp_interp;
+
+typedef struct fp_session fp_session;
+typedef struct fp_sample fp_sample;
+
+/* Session lifecycle.  fp_session_new only fails with FP_E_NOMEM. */
+int fp_session_new(const fp_options *opts, fp_session **out);
+void fp_session_free(fp_session *s);
+
+/* Attach to a live process: locates the runtime, reads and validates its
+ * layout.  On failure the session stays detached and fp_session_errmsg tells
+ * every strategy tried. */
+int fp_session_attach_pid(fp_session *s, int pid);
+
+/* What a non-process memory source must say about its target. */
+typedef struct fp_target_desc {
+    uint64_t runtime_addr;   /* address of _PyRuntime */
+    uint32_t hexversion;     /* required for 3.11/3.12; 0 = read it from _Py_DebugOffsets */
+    bool free_threaded;      /* used when hexversion is given and < 3.13 */
+    bool debug;              /* Py_DEBUG build */
+    int pid;                 /* informational; 0 when unknown (no /proc queries then) */
+} fp_target_desc;
+
+/* Attach to any memory source.  The reader is borrowed: it must outlive
+ * the session's use of it. */
+int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc);
+
+void fp_session_detach(fp_session *s);
+
+/* The detailed message of the last failed call ("" if none). */
+const char *fp_session_errmsg(const fp_session *s);
+
+int fp_session_python(const fp_session *s, fp_python_info *out);
+
+/* The reader in use ("process_vm_readv", "/proc/PID/mem", ...). */
+const char *fp_session_reader_name(const fp_session *s);
+
+/* Samples: reusable; storage grows as needed and is kept between samples. */
+int fp_sample_new(fp_sample **out);
+void fp_sample_free(fp_sample *sm);
+
+/* Take one sample of all threads of all interpreters.  Returns FP_OK, or an
+ * error.  On FP_E_INCOMPLETE the sample holds every thread, and threads whose
+ * walk failed carry a nonzero fp_thread.error and no frames. */
+int fp_session_sample(fp_session *s, fp_sample *sm);
+
+size_t fp_sample_interp_count(const fp_sample *sm);
+const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i);
+size_t fp_sample_thread_count(const fp_sample *sm);
+const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i);
+size_t fp_sample_frame_count(const fp_sample *sm);
+const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FRAMEPROOF_FRAMEPROOF_H */

@@ -1,0 +1,245 @@
+/* code_cache.c — decoded code objects (names, filename, line table) cached
+ * by address.  An address can be reused by a new code object after the old
+ * one is freed, so an entry is trusted only while it provably describes the
+ * object now at that address: on 3.14+ the interpreter's
+ * code_object_generation (bumped by every code-object deallocation) flushes
+ * the cache; before 3.14 each entry is re-validated once per sample against
+ * a fingerprint of the code object's identity fields. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+#define CACHE_INITIAL_SLOTS 1024u
+#define CODE_HEADER_MAX FP_MAX_STRUCT_READ
+
+void fp_code_cache_init(fp_code_cache *cc)
+{
+    memset(cc, 0, sizeof *cc);
+}
+
+static void entry_free(fp_code_entry *e)
+{
+    free(e->qualname);
+    free(e->name);
+    free(e->filename);
+    free(e->linetable);
+    free(e);
+}
+
+static void free_retired(fp_code_cache *cc)
+{
+    while (cc->retired) {
+        fp_code_entry *n = cc->retired->retired_next;
+        entry_free(cc->retired);
+        cc->retired = n;
+    }
+}
+
+void fp_code_cache_free(fp_code_cache *cc)
+{
+    for (size_t i = 0; i < cc->cap; i++)
+        if (cc->slots[i])
+            entry_free(cc->slots[i]);
+    free(cc->slots);
+    free_retired(cc);
+    memset(cc, 0, sizeof *cc);
+}
+
+static void retire(fp_code_cache *cc, fp_code_entry *e)
+{
+    e->retired_next = cc->retired;
+    cc->retired = e;
+}
+
+void fp_code_cache_invalidate(fp_code_cache *cc)
+{
+    for (size_t i = 0; i < cc->cap; i++) {
+        if (cc->slots[i]) {
+            retire(cc, cc->slots[i]);
+            cc->slots[i] = NULL;
+        }
+    }
+    cc->count = 0;
+    cc->epoch++;
+}
+
+void fp_code_cache_begin_sample(fp_code_cache *cc)
+{
+    /* Entries replaced during the previous sample may still have been
+     * pointed to by that sample's frames: free them only now. */
+    free_retired(cc);
+    if (cc->count > FP_CODE_CACHE_MAX) {
+        fp_code_cache_invalidate(cc);
+        free_retired(cc);
+    }
+}
+
+static size_t hash_addr(uint64_t a, size_t cap)
+{
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdULL;
+    a ^= a >> 33;
+    return (size_t)a & (cap - 1);
+}
+
+static fp_code_entry **find_slot(fp_code_cache *cc, uint64_t addr)
+{
+    size_t i = hash_addr(addr, cc->cap);
+    for (;;) {
+        if (!cc->slots[i] || cc->slots[i]->addr == addr)
+            return &cc->slots[i];
+        i = (i + 1) & (cc->cap - 1);
+    }
+}
+
+static int ensure_capacity(fp_code_cache *cc)
+{
+    if (cc->cap && (cc->count + 1) * 2 <= cc->cap)
+        return FP_OK;
+    size_t ncap = cc->cap ? cc->cap * 2 : CACHE_INITIAL_SLOTS;
+    fp_code_entry **ns = calloc(ncap, sizeof *ns);
+    if (!ns)
+        return FP_E_NOMEM;
+    fp_code_entry **old = cc->slots;
+    size_t ocap = cc->cap;
+    cc->slots = ns;
+    cc->cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+        if (old[i])
+            *find_slot(cc, old[i]->addr) = old[i];
+    free(old);
+    return FP_OK;
+}
+
+/* The identity of a code object: type, flags, first line, size and the
+ * addresses of its name, qualname, filename and line table. */
+static void fingerprint(const fp_layout *l, const uint8_t *hdr, uint64_t *fpv)
+{
+    fpv[0] = fp_load_u64(hdr, l->ob_type);
+    fpv[1] = fp_load_u32(hdr, l->co_flags);
+    fpv[2] = fp_load_u32(hdr, l->co_firstlineno);
+    fpv[3] = fp_load_u64(hdr, l->ob_size);
+    fpv[4] = fp_load_u64(hdr, l->co_filename);
+    fpv[5] = fp_load_u64(hdr, l->co_name);
+    fpv[6] = fp_load_u64(hdr, l->co_qualname);
+    fpv[7] = fp_load_u64(hdr, l->co_linetable);
+}
+
+static int read_header(fp_session *s, uint64_t addr, uint8_t *hdr, size_t hlen)
+{
+    int rc = fp_read(s, addr, hdr, hlen);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
+    int kind;
+    rc = fp_type_kind(s, fp_load_u64(hdr, s->layout.ob_type), &kind);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
+                      (unsigned long long)addr);
+    if (kind != FP_TYPE_CODE)
+        return fp_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx is not a code object",
+                      (unsigned long long)addr);
+    return FP_OK;
+}
+
+static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_entry **out)
+{
+    const fp_layout *l = &s->layout;
+    fp_code_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return FP_E_NOMEM;
+    e->addr = addr;
+    e->epoch = s->cc.epoch;
+    e->checked_sample = s->sample_no;
+    e->memo_unit = -1;
+    fingerprint(l, hdr, e->fingerprint);
+    e->flags = fp_load_u32(hdr, l->co_flags);
+    e->firstlineno = (int32_t)fp_load_u32(hdr, l->co_firstlineno);
+    e->firsttraceable = (int32_t)fp_load_u32(hdr, l->co_firsttraceable);
+    e->code_units = (int64_t)fp_load_u64(hdr, l->ob_size);
+    int rc;
+    if (e->code_units < 0 || e->code_units > (int64_t)(FP_LINETABLE_MAX_BYTES)) {
+        rc = fp_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx has %lld code units",
+                    (unsigned long long)addr, (long long)e->code_units);
+        goto fail;
+    }
+    if ((rc = fp_read_str(s, fp_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
+        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_name), &e->name, NULL)) ||
+        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
+        fp_err_append(&s->err, " (code object at 0x%llx)", (unsigned long long)addr);
+        goto fail;
+    }
+    rc = fp_read_bytes(s, fp_load_u64(hdr, l->co_linetable), FP_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
+    if (rc) {
+        fp_err_append(&s->err, " (line table of code object at 0x%llx)", (unsigned long long)addr);
+        goto fail;
+    }
+    *out = e;
+    return FP_OK;
+fail:
+    entry_free(e);
+    return rc;
+}
+
+int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
+{
+    const fp_layout *l = &s->layout;
+    fp_code_cache *cc = &s->cc;
+    size_t hlen = (size_t)l->co_code_adaptive;
+    uint8_t hdr[CODE_HEADER_MAX];
+    if (hlen > sizeof hdr || hlen < (size_t)l->co_qualname + 8)
+        return fp_err(&s->err, FP_E_CORRUPT, "code object header size %zu is invalid", hlen);
+    int rc = ensure_capacity(cc);
+    if (rc)
+        return rc;
+    fp_code_entry **slot = find_slot(cc, addr);
+    fp_code_entry *e = *slot;
+    bool have_header = false;
+    if (e && s->opts.cache_code) {
+        bool trusted = l->interp_code_generation != FP_OFF_NONE || e->checked_sample == s->sample_no;
+        if (trusted) {
+            *out = e;
+            return FP_OK;
+        }
+        if ((rc = read_header(s, addr, hdr, hlen)))
+            return rc;
+        have_header = true;
+        uint64_t fpv[FP_CODE_FINGERPRINT_WORDS];
+        fingerprint(l, hdr, fpv);
+        if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0) {
+            e->checked_sample = s->sample_no;
+            *out = e;
+            return FP_OK;
+        }
+    }
+    if (!have_header && (rc = read_header(s, addr, hdr, hlen)))
+        return rc;
+    fp_code_entry *ne = NULL;
+    if ((rc = load_entry(s, addr, hdr, &ne)))
+        return rc;
+    if (e)
+        retire(cc, e);
+    else
+        cc->count++;
+    *slot = ne;
+    *out = ne;
+    return FP_OK;
+}
+
+int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
+{
+    if (unit < 0) {
+        pos->line = pos->end_line = pos->column = pos->end_column = FP_POS_NONE;
+        return FP_OK;
+    }
+    if (unit == e->memo_unit) {
+        *pos = e->memo_pos;
+        return FP_OK;
+    }
+    int rc = fp_linetable_lookup(e->linetable, e->linetable_len, e->firstlineno, (uint32_t)unit, pos);
+    if (rc)
+        return rc;
+    e->memo_unit = unit;
+    e->memo_pos = *pos;
+    return FP_OK;
+}

@@ -1,0 +1,242 @@
+/* debug_offsets.c — the per-version shape of _Py_DebugOffsets (3.13, 3.14,
+ * 3.15) and its validation: every size and offset the walker will use is
+ * checked against its group's size and a hard bound before use. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "frameproof/frameproof.h"
+#include "debug_offsets.h"
+
+/* Upper bounds for structure sizes reported by a table. */
+#define MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
+#define MAX_INTERP_SIZE (4u * 1024u * 1024u)
+#define MAX_TSTATE_SIZE (64u * 1024u)
+#define MAX_SMALL_STRUCT 4096u
+
+enum fkind {
+    F_SIZE,   /* a group's size: bounded by the group's max */
+    F_OFF,    /* an offset in the group: off + width <= group size */
+    F_ABS,    /* stored as is (no bound; e.g. a nested offset checked later) */
+};
+
+typedef struct field_desc {
+    uint16_t pos;        /* byte position of the uint64 in the table */
+    int8_t group;        /* index into the group table below */
+    uint8_t kind;
+    uint8_t width;       /* bytes read at the offset by the walker */
+    int16_t member;      /* offsetof(fp_layout, ...) or -1 to skip */
+} field_desc;
+
+enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_COUNT };
+
+static const uint32_t group_max[G_COUNT] = {
+    MAX_RUNTIME_SIZE, MAX_INTERP_SIZE, MAX_TSTATE_SIZE, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT,
+    MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT,
+};
+
+static const char *const group_name[G_COUNT] = {
+    "runtime_state", "interpreter_state", "thread_state", "interpreter_frame", "code_object",
+    "pyobject", "type_object", "bytes_object", "unicode_object", "gen_object",
+};
+
+#define M(f) ((int16_t)offsetof(fp_layout, f))
+#define SZ(p, g, m) {p, g, F_SIZE, 8, m}
+#define OF(p, g, w, m) {p, g, F_OFF, w, m}
+#define AB(p, g, m) {p, g, F_ABS, 8, m}
+
+/* Pseudo-members for values that need post-processing. */
+enum { X_GIL_BASE = -2, X_GIL_LOCKED = -3, X_GIL_HOLDER = -4, X_EXC_STATE = -5, X_ERR_EXC_VALUE = -6 };
+
+static const field_desc fields_313[] = {
+    SZ(24, G_RT, -1), OF(40, G_RT, 8, M(rt_interpreters_head)),
+    SZ(48, G_INTERP, M(interp_size)), OF(56, G_INTERP, 8, M(interp_id)), OF(64, G_INTERP, 8, M(interp_next)),
+    OF(72, G_INTERP, 8, M(interp_threads_head)), OF(112, G_INTERP, 8, M(interp_ceval_gil)),
+    OF(120, G_INTERP, 8, X_GIL_BASE), OF(136, G_INTERP, 4, X_GIL_LOCKED), OF(144, G_INTERP, 8, X_GIL_HOLDER),
+    SZ(152, G_TS, M(ts_size)), OF(168, G_TS, 8, M(ts_next)), OF(176, G_TS, 8, M(ts_interp)),
+    OF(184, G_TS, 8, M(ts_current_frame)), OF(192, G_TS, 8, M(ts_thread_id)),
+    OF(200, G_TS, 8, M(ts_native_thread_id)), OF(208, G_TS, 8, M(ts_datastack_chunk)), OF(216, G_TS, 4, M(ts_status)),
+    SZ(224, G_FRAME, M(fr_size)), OF(232, G_FRAME, 8, M(fr_previous)), OF(240, G_FRAME, 8, M(fr_executable)),
+    OF(248, G_FRAME, 8, M(fr_instr_ptr)), OF(264, G_FRAME, 1, M(fr_owner)),
+    SZ(272, G_CODE, M(co_size)), OF(280, G_CODE, 8, M(co_filename)), OF(288, G_CODE, 8, M(co_name)),
+    OF(296, G_CODE, 8, M(co_qualname)), OF(304, G_CODE, 8, M(co_linetable)), OF(312, G_CODE, 4, M(co_firstlineno)),
+    AB(344, G_CODE, M(co_code_adaptive)),
+    SZ(352, G_OBJ, -1), OF(360, G_OBJ, 8, M(ob_type)),
+    SZ(368, G_TYPE, -1), OF(376, G_TYPE, 8, M(tp_name)),
+    SZ(512, G_BYTES, -1), OF(520, G_BYTES, 8, M(ob_size)), AB(528, G_BYTES, M(bytes_sval)),
+    SZ(536, G_UNI, -1), OF(544, G_UNI, 4, M(uni_state)), OF(552, G_UNI, 8, M(uni_length)),
+    AB(560, G_UNI, M(uni_ascii_size)),
+};
+
+static const field_desc fields_314[] = {
+    SZ(24, G_RT, -1), OF(40, G_RT, 8, M(rt_interpreters_head)),
+    SZ(48, G_INTERP, M(interp_size)), OF(56, G_INTERP, 8, M(interp_id)), OF(64, G_INTERP, 8, M(interp_next)),
+    OF(72, G_INTERP, 8, M(interp_threads_head)), OF(80, G_INTERP, 8, M(interp_threads_main)),
+    OF(120, G_INTERP, 8, M(interp_ceval_gil)),
+    OF(128, G_INTERP, 8, X_GIL_BASE), OF(144, G_INTERP, 4, X_GIL_LOCKED), OF(152, G_INTERP, 8, X_GIL_HOLDER),
+    OF(160, G_INTERP, 8, M(interp_code_generation)), AB(168, G_INTERP, M(interp_tlbc_generation)),
+    SZ(176, G_TS, M(ts_size)), OF(192, G_TS, 8, M(ts_next)), OF(200, G_TS, 8, M(ts_interp)),
+    OF(208, G_TS, 8, M(ts_current_frame)), OF(216, G_TS, 8, M(ts_thread_id)),
+    OF(224, G_TS, 8, M(ts_native_thread_id)), OF(232, G_TS, 8, M(ts_datastack_chunk)), OF(240, G_TS, 4, M(ts_status)),
+    SZ(248, G_FRAME, M(fr_size)), OF(256, G_FRAME, 8, M(fr_previous)), OF(264, G_FRAME, 8, M(fr_executable)),
+    OF(272, G_FRAME, 8, M(fr_instr_ptr)), OF(288, G_FRAME, 1, M(fr_owner)), AB(304, G_FRAME, M(fr_tlbc_index)),
+    SZ(312, G_CODE, M(co_size)), OF(320, G_CODE, 8, M(co_filename)), OF(328, G_CODE, 8, M(co_name)),
+    OF(336, G_CODE, 8, M(co_qualname)), OF(344, G_CODE, 8, M(co_linetable)), OF(352, G_CODE, 4, M(co_firstlineno)),
+    AB(384, G_CODE, M(co_code_adaptive)), AB(392, G_CODE, M(co_tlbc)),
+    SZ(400, G_OBJ, -1), OF(408, G_OBJ, 8, M(ob_type)),
+    SZ(416, G_TYPE, -1), OF(424, G_TYPE, 8, M(tp_name)),
+    SZ(592, G_BYTES, -1), OF(600, G_BYTES, 8, M(ob_size)), AB(608, G_BYTES, M(bytes_sval)),
+    SZ(616, G_UNI, -1), OF(624, G_UNI, 4, M(uni_state)), OF(632, G_UNI, 8, M(uni_length)),
+    AB(640, G_UNI, M(uni_ascii_size)),
+};
+
+static const field_desc fields_315[] = {
+    SZ(24, G_RT, -1), OF(40, G_RT, 8, M(rt_interpreters_head)),
+    SZ(48, G_INTERP, M(interp_size)), OF(56, G_INTERP, 8, M(interp_id)), OF(64, G_INTERP, 8, M(interp_next)),
+    OF(72, G_INTERP, 8, M(interp_threads_head)), OF(80, G_INTERP, 8, M(interp_threads_main)),
+    OF(120, G_INTERP, 8, M(interp_ceval_gil)),
+    OF(128, G_INTERP, 8, X_GIL_BASE), OF(144, G_INTERP, 4, X_GIL_LOCKED), OF(152, G_INTERP, 8, X_GIL_HOLDER),
+    OF(160, G_INTERP, 8, M(interp_code_generation)), AB(168, G_INTERP, M(interp_tlbc_generation)),
+    SZ(176, G_TS, M(ts_size)), OF(192, G_TS, 8, M(ts_next)), OF(200, G_TS, 8, M(ts_interp)),
+    OF(208, G_TS, 8, M(ts_current_frame)), OF(216, G_TS, 8, M(ts_base_frame)),
+    OF(240, G_TS, 8, M(ts_thread_id)), OF(248, G_TS, 8, M(ts_native_thread_id)),
+    OF(256, G_TS, 8, M(ts_datastack_chunk)), OF(264, G_TS, 4, M(ts_status)),
+    OF(272, G_TS, 4, M(ts_holds_gil)), OF(280, G_TS, 4, M(ts_gil_requested)),
+    OF(288, G_TS, 8, M(ts_current_exception)), OF(296, G_TS, 8, X_EXC_STATE),
+    AB(304, G_TS, X_ERR_EXC_VALUE),
+    SZ(312, G_FRAME, M(fr_size)), OF(320, G_FRAME, 8, M(fr_previous)), OF(328, G_FRAME, 8, M(fr_executable)),
+    OF(336, G_FRAME, 8, M(fr_instr_ptr)), OF(352, G_FRAME, 1, M(fr_owner)), AB(368, G_FRAME, M(fr_tlbc_index)),
+    SZ(376, G_CODE, M(co_size)), OF(384, G_CODE, 8, M(co_filename)), OF(392, G_CODE, 8, M(co_name)),
+    OF(400, G_CODE, 8, M(co_qualname)), OF(408, G_CODE, 8, M(co_linetable)), OF(416, G_CODE, 4, M(co_firstlineno)),
+    AB(448, G_CODE, M(co_code_adaptive)), AB(456, G_CODE, M(co_tlbc)),
+    SZ(464, G_OBJ, -1), OF(472, G_OBJ, 8, M(ob_type)),
+    SZ(480, G_TYPE, -1), OF(488, G_TYPE, 8, M(tp_name)),
+    SZ(688, G_BYTES, -1), OF(696, G_BYTES, 8, M(ob_size)), AB(704, G_BYTES, M(bytes_sval)),
+    SZ(712, G_UNI, -1), OF(720, G_UNI, 4, M(uni_state)), OF(728, G_UNI, 8, M(uni_length)),
+    AB(736, G_UNI, M(uni_ascii_size)), AB(744, G_UNI, M(uni_compact_size)),
+};
+
+static uint64_t load_u64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+int fp_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded)
+{
+    if (len < 24 || memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) != 0)
+        return 0;
+    uint64_t v = load_u64(table + 8);
+    uint64_t ft = load_u64(table + 16);
+    if (v > UINT32_MAX)
+        return 0;
+    *hexversion = (uint32_t)v;
+    *free_threaded = ft != 0;
+    return 1;
+}
+
+static void set_member(fp_layout *l, int16_t member, int32_t v)
+{
+    memcpy((char *)l + member, &v, sizeof v);
+}
+
+int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb)
+{
+    uint32_t hex;
+    int ft;
+    if (!fp_debug_offsets_peek(table, len, &hex, &ft))
+        return fp_err(eb, FP_E_NOT_PYTHON, "no _Py_DebugOffsets cookie \"%s\" at the runtime address", FP_DEBUG_COOKIE);
+    unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
+    const field_desc *fields;
+    size_t nfields, need;
+    if (major != 3 || minor < 13 || minor > 15) {
+        if (major == 3 && minor > 15)
+            return fp_err(eb, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", major, minor);
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets carry an impossible version 0x%08x", hex);
+    }
+    if (ft != 0 && ft != 1)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets free_threaded flag is %d", ft);
+    switch (minor) {
+    case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_313; break;
+    case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_314; break;
+    default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_315; break;
+    }
+    if (len < need)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets table truncated: %zu < %zu bytes", len, need);
+
+    memset(out, 0, sizeof *out);
+    /* Every int32 member starts as "absent". */
+    for (size_t off = offsetof(fp_layout, rt_interpreters_head); off + 4 <= offsetof(fp_layout, uni_kind_shift); off += 4)
+        set_member(out, (int16_t)off, FP_OFF_NONE);
+    out->hexversion = hex;
+    out->minor = minor;
+    out->free_threaded = ft;
+    out->from_debug_offsets = true;
+
+    uint64_t gsize[G_COUNT] = {0};
+    int64_t gil_base = -1, gil_locked = -1, gil_holder = -1, exc_state = -1, err_exc = -1;
+    for (size_t i = 0; i < nfields; i++) {
+        const field_desc *f = &fields[i];
+        uint64_t v = load_u64(table + f->pos);
+        if (f->kind == F_SIZE) {
+            if (v == 0 || v > group_max[f->group])
+                return fp_err(eb, FP_E_CORRUPT, "debug offsets: %s.size = %llu is out of bounds (1..%u)",
+                              group_name[f->group], (unsigned long long)v, group_max[f->group]);
+            gsize[f->group] = v;
+        } else if (f->kind == F_OFF) {
+            if (v > gsize[f->group] || gsize[f->group] - v < f->width)
+                return fp_err(eb, FP_E_CORRUPT,
+                              "debug offsets: field at table byte %u (%s) = %llu does not fit in size %llu",
+                              f->pos, group_name[f->group], (unsigned long long)v,
+                              (unsigned long long)gsize[f->group]);
+        } else {
+            if (v > group_max[f->group])
+                return fp_err(eb, FP_E_CORRUPT, "debug offsets: value at table byte %u = %llu is out of bounds",
+                              f->pos, (unsigned long long)v);
+        }
+        switch (f->member) {
+        case -1: break;
+        case X_GIL_BASE: gil_base = (int64_t)v; break;
+        case X_GIL_LOCKED: gil_locked = (int64_t)v; break;
+        case X_GIL_HOLDER: gil_holder = (int64_t)v; break;
+        case X_EXC_STATE: exc_state = (int64_t)v; break;
+        case X_ERR_EXC_VALUE: err_exc = (int64_t)v; break;
+        default: set_member(out, f->member, (int32_t)v); break;
+        }
+    }
+    /* The GIL fields are stored relative to the interpreter; the walker
+     * reads them through interp->ceval.gil, so make them relative. */
+    if (gil_locked < gil_base || gil_holder < gil_base || gil_locked - gil_base > 64 || gil_holder - gil_base > 64)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: GIL fields are not inside the GIL structure");
+    out->gil_locked = (int32_t)(gil_locked - gil_base);
+    out->gil_last_holder = (int32_t)(gil_holder - gil_base);
+    if (exc_state >= 0) {
+        if (err_exc < 0 || err_exc > 64 || (uint64_t)(exc_state + err_exc + 8) > gsize[G_TS])
+            return fp_err(eb, FP_E_CORRUPT, "debug offsets: exc_state.exc_value lies outside the thread state");
+        out->err_exc_value = (int32_t)err_exc;
+    }
+    /* Positions read relative to objects must leave room for the data. */
+    if (out->co_code_adaptive < out->co_qualname || (uint64_t)out->co_code_adaptive > gsize[G_CODE])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: co_code_adaptive (%d) is outside the code object", out->co_code_adaptive);
+    if (out->uni_ascii_size < out->uni_state + 4 || (uint64_t)out->uni_ascii_size > gsize[G_UNI])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: asciiobject_size (%d) is invalid", out->uni_ascii_size);
+    if (out->bytes_sval < out->ob_size + 8 || out->bytes_sval > 256)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
+    if (out->fr_tlbc_index != FP_OFF_NONE && out->fr_tlbc_index != 0 &&
+        (uint64_t)out->fr_tlbc_index + 4 > gsize[G_FRAME])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_index (%d) is outside the frame", out->fr_tlbc_index);
+    if (out->fr_tlbc_index == 0)
+        out->fr_tlbc_index = FP_OFF_NONE;   /* GIL builds store 0 */
+    if (out->co_tlbc == 0)
+        out->co_tlbc = FP_OFF_NONE;
+    if (out->interp_tlbc_generation == 0)
+        out->interp_tlbc_generation = FP_OFF_NONE;
+    if (out->co_tlbc != FP_OFF_NONE && (uint64_t)out->co_tlbc + 8 > gsize[G_CODE])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: co_tlbc (%d) is outside the code object", out->co_tlbc);
+    if (out->interp_tlbc_generation != FP_OFF_NONE && (uint64_t)out->interp_tlbc_generation + 4 > gsize[G_INTERP])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_generation is outside the interpreter state");
+    if (ft != (out->fr_tlbc_index != FP_OFF_NONE) && minor >= 14)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded=%d disagrees with tlbc_index", ft);
+    return fp_layout_add_builtin_extras(out, eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0);
+}

@@ -1,0 +1,90 @@
+/* layout.h — the normalised description of one CPython build's memory
+ * layout: every offset and constant the walker uses, whatever its source
+ * (a built-in table for 3.11/3.12, the target's _Py_DebugOffsets plus
+ * built-in knowledge for 3.13+).  FP_OFF_NONE marks a field the build lacks.
+ */
+#ifndef FP_LAYOUT_H
+#define FP_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FP_OFF_NONE (-1)
+
+/* Largest structure prefix the walker copies in one read. */
+#define FP_MAX_STRUCT_READ 4096
+
+typedef struct fp_layout {
+    uint32_t hexversion;          /* of the target */
+    uint32_t minor;               /* 11..15 */
+    bool free_threaded;
+    bool debug;
+    bool from_debug_offsets;      /* fields came from the target's own table */
+
+    /* _PyRuntimeState */
+    int32_t rt_interpreters_head;
+    int32_t rt_gil_locked;        /* 3.11: runtime-wide GIL */
+    int32_t rt_gil_last_holder;
+    int32_t rt_main_thread;       /* 3.11/3.12: pthread id of the main thread */
+
+    /* PyInterpreterState */
+    int32_t interp_size;
+    int32_t interp_next, interp_id, interp_threads_head, interp_threads_main;
+    int32_t interp_ceval_gil;     /* pointer to struct _gil_runtime_state (3.12+) */
+    int32_t interp_code_generation; /* uint64 (3.14+) */
+    int32_t interp_tlbc_generation; /* uint32 (FT 3.14+) */
+    int32_t gil_locked, gil_last_holder; /* inside struct _gil_runtime_state */
+
+    /* PyThreadState */
+    int32_t ts_size;
+    int32_t ts_next, ts_interp;
+    int32_t ts_cframe, cframe_current_frame; /* 3.11/3.12 */
+    int32_t ts_current_frame;                /* 3.13+ */
+    int32_t ts_base_frame;                   /* 3.15+ */
+    int32_t ts_thread_id, ts_native_thread_id;
+    int32_t ts_datastack_chunk, ts_datastack_top;
+    int32_t ts_status;                       /* 3.12+ bitfield word */
+    int32_t ts_holds_gil;                    /* int (3.14+) */
+    int32_t ts_gil_requested;                /* int (3.15+) */
+    int32_t ts_current_exception;            /* 3.12+; 3.11: curexc_type */
+    int32_t ts_exc_info;                     /* _PyErr_StackItem * */
+    int32_t err_exc_value;                   /* inside _PyErr_StackItem */
+
+    /* _PyStackChunk */
+    int32_t chunk_previous, chunk_size, chunk_data;
+
+    /* _PyInterpreterFrame */
+    int32_t fr_size;
+    int32_t fr_executable, fr_previous, fr_instr_ptr, fr_owner;
+    int32_t fr_is_entry;                     /* 3.11 */
+    int32_t fr_tlbc_index;                   /* FT 3.14+ */
+    bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
+    uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */
+    int owner_thread, owner_generator, owner_frame_object;
+    int owner_cstack;                        /* -1 when the version has none */
+    int owner_interpreter;                   /* -1 when the version has none */
+
+    /* PyCodeObject */
+    int32_t co_size;
+    int32_t co_flags, co_firstlineno, co_filename, co_name, co_qualname, co_linetable;
+    int32_t co_firsttraceable, co_code_adaptive, co_tlbc;
+
+    /* objects */
+    int32_t ob_type, ob_size, tp_name;
+    int32_t bytes_sval;
+    int32_t uni_length, uni_state, uni_ascii_size, uni_compact_size;
+    /* state word bit positions */
+    uint32_t uni_kind_shift, uni_compact_bit, uni_ascii_bit;
+} fp_layout;
+
+/* Built-in tables. */
+const fp_layout *fp_layout_builtin_311(void);
+const fp_layout *fp_layout_builtin_312(void);
+
+/* Fills the fields of a 3.13+ layout that the target's _Py_DebugOffsets
+ * does not carry (after fp_debug_offsets_parse filled the rest).  Returns
+ * 0 or FP_E_UNSUPPORTED. */
+int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen);
+
+#endif /* FP_LAYOUT_H */

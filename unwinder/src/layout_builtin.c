@@ -1,0 +1,160 @@
+/* layout_builtin.c — built-in layout knowledge: the complete tables of 3.11
+ * and 3.12 (which have no _Py_DebugOffsets) and, for 3.13–3.15, the fields
+ * their debug tables lack.  Values were computed with offsetof() against
+ * each version's internal headers (targets/layouts/dump_layout.c) for
+ * x86-64 Linux; debug builds share them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "frameproof/frameproof.h"
+#include "layout.h"
+
+/* Enumerations that are not offsets. */
+#define OWNER_THREAD 0
+#define OWNER_GENERATOR 1
+#define OWNER_FRAME_OBJECT 2
+#define OWNER_BOUNDARY 3 /* CSTACK in 3.12/3.13, INTERPRETER in 3.14+ */
+#define OWNER_CSTACK_314 4
+
+/* PyASCIIObject.state bit positions. */
+#define UNI_KIND_SHIFT 2
+#define UNI_COMPACT_BIT 5
+#define UNI_ASCII_BIT 6
+#define UNI_KIND_SHIFT_FT314 8
+#define UNI_COMPACT_BIT_FT314 11
+#define UNI_ASCII_BIT_FT314 12
+
+/* _PyStackRef tag bits. */
+#define STACKREF_TAG_GIL 3u
+#define STACKREF_TAG_FT314 1u
+
+/* Offsets shared by 3.11 and 3.12 object headers (GIL builds). */
+#define GIL_OB_TYPE 8
+#define GIL_OB_SIZE 16
+#define GIL_TP_NAME 24
+#define GIL_BYTES_SVAL 32
+#define GIL_UNI_LENGTH 16
+#define GIL_UNI_STATE 32
+/* Free-threaded builds have a 32-byte object header. */
+#define FT_HEADER_GROWTH 16
+
+static const fp_layout layout_311 = {
+    .hexversion = 0x030b00f0, .minor = 11,
+    .rt_interpreters_head = 40, .rt_gil_locked = 376, .rt_gil_last_holder = 368, .rt_main_thread = 80,
+    .interp_size = 107752, .interp_next = 0, .interp_id = 48, .interp_threads_head = 16,
+    .interp_threads_main = FP_OFF_NONE, .interp_ceval_gil = FP_OFF_NONE,
+    .interp_code_generation = FP_OFF_NONE, .interp_tlbc_generation = FP_OFF_NONE,
+    .gil_locked = FP_OFF_NONE, .gil_last_holder = FP_OFF_NONE,
+    .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 8,
+    .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
+    .ts_thread_id = 152, .ts_native_thread_id = 160, .ts_datastack_chunk = 296, .ts_datastack_top = 304,
+    .ts_status = FP_OFF_NONE, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
+    .ts_current_exception = 96, .ts_exc_info = 120, .err_exc_value = 0,
+    .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
+    .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
+    .fr_is_entry = 68, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
+    .owner_cstack = -1, .owner_interpreter = -1,
+    .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
+    .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,
+    .co_tlbc = FP_OFF_NONE,
+    .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
+    .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 48, .uni_compact_size = 72,
+    .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
+};
+
+static const fp_layout layout_312 = {
+    .hexversion = 0x030c00f0, .minor = 12,
+    .rt_interpreters_head = 40, .rt_gil_locked = FP_OFF_NONE, .rt_gil_last_holder = FP_OFF_NONE, .rt_main_thread = 64,
+    .interp_size = 383552, .interp_next = 0, .interp_id = 8, .interp_threads_head = 72,
+    .interp_threads_main = FP_OFF_NONE, .interp_ceval_gil = 384,
+    .interp_code_generation = FP_OFF_NONE, .interp_tlbc_generation = FP_OFF_NONE,
+    .gil_locked = 16, .gil_last_holder = 8,
+    .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 0,
+    .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
+    .ts_thread_id = 136, .ts_native_thread_id = 144, .ts_datastack_chunk = 232, .ts_datastack_top = 240,
+    .ts_status = 24, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
+    .ts_current_exception = 96, .ts_exc_info = 104, .err_exc_value = 0,
+    .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
+    .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
+    .fr_is_entry = FP_OFF_NONE, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
+    .owner_cstack = OWNER_BOUNDARY, .owner_interpreter = -1,
+    .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
+    .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,
+    .co_tlbc = FP_OFF_NONE,
+    .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
+    .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 40, .uni_compact_size = 56,
+    .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
+};
+
+const fp_layout *fp_layout_builtin_311(void) { return &layout_311; }
+const fp_layout *fp_layout_builtin_312(void) { return &layout_312; }
+
+/* Per-minor facts for 3.13+ that _Py_DebugOffsets does not carry. */
+typedef struct extras {
+    uint32_t minor;
+    int32_t ts_datastack_top, ts_exc_info, ts_current_exception, ts_holds_gil;
+    int32_t co_firsttraceable_gil; /* +FT_HEADER_GROWTH in free-threaded builds */
+    int owner_cstack, owner_interpreter;
+} extras;
+
+static const extras extras_table[] = {
+    {13, 240, 120, 112, FP_OFF_NONE, 184, OWNER_BOUNDARY, -1},
+    {14, 240, 120, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY},
+    {15, 264, 144, FP_OFF_NONE /* in the table */, FP_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
+};
+
+int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
+{
+    const extras *x = NULL;
+    for (size_t i = 0; i < sizeof extras_table / sizeof extras_table[0]; i++)
+        if (extras_table[i].minor == l->minor)
+            x = &extras_table[i];
+    if (!x) {
+        if (err)
+            snprintf(err, errlen, "CPython 3.%u is not supported (3.11–3.15 are)", l->minor);
+        return FP_E_UNSUPPORTED;
+    }
+    int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;
+    l->ts_datastack_top = x->ts_datastack_top;
+    l->ts_exc_info = x->ts_exc_info;
+    if (x->ts_current_exception != FP_OFF_NONE)
+        l->ts_current_exception = x->ts_current_exception;
+    if (x->ts_holds_gil != FP_OFF_NONE)
+        l->ts_holds_gil = x->ts_holds_gil;
+    if (l->interp_threads_main == FP_OFF_NONE)
+        l->interp_threads_main = l->interp_threads_head + 8; /* 3.13: threads.main follows threads.head */
+    l->err_exc_value = 0;
+    l->ts_cframe = FP_OFF_NONE;
+    l->cframe_current_frame = FP_OFF_NONE;
+    l->fr_is_entry = FP_OFF_NONE;
+    l->rt_gil_locked = FP_OFF_NONE;
+    l->rt_gil_last_holder = FP_OFF_NONE;
+    l->rt_main_thread = FP_OFF_NONE;
+    l->chunk_previous = 0;
+    l->chunk_size = 8;
+    l->chunk_data = 24;
+    l->instr_is_prev = false;
+    l->owner_thread = OWNER_THREAD;
+    l->owner_generator = OWNER_GENERATOR;
+    l->owner_frame_object = OWNER_FRAME_OBJECT;
+    l->owner_cstack = x->owner_cstack;
+    l->owner_interpreter = x->owner_interpreter;
+    l->co_flags = l->co_firstlineno - 20; /* co_flags sits 20 bytes before co_firstlineno in 3.12+ */
+    l->co_firsttraceable = x->co_firsttraceable_gil + grow;
+    if (l->uni_compact_size == FP_OFF_NONE)
+        l->uni_compact_size = l->uni_ascii_size + 16; /* utf8_length + utf8 */
+    if (l->free_threaded && l->minor >= 14) {
+        l->uni_kind_shift = UNI_KIND_SHIFT_FT314;
+        l->uni_compact_bit = UNI_COMPACT_BIT_FT314;
+        l->uni_ascii_bit = UNI_ASCII_BIT_FT314;
+        l->executable_tag_mask = l->minor == 14 ? STACKREF_TAG_FT314 : STACKREF_TAG_GIL;
+    } else {
+        l->uni_kind_shift = UNI_KIND_SHIFT;
+        l->uni_compact_bit = UNI_COMPACT_BIT;
+        l->uni_ascii_bit = UNI_ASCII_BIT;
+        l->executable_tag_mask = l->minor >= 14 ? STACKREF_TAG_GIL : 0;
+    }
+    return FP_OK;
+}

@@ -1,0 +1,84 @@
+/* sample.c — the reusable sample object: growable arrays of interpreters,
+ * threads and frames that keep their storage between samples. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "session.h"
+
+#define SAMPLE_INITIAL 64
+
+int fp_sample_new(fp_sample **out)
+{
+    if (!out)
+        return FP_E_INVALID_ARG;
+    *out = calloc(1, sizeof **out);
+    return *out ? FP_OK : FP_E_NOMEM;
+}
+
+void fp_sample_free(fp_sample *sm)
+{
+    if (!sm)
+        return;
+    free(sm->interps);
+    free(sm->threads);
+    free(sm->frames);
+    free(sm);
+}
+
+int fp_sample_reset(fp_sample *sm)
+{
+    sm->ninterps = sm->nthreads = sm->nframes = 0;
+    return FP_OK;
+}
+
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return arr;
+    size_t ncap = *cap ? *cap * 2 : SAMPLE_INITIAL;
+    void *na = realloc(arr, ncap * elem);
+    if (!na)
+        return NULL;
+    *cap = ncap;
+    return na;
+}
+
+fp_interp *fp_sample_push_interp(fp_sample *sm)
+{
+    fp_interp *na = grow(sm->interps, &sm->interps_cap, sm->ninterps, sizeof *na);
+    if (!na)
+        return NULL;
+    sm->interps = na;
+    fp_interp *e = &sm->interps[sm->ninterps++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+fp_thread *fp_sample_push_thread(fp_sample *sm)
+{
+    fp_thread *na = grow(sm->threads, &sm->threads_cap, sm->nthreads, sizeof *na);
+    if (!na)
+        return NULL;
+    sm->threads = na;
+    fp_thread *e = &sm->threads[sm->nthreads++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+fp_frame *fp_sample_push_frame(fp_sample *sm)
+{
+    fp_frame *na = grow(sm->frames, &sm->frames_cap, sm->nframes, sizeof *na);
+    if (!na)
+        return NULL;
+    sm->frames = na;
+    fp_frame *e = &sm->frames[sm->nframes++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+size_t fp_sample_interp_count(const fp_sample *sm) { return sm ? sm->ninterps : 0; }
+const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i) { return sm && i < sm->ninterps ? &sm->interps[i] : NULL; }
+size_t fp_sample_thread_count(const fp_sample *sm) { return sm ? sm->nthreads : 0; }
+const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i) { return sm && i < sm->nthreads ? &sm->threads[i] : NULL; }
+size_t fp_sample_frame_count(const fp_sample *sm) { return sm ? sm->nframes : 0; }
+const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i) { return sm && i < sm->nframes ? &sm->frames[i] : NULL; }

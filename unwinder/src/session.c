@@ -1,0 +1,176 @@
+/* session.c — the public session API: options, attaching to a process or
+ * any reader, detaching, and taking samples. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "locate.h"
+#include "proc_state.h"
+#include "session.h"
+
+/* Bytes of a thread state the walker needs beyond its highest used field. */
+#define TS_FIELD_WIDTH 8
+
+void fp_options_init(fp_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->reader = FP_READER_AUTO;
+    o->max_depth = FP_DEFAULT_MAX_DEPTH;
+    o->max_threads = FP_DEFAULT_MAX_THREADS;
+    o->max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
+    o->cache_code = true;
+    o->thread_cpu_state = true;
+}
+
+int fp_session_new(const fp_options *opts, fp_session **out)
+{
+    if (!out)
+        return FP_E_INVALID_ARG;
+    fp_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return FP_E_NOMEM;
+    if (opts)
+        s->opts = *opts;
+    else
+        fp_options_init(&s->opts);
+    if (!s->opts.max_depth)
+        s->opts.max_depth = FP_DEFAULT_MAX_DEPTH;
+    if (!s->opts.max_threads)
+        s->opts.max_threads = FP_DEFAULT_MAX_THREADS;
+    if (!s->opts.max_interpreters)
+        s->opts.max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
+    fp_code_cache_init(&s->cc);
+    *out = s;
+    return FP_OK;
+}
+
+void fp_session_detach(fp_session *s)
+{
+    if (!s)
+        return;
+    fp_reader_close(&s->own_reader);
+    s->rd = NULL;
+    s->attached = false;
+    s->pid = 0;
+    s->ntypes = 0;
+    s->have_generation = false;
+    fp_code_cache_free(&s->cc);
+    fp_code_cache_init(&s->cc);
+}
+
+void fp_session_free(fp_session *s)
+{
+    if (!s)
+        return;
+    fp_session_detach(s);
+    free(s->stack_buf);
+    free(s->chunks);
+    free(s->frame_addrs);
+    free(s);
+}
+
+const char *fp_session_errmsg(const fp_session *s)
+{
+    return s ? s->err.msg : "";
+}
+
+const char *fp_session_reader_name(const fp_session *s)
+{
+    return s && s->rd && s->rd->ops ? s->rd->ops->name : "";
+}
+
+int fp_session_python(const fp_session *s, fp_python_info *out)
+{
+    if (!s || !out)
+        return FP_E_INVALID_ARG;
+    if (!s->attached)
+        return FP_E_STATE;
+    *out = s->info;
+    return FP_OK;
+}
+
+static void finish_attach(fp_session *s)
+{
+    const fp_layout *l = &s->layout;
+    int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
+                        l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
+                        l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,
+                        l->ts_exc_info};
+    int32_t hi = 0;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i] > hi)
+            hi = fields[i];
+    s->ts_read_len = (size_t)hi + TS_FIELD_WIDTH;
+    s->attached = true;
+}
+
+static int open_live_reader(fp_session *s, int pid)
+{
+    char msg[FP_ERRMSG_MAX] = "";
+    int rc;
+    if (s->opts.reader == FP_READER_MEM)
+        rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
+    else
+        rc = fp_reader_open_vm(pid, &s->own_reader, msg, sizeof msg);
+    if (rc)
+        return fp_err(&s->err, rc, "%s", msg);
+    s->rd = &s->own_reader;
+    return FP_OK;
+}
+
+int fp_session_attach_pid(fp_session *s, int pid)
+{
+    if (!s || pid <= 0)
+        return s ? fp_err(&s->err, FP_E_INVALID_ARG, "invalid pid %d", pid) : FP_E_INVALID_ARG;
+    if (s->attached)
+        return fp_err(&s->err, FP_E_STATE, "session is already attached");
+    s->err.msg[0] = 0;
+    int rc = open_live_reader(s, pid);
+    if (rc)
+        return rc;
+    s->pid = pid;
+    rc = fp_locate_pid(s, pid);
+    if (rc) {
+        fp_reader_close(&s->own_reader);
+        s->rd = NULL;
+        s->pid = 0;
+        return rc;
+    }
+    finish_attach(s);
+    return FP_OK;
+}
+
+int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc)
+{
+    if (!s || !reader || !reader->ops || !desc)
+        return s ? fp_err(&s->err, FP_E_INVALID_ARG, "missing reader or target description") : FP_E_INVALID_ARG;
+    if (s->attached)
+        return fp_err(&s->err, FP_E_STATE, "session is already attached");
+    s->err.msg[0] = 0;
+    s->rd = reader;
+    s->pid = desc->pid;
+    fp_errbuf why = {{0}};
+    int rc = fp_layout_resolve(s, desc->runtime_addr, desc->hexversion, desc->free_threaded, desc->debug, &why);
+    if (rc) {
+        s->rd = NULL;
+        s->pid = 0;
+        s->err = why;
+        return rc;
+    }
+    finish_attach(s);
+    return FP_OK;
+}
+
+int fp_session_sample(fp_session *s, fp_sample *sm)
+{
+    if (!s || !sm)
+        return FP_E_INVALID_ARG;
+    if (!s->attached)
+        return fp_err(&s->err, FP_E_STATE, "session is not attached");
+    s->err.msg[0] = 0;
+    int rc = fp_walk_all(s, sm);
+    if (rc == FP_E_READ && s->pid > 0 && fp_proc_is_gone(s->pid))
+        rc = FP_E_PROCESS_GONE;
+    if (rc == FP_E_PROCESS_GONE)
+        fp_err(&s->err, rc, "process %d exited", s->pid);
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* session.h — internal state of an fp_session and an fp_sample, shared by
+ * the walker, the code cache and the attach logic. */
+#ifndef FP_SESSION_H
+#define FP_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/frameproof.h"
+#include "fp_error.h"
+#include "layout.h"
+#include "linetable.h"
+
+/* Limits on data read from the target. */
+#define FP_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
+#define FP_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
+#define FP_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
+#define FP_MAX_CHUNKS 4096u                         /* chunks per thread */
+#define FP_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
+#define FP_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
+#define FP_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
+#define FP_TYPE_CACHE_SLOTS 16
+#define FP_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
+#define FP_CODE_FINGERPRINT_WORDS 8
+
+enum fp_type_kind { FP_TYPE_OTHER = 0, FP_TYPE_CODE, FP_TYPE_STR, FP_TYPE_BYTES, FP_TYPE_NONE };
+
+typedef struct fp_type_slot {
+    uint64_t addr;
+    int kind;
+} fp_type_slot;
+
+typedef struct fp_code_entry {
+    uint64_t addr;
+    uint64_t epoch;           /* cache epoch it belongs to */
+    uint64_t checked_sample;  /* sample number when last validated */
+    char *qualname, *name, *filename;
+    uint8_t *linetable;
+    size_t linetable_len;
+    int32_t firstlineno;
+    int32_t firsttraceable;
+    int64_t code_units;       /* Py_SIZE(code) */
+    uint32_t flags;
+    uint64_t fingerprint[FP_CODE_FINGERPRINT_WORDS]; /* fields compared when the address is seen again */
+    /* one-entry lookup memo */
+    int32_t memo_unit;
+    fp_position memo_pos;
+    struct fp_code_entry *retired_next;
+} fp_code_entry;
+
+typedef struct fp_code_cache {
+    fp_code_entry **slots;    /* open addressing by addr */
+    size_t cap, count;
+    uint64_t epoch;
+    fp_code_entry *retired;   /* replaced during a sample, freed at the next */
+} fp_code_cache;
+
+/* A copied data-stack chunk. */
+typedef struct fp_chunk_copy {
+    uint64_t remote;          /* address of the chunk header */
+    uint64_t size;            /* bytes copied (header included) */
+    size_t local;             /* offset in the session's stack buffer */
+} fp_chunk_copy;
+
+struct fp_session {
+    fp_options opts;
+    fp_errbuf err;
+    bool attached;
+    int pid;
+    fp_reader own_reader;     /* live backends owned by the session */
+    const fp_reader *rd;      /* the reader in use */
+    fp_layout layout;
+    fp_python_info info;
+    fp_type_slot types[FP_TYPE_CACHE_SLOTS];
+    size_t ntypes;
+    fp_code_cache cc;
+    uint64_t sample_no;
+    uint64_t code_generation;  /* last seen interp code_object_generation */
+    bool have_generation;
+    size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
+    uint8_t frame_buf[FP_MAX_STRUCT_READ];
+    /* per-thread scratch, reused */
+    uint8_t *stack_buf;
+    size_t stack_cap;
+    fp_chunk_copy *chunks;
+    size_t nchunks, chunks_cap;
+    uint64_t *frame_addrs;    /* walk history for cycle reporting */
+    size_t frame_addrs_cap;
+};
+
+struct fp_sample {
+    fp_interp *interps;
+    size_t ninterps, interps_cap;
+    fp_thread *threads;
+    size_t nthreads, threads_cap;
+    fp_frame *frames;
+    size_t nframes, frames_cap;
+};
+
+/* sample.c */
+int fp_sample_reset(fp_sample *sm);
+fp_interp *fp_sample_push_interp(fp_sample *sm);
+fp_thread *fp_sample_push_thread(fp_sample *sm);
+fp_frame *fp_sample_push_frame(fp_sample *sm);
+
+/* memory helpers (walk.c) */
+int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len);
+uint64_t fp_load_u64(const uint8_t *base, int32_t off);
+uint32_t fp_load_u32(const uint8_t *base, int32_t off);
+uint8_t fp_load_u8(const uint8_t *base, int32_t off);
+
+/* pystr.c: reads a str object and returns a malloc'd UTF-8 copy. */
+int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
+/* reads a bytes object into a malloc'd buffer (max bytes). */
+int fp_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len);
+/* classifies a type object by its tp_name (cached per type address). */
+int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind);
+
+/* code_cache.c */
+void fp_code_cache_init(fp_code_cache *cc);
+void fp_code_cache_free(fp_code_cache *cc);
+void fp_code_cache_begin_sample(fp_code_cache *cc);
+void fp_code_cache_invalidate(fp_code_cache *cc);
+/* Looks up or reads the code object at addr. */
+int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out);
+int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos);
+
+/* walk.c */
+int fp_walk_all(fp_session *s, fp_sample *sm);
+
+#endif

@@ -1,0 +1,470 @@
+/* walk.c — one sample: every interpreter, every thread, every frame.
+ *
+ * Each thread's data-stack chunks are copied first and frames are decoded
+ * from that copy (frames outside the chunks — generator frames, entry
+ * frames — are read directly).  Everything read is untrusted: loops are
+ * bounded, pointers and offsets are checked, and a walk that cannot be
+ * completed is reported as an error on the thread, never as a shorter
+ * stack. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc_state.h"
+#include "session.h"
+
+#define PTR_SIZE 8u
+#define CHUNK_HEADER 24u
+#define CODEUNIT_SIZE 2
+
+int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len)
+{
+    if (addr == 0)
+        return FP_E_READ;
+    return fp_reader_read(s->rd, addr, buf, len);
+}
+
+uint64_t fp_load_u64(const uint8_t *base, int32_t off)
+{
+    uint64_t v;
+    memcpy(&v, base + off, sizeof v);
+    return v;
+}
+
+uint32_t fp_load_u32(const uint8_t *base, int32_t off)
+{
+    uint32_t v;
+    memcpy(&v, base + off, sizeof v);
+    return v;
+}
+
+uint8_t fp_load_u8(const uint8_t *base, int32_t off)
+{
+    return base[off];
+}
+
+/* A read failure inside a walk: the process vanishing or permissions are
+ * fatal for the sample; anything else makes this thread's walk incomplete. */
+static bool fatal(int rc)
+{
+    return rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM;
+}
+
+static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
+{
+    const fp_layout *l = &s->layout;
+    s->nchunks = 0;
+    size_t used = 0;
+    for (unsigned n = 0; chunk && n < FP_MAX_CHUNKS; n++) {
+        uint8_t hdr[CHUNK_HEADER];
+        int rc = fp_read(s, chunk, hdr, sizeof hdr);
+        if (rc)
+            return fp_err(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
+        uint64_t size = fp_load_u64(hdr, l->chunk_size);
+        uint64_t prev = fp_load_u64(hdr, l->chunk_previous);
+        if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
+            return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
+                          (unsigned long long)chunk, (unsigned long long)size);
+        uint64_t want = size;
+        if (n == 0 && top > chunk && top - chunk <= size)
+            want = top - chunk; /* the live part of the newest chunk */
+        if (used + want > FP_MAX_STACK_COPY)
+            return fp_err(&s->err, FP_E_LIMIT, "data stack larger than %u bytes", FP_MAX_STACK_COPY);
+        if (used + want > s->stack_cap) {
+            size_t ncap = s->stack_cap ? s->stack_cap : 65536;
+            while (ncap < used + want)
+                ncap *= 2;
+            uint8_t *nb = realloc(s->stack_buf, ncap);
+            if (!nb)
+                return FP_E_NOMEM;
+            s->stack_buf = nb;
+            s->stack_cap = ncap;
+        }
+        if (s->nchunks == s->chunks_cap) {
+            size_t ncap = s->chunks_cap ? s->chunks_cap * 2 : 16;
+            fp_chunk_copy *nc = realloc(s->chunks, ncap * sizeof *nc);
+            if (!nc)
+                return FP_E_NOMEM;
+            s->chunks = nc;
+            s->chunks_cap = ncap;
+        }
+        rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
+        if (rc)
+            return fp_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
+                          (unsigned long long)chunk, (unsigned long long)want);
+        s->chunks[s->nchunks++] = (fp_chunk_copy){chunk, want, used};
+        used += (size_t)want;
+        chunk = prev;
+    }
+    if (chunk)
+        return fp_err(&s->err, FP_E_LIMIT, "more than %u data-stack chunks", FP_MAX_CHUNKS);
+    return FP_OK;
+}
+
+/* Returns a pointer to fr_size bytes of the frame at addr: from the chunk
+ * copy when it lies inside one, else read directly into s->frame_buf. */
+static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
+{
+    size_t fsize = (size_t)s->layout.fr_size;
+    for (size_t i = 0; i < s->nchunks; i++) {
+        const fp_chunk_copy *c = &s->chunks[i];
+        if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
+            c->remote + c->size - addr >= fsize) {
+            *out = s->stack_buf + c->local + (addr - c->remote);
+            return FP_OK;
+        }
+    }
+    int rc = fp_read(s, addr, s->frame_buf, fsize);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
+    *out = s->frame_buf;
+    return FP_OK;
+}
+
+/* Start of the bytecode the frame executes: the thread-local copy on
+ * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
+static int bytecode_start(fp_session *s, uint64_t code, const uint8_t *frame, uint64_t *out)
+{
+    const fp_layout *l = &s->layout;
+    *out = code + (uint64_t)l->co_code_adaptive;
+    if (l->fr_tlbc_index == FP_OFF_NONE || l->co_tlbc == FP_OFF_NONE)
+        return FP_OK;
+    int32_t idx = (int32_t)fp_load_u32(frame, l->fr_tlbc_index);
+    if (idx == 0)
+        return FP_OK;
+    if (idx < 0 || idx >= FP_MAX_TLBC_ENTRIES)
+        return fp_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d is out of range", idx);
+    uint64_t arr;
+    int rc = fp_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
+    int64_t size;
+    if ((rc = fp_read(s, arr, &size, sizeof size)))
+        return fp_err(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
+    if (size < 0 || size > FP_MAX_TLBC_ENTRIES || idx >= size)
+        return fp_err(&s->err, FP_E_CORRUPT, "tlbc_index %d is outside the TLBC array of size %lld",
+                      idx, (long long)size);
+    uint64_t entry;
+    if ((rc = fp_read(s, arr + PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
+        return fp_err(&s->err, rc, "cannot read TLBC entry %d", idx);
+    if (entry == 0)
+        return fp_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx is empty", idx,
+                      (unsigned long long)code);
+    *out = entry;
+    return FP_OK;
+}
+
+static bool has_cycle(const uint64_t *addrs, size_t n)
+{
+    /* Brent-free simple check: does the last address appear earlier? */
+    for (size_t i = 0; i + 1 < n; i++)
+        if (addrs[i] == addrs[n - 1])
+            return true;
+    return false;
+}
+
+static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame)
+{
+    const fp_layout *l = &s->layout;
+    uint64_t addr = top, last = 0;
+    uint32_t depth = 0;
+    while (addr) {
+        if (depth >= s->opts.max_depth) {
+            size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
+            s->frame_addrs[n - 1] = addr;
+            if (has_cycle(s->frame_addrs, n))
+                return fp_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu has a cycle at 0x%llx",
+                              (unsigned long long)th->native_id, (unsigned long long)addr);
+            return fp_err(&s->err, FP_E_LIMIT, "thread %llu is deeper than %u frames",
+                          (unsigned long long)th->native_id, s->opts.max_depth);
+        }
+        if (depth < s->frame_addrs_cap)
+            s->frame_addrs[depth] = addr;
+        if (addr & (PTR_SIZE - 1))
+            return fp_err(&s->err, FP_E_CORRUPT, "unaligned frame pointer 0x%llx", (unsigned long long)addr);
+        const uint8_t *fr = NULL;
+        int rc = frame_bytes(s, addr, &fr);
+        if (rc)
+            return rc;
+        int owner = fp_load_u8(fr, l->fr_owner);
+        uint64_t previous = fp_load_u64(fr, l->fr_previous);
+        last = addr;
+        depth++;
+        if (owner == l->owner_cstack || owner == l->owner_interpreter) {
+            addr = previous;
+            continue;
+        }
+        if (owner != l->owner_thread && owner != l->owner_generator)
+            return fp_err(&s->err, FP_E_CORRUPT, "frame 0x%llx has owner %d", (unsigned long long)addr, owner);
+        uint64_t code = fp_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask;
+        uint64_t instr = fp_load_u64(fr, l->fr_instr_ptr);
+        /* Copy what we need before fp_code_get may reuse frame_buf. */
+        uint8_t frame_copy[FP_MAX_STRUCT_READ];
+        memcpy(frame_copy, fr, (size_t)l->fr_size);
+        fp_code_entry *ce;
+        if ((rc = fp_code_get(s, code, &ce))) {
+            fp_err_append(&s->err, " in frame 0x%llx", (unsigned long long)addr);
+            return rc;
+        }
+        uint64_t start;
+        if ((rc = bytecode_start(s, code, frame_copy, &start)))
+            return rc;
+        int64_t delta = (int64_t)(instr - start);
+        if (delta % CODEUNIT_SIZE != 0 || delta < -CODEUNIT_SIZE || delta / CODEUNIT_SIZE >= ce->code_units)
+            return fp_err(&s->err, FP_E_CORRUPT,
+                          "frame 0x%llx: instruction pointer 0x%llx is outside the bytecode of %s (0x%llx, %lld units)",
+                          (unsigned long long)addr, (unsigned long long)instr, ce->qualname,
+                          (unsigned long long)start, (long long)ce->code_units);
+        int32_t unit = (int32_t)(delta / CODEUNIT_SIZE);
+        /* Frames that have not reached their first traceable instruction
+         * (being set up, or the __init__ cleanup shim) are not part of the
+         * Python-visible stack. */
+        if (owner != l->owner_generator && unit < ce->firsttraceable) {
+            addr = previous;
+            continue;
+        }
+        fp_frame *f = fp_sample_push_frame(sm);
+        if (!f)
+            return FP_E_NOMEM;
+        fp_position pos;
+        if ((rc = fp_code_position(ce, unit, &pos)))
+            return fp_err(&s->err, rc, "corrupt line table in %s (%s)", ce->qualname, ce->filename);
+        f->function = ce->qualname;
+        f->name = ce->name;
+        f->file = ce->filename;
+        f->line = pos.line;
+        f->end_line = pos.end_line;
+        f->column = pos.column;
+        f->end_column = pos.end_column;
+        f->code_addr = code;
+        f->frame_addr = addr;
+        f->instr_offset = unit;
+        f->kind = owner == l->owner_generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON;
+        th->frame_count++;
+        addr = previous;
+    }
+    if (l->ts_base_frame != FP_OFF_NONE && top && last != base_frame)
+        return fp_err(&s->err, FP_E_INCOMPLETE,
+                      "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
+                      (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
+    return FP_OK;
+}
+
+/* Follows the exc_info chain like sys.exception(): the topmost item whose
+ * value is neither NULL nor None. */
+static int thread_exception(fp_session *s, uint64_t item, int *out)
+{
+    const fp_layout *l = &s->layout;
+    for (uint32_t n = 0; item && n < s->opts.max_depth; n++) {
+        uint64_t pair[2];
+        int rc = fp_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
+        if (rc)
+            return rc;
+        if (pair[0]) {
+            uint64_t type;
+            if ((rc = fp_read(s, pair[0] + (uint64_t)l->ob_type, &type, sizeof type)))
+                return rc;
+            int kind;
+            if ((rc = fp_type_kind(s, type, &kind)))
+                return rc;
+            if (kind != FP_TYPE_NONE) {
+                *out = FP_YES;
+                return FP_OK;
+            }
+        }
+        item = pair[1]; /* previous_item follows exc_value */
+    }
+    *out = item ? FP_UNKNOWN : FP_NO;
+    return FP_OK;
+}
+
+typedef struct interp_info {
+    uint64_t addr, next, threads_head, threads_main;
+    int64_t id;
+    bool gil_known;
+    uint64_t gil_holder; /* 0 when unlocked */
+    uint64_t main_thread_id; /* 3.11/3.12 */
+} interp_info;
+
+static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
+{
+    const fp_layout *l = &s->layout;
+    uint8_t buf[FP_MAX_STRUCT_READ];
+    int rc = fp_read(s, ts, buf, s->ts_read_len);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+    *next = fp_load_u64(buf, l->ts_next);
+    fp_thread *th = fp_sample_push_thread(sm);
+    if (!th)
+        return FP_E_NOMEM;
+    th->native_id = fp_load_u64(buf, l->ts_native_thread_id);
+    th->thread_id = fp_load_u64(buf, l->ts_thread_id);
+    th->interp_id = ii->id;
+    th->first_frame = sm->nframes;
+    if (l->interp_threads_main != FP_OFF_NONE)
+        th->main = ts == ii->threads_main;
+    else
+        th->main = ii->main_thread_id && th->thread_id == ii->main_thread_id;
+    th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
+    if (!l->free_threaded) {
+        if (l->ts_holds_gil != FP_OFF_NONE)
+            th->holds_gil = fp_load_u32(buf, l->ts_holds_gil) ? FP_YES : FP_NO;
+        else if (ii->gil_known)
+            th->holds_gil = ii->gil_holder == ts ? FP_YES : FP_NO;
+        if (l->ts_gil_requested != FP_OFF_NONE)
+            th->gil_requested = fp_load_u32(buf, l->ts_gil_requested) && th->holds_gil != FP_YES ? FP_YES : FP_NO;
+    }
+    if (s->pid > 0 && s->opts.thread_cpu_state) {
+        char st = fp_proc_thread_state(s->pid, (long)th->native_id);
+        if (st)
+            th->on_cpu = st == 'R' ? FP_YES : FP_NO;
+    }
+    int exc = FP_NO;
+    if (fp_load_u64(buf, l->ts_current_exception) != 0)
+        exc = FP_YES;
+    else if ((rc = thread_exception(s, fp_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
+        return rc;
+    th->exception = rc ? FP_UNKNOWN : exc;
+
+    uint64_t top;
+    if (l->ts_current_frame != FP_OFF_NONE) {
+        top = fp_load_u64(buf, l->ts_current_frame);
+    } else {
+        uint64_t cframe = fp_load_u64(buf, l->ts_cframe);
+        top = 0;
+        if (cframe && (rc = fp_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
+            th->error = rc;
+            return fp_err(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+        }
+    }
+    uint64_t base = l->ts_base_frame != FP_OFF_NONE ? fp_load_u64(buf, l->ts_base_frame) : 0;
+    if (top && top == base)
+        return FP_OK; /* a thread state with no Python frames */
+    rc = copy_chunks(s, fp_load_u64(buf, l->ts_datastack_chunk), fp_load_u64(buf, l->ts_datastack_top));
+    if (!rc)
+        rc = walk_frames(s, sm, th, top, base);
+    if (rc) {
+        /* th may have moved if frames grew the arrays: re-fetch. */
+        th = &sm->threads[sm->nthreads - 1];
+        sm->nframes = th->first_frame;
+        th->frame_count = 0;
+        th->error = rc;
+    }
+    return rc;
+}
+
+static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, interp_info *ii)
+{
+    const fp_layout *l = &s->layout;
+    memset(ii, 0, sizeof *ii);
+    ii->addr = addr;
+    uint64_t id = 0, gilp = 0, gen = 0;
+    fp_iov iov[8];
+    size_t n = 0;
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &ii->next, 8};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &ii->threads_head, 8};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &id, 8};
+    if (l->interp_threads_main != FP_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &ii->threads_main, 8};
+    if (l->interp_ceval_gil != FP_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &gilp, 8};
+    if (l->interp_code_generation != FP_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
+    int rc = fp_reader_readv(s->rd, iov, n);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
+    ii->id = (int64_t)id;
+    if (l->interp_code_generation != FP_OFF_NONE) {
+        /* Any code object freed since the last look may have had its
+         * address reused: forget every cached code object. */
+        if (!s->have_generation || gen != s->code_generation)
+            fp_code_cache_invalidate(&s->cc);
+        s->code_generation = gen;
+        s->have_generation = true;
+    }
+    uint64_t locked_addr = 0, holder_addr = 0;
+    if (l->rt_gil_locked != FP_OFF_NONE && runtime) {
+        locked_addr = runtime + (uint64_t)l->rt_gil_locked;
+        holder_addr = runtime + (uint64_t)l->rt_gil_last_holder;
+    } else if (gilp && l->gil_locked != FP_OFF_NONE) {
+        locked_addr = gilp + (uint64_t)l->gil_locked;
+        holder_addr = gilp + (uint64_t)l->gil_last_holder;
+    }
+    if (locked_addr && !l->free_threaded) {
+        int32_t locked = 0;
+        uint64_t holder = 0;
+        fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
+        if ((rc = fp_reader_readv(s->rd, g, 2)))
+            return fp_err(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
+        ii->gil_known = true;
+        ii->gil_holder = locked ? holder : 0;
+    }
+    if (l->rt_main_thread != FP_OFF_NONE && runtime && ii->id == 0) {
+        if ((rc = fp_read(s, runtime + (uint64_t)l->rt_main_thread, &ii->main_thread_id, 8)))
+            return fp_err(&s->err, rc, "cannot read the runtime's main thread id");
+    }
+    return FP_OK;
+}
+
+int fp_walk_all(fp_session *s, fp_sample *sm)
+{
+    const fp_layout *l = &s->layout;
+    fp_sample_reset(sm);
+    s->sample_no++;
+    fp_code_cache_begin_sample(&s->cc);
+    if (s->frame_addrs_cap < s->opts.max_depth) {
+        uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
+        if (!na)
+            return FP_E_NOMEM;
+        s->frame_addrs = na;
+        s->frame_addrs_cap = s->opts.max_depth;
+    }
+    uint64_t runtime = s->info.runtime_addr;
+    uint64_t interp;
+    int rc = fp_read(s, runtime + (uint64_t)l->rt_interpreters_head, &interp, sizeof interp);
+    if (rc)
+        return fp_err(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
+    int result = FP_OK;
+    fp_errbuf first_err = {{0}};
+    uint32_t ninterp = 0;
+    while (interp) {
+        if (++ninterp > s->opts.max_interpreters)
+            return fp_err(&s->err, FP_E_LIMIT, "more than %u interpreters (or a cycle)", s->opts.max_interpreters);
+        interp_info ii;
+        if ((rc = read_interp(s, interp, runtime, &ii)))
+            return rc;
+        fp_interp *fi = fp_sample_push_interp(sm);
+        if (!fi)
+            return FP_E_NOMEM;
+        fi->id = ii.id;
+        fi->first_thread = sm->nthreads;
+        size_t interp_index = sm->ninterps - 1;
+        uint64_t ts = ii.threads_head;
+        uint32_t nthreads = 0;
+        while (ts) {
+            if (++nthreads > s->opts.max_threads)
+                return fp_err(&s->err, FP_E_LIMIT, "more than %u threads in interpreter %lld (or a cycle)",
+                              s->opts.max_threads, (long long)ii.id);
+            uint64_t next = 0;
+            size_t before = sm->nthreads;
+            rc = walk_thread(s, sm, &ii, ts, &next);
+            if (rc) {
+                if (fatal(rc))
+                    return rc;
+                if (sm->nthreads == before) { /* the thread list itself is broken */
+                    fp_errbuf why = s->err;
+                    return fp_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
+                }
+                if (result == FP_OK) {
+                    result = rc == FP_E_LIMIT ? FP_E_LIMIT : FP_E_INCOMPLETE;
+                    first_err = s->err;
+                }
+            }
+            ts = next;
+        }
+        sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
+        interp = ii.next;
+    }
+    if (result != FP_OK)
+        s->err = first_err;
+    return result;
+}
