@@ -131,7 +131,8 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
     l->fr_is_entry = FP_OFF_NONE;
     l->rt_gil_locked = FP_OFF_NONE;
     l->rt_gil_last_holder = FP_OFF_NONE;
-    l->rt_main_thread = FP_OFF_NONE;
+    /* _PyRuntime.main_thread follows interpreters.{head,main,next_id} in 3.13+ */
+    l->rt_main_thread = l->rt_interpreters_head + 24;
     l->chunk_previous = 0;
     l->chunk_size = 8;
     l->chunk_data = 24;

@@ -282,10 +282,10 @@ typedef struct interp_info {
     int64_t id;
     bool gil_known;
     uint64_t gil_holder; /* 0 when unlocked */
-    uint64_t main_thread_id; /* 3.11/3.12 */
+    uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
 } interp_info;
 
-static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
+static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
 {
     const fp_layout *l = &s->layout;
     uint8_t buf[FP_MAX_STRUCT_READ];
@@ -300,10 +300,11 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
     th->thread_id = fp_load_u64(buf, l->ts_thread_id);
     th->interp_id = ii->id;
     th->first_frame = sm->nframes;
-    if (l->interp_threads_main != FP_OFF_NONE)
-        th->main = ts == ii->threads_main;
-    else
-        th->main = ii->main_thread_id && th->thread_id == ii->main_thread_id;
+    /* threads.main is cleared when finalisation starts (atexit handlers
+     * still run on the main thread): the runtime's main thread id covers
+     * the main interpreter in every version. */
+    th->main = (ii->threads_main && ts == ii->threads_main) ||
+               (ii->main_thread_id && th->thread_id == ii->main_thread_id);
     th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
     if (!l->free_threaded) {
         if (l->ts_holds_gil != FP_OFF_NONE)
@@ -348,6 +349,22 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
         sm->nframes = th->first_frame;
         th->frame_count = 0;
         th->error = rc;
+    }
+    return rc;
+}
+
+/* A running thread changes under the walker; a walk that fails for any
+ * reason but the process vanishing is retried from its thread state. */
+static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
+{
+    size_t nthreads = sm->nthreads, nframes = sm->nframes;
+    int rc = FP_OK;
+    for (unsigned attempt = 0; attempt < FP_THREAD_WALK_ATTEMPTS; attempt++) {
+        sm->nthreads = nthreads;
+        sm->nframes = nframes;
+        rc = walk_thread_once(s, sm, ii, ts, next);
+        if (rc == FP_OK || fatal(rc) || rc == FP_E_LIMIT)
+            break;
     }
     return rc;
 }
