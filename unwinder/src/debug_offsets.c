@@ -215,6 +215,7 @@ int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_
         if (err_exc < 0 || err_exc > 64 || (uint64_t)(exc_state + err_exc + 8) > gsize[G_TS])
             return fp_err(eb, FP_E_CORRUPT, "debug offsets: exc_state.exc_value lies outside the thread state");
         out->err_exc_value = (int32_t)err_exc;
+        out->ts_exc_state = (int32_t)exc_state;
     }
     /* Positions read relative to objects must leave room for the data. */
     if (out->co_code_adaptive < out->co_qualname || (uint64_t)out->co_code_adaptive > gsize[G_CODE])

@@ -49,6 +49,7 @@ typedef struct fp_layout {
     int32_t ts_gil_requested;                /* int (3.15+) */
     int32_t ts_current_exception;            /* 3.12+; 3.11: curexc_type */
     int32_t ts_exc_info;                     /* _PyErr_StackItem * */
+    int32_t ts_exc_state;                    /* the embedded base _PyErr_StackItem */
     int32_t err_exc_value;                   /* inside _PyErr_StackItem */
 
     /* _PyStackChunk */

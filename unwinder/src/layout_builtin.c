@@ -49,7 +49,7 @@ static const fp_layout layout_311 = {
     .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
     .ts_thread_id = 152, .ts_native_thread_id = 160, .ts_datastack_chunk = 296, .ts_datastack_top = 304,
     .ts_status = FP_OFF_NONE, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
-    .ts_current_exception = 96, .ts_exc_info = 120, .err_exc_value = 0,
+    .ts_current_exception = 96, .ts_exc_info = 120, .ts_exc_state = 320, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
     .fr_is_entry = 68, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
@@ -74,7 +74,7 @@ static const fp_layout layout_312 = {
     .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
     .ts_thread_id = 136, .ts_native_thread_id = 144, .ts_datastack_chunk = 232, .ts_datastack_top = 240,
     .ts_status = 24, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
-    .ts_current_exception = 96, .ts_exc_info = 104, .err_exc_value = 0,
+    .ts_current_exception = 96, .ts_exc_info = 104, .ts_exc_state = 256, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
     .fr_is_entry = FP_OFF_NONE, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
@@ -94,15 +94,15 @@ const fp_layout *fp_layout_builtin_312(void) { return &layout_312; }
 /* Per-minor facts for 3.13+ that _Py_DebugOffsets does not carry. */
 typedef struct extras {
     uint32_t minor;
-    int32_t ts_datastack_top, ts_exc_info, ts_current_exception, ts_holds_gil;
+    int32_t ts_datastack_top, ts_exc_info, ts_exc_state, ts_current_exception, ts_holds_gil;
     int32_t co_firsttraceable_gil; /* +FT_HEADER_GROWTH in free-threaded builds */
     int owner_cstack, owner_interpreter;
 } extras;
 
 static const extras extras_table[] = {
-    {13, 240, 120, 112, FP_OFF_NONE, 184, OWNER_BOUNDARY, -1},
-    {14, 240, 120, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY},
-    {15, 264, 144, FP_OFF_NONE /* in the table */, FP_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
+    {13, 240, 120, 256, 112, FP_OFF_NONE, 184, OWNER_BOUNDARY, -1},
+    {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY},
+    {15, 264, 144, 288, FP_OFF_NONE /* in the table */, FP_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
 };
 
 int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
@@ -119,6 +119,8 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
     int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;
     l->ts_datastack_top = x->ts_datastack_top;
     l->ts_exc_info = x->ts_exc_info;
+    if (l->ts_exc_state == FP_OFF_NONE)
+        l->ts_exc_state = x->ts_exc_state;
     if (x->ts_current_exception != FP_OFF_NONE)
         l->ts_current_exception = x->ts_current_exception;
     if (x->ts_holds_gil != FP_OFF_NONE)

@@ -94,7 +94,7 @@ static void finish_attach(fp_session *s)
     int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
                         l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
                         l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,
-                        l->ts_exc_info};
+                        l->ts_exc_info, l->ts_exc_state + 8};
     int32_t hi = 0;
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         if (fields[i] > hi)

@@ -15,6 +15,7 @@
 #define PTR_SIZE 8u
 #define CHUNK_HEADER 24u
 #define CODEUNIT_SIZE 2
+#define RUNTIME_SPAN_MAX 64
 
 int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len)
 {
@@ -55,18 +56,23 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
     s->nchunks = 0;
     size_t used = 0;
     for (unsigned n = 0; chunk && n < FP_MAX_CHUNKS; n++) {
+        /* The newest chunk is live only up to datastack_top: copy that part,
+         * header included, in one read; older chunks are copied whole. */
+        bool live_part = n == 0 && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES;
         uint8_t hdr[CHUNK_HEADER];
-        int rc = fp_read(s, chunk, hdr, sizeof hdr);
-        if (rc)
-            return fp_err(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
-        uint64_t size = fp_load_u64(hdr, l->chunk_size);
-        uint64_t prev = fp_load_u64(hdr, l->chunk_previous);
-        if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
-            return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
-                          (unsigned long long)chunk, (unsigned long long)size);
-        uint64_t want = size;
-        if (n == 0 && top > chunk && top - chunk <= size)
-            want = top - chunk; /* the live part of the newest chunk */
+        uint64_t want = 0, size = 0, prev = 0;
+        if (!live_part) {
+            int rc = fp_read(s, chunk, hdr, sizeof hdr);
+            if (rc)
+                return fp_err(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
+            size = fp_load_u64(hdr, l->chunk_size);
+            if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
+                return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
+                              (unsigned long long)chunk, (unsigned long long)size);
+            want = size;
+        } else {
+            want = top - chunk;
+        }
         if (used + want > FP_MAX_STACK_COPY)
             return fp_err(&s->err, FP_E_LIMIT, "data stack larger than %u bytes", FP_MAX_STACK_COPY);
         if (used + want > s->stack_cap) {
@@ -87,10 +93,17 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
             s->chunks = nc;
             s->chunks_cap = ncap;
         }
-        rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
+        int rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
             return fp_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
                           (unsigned long long)chunk, (unsigned long long)want);
+        if (live_part) {
+            size = fp_load_u64(s->stack_buf + used, l->chunk_size);
+            if (size < want || size > FP_MAX_CHUNK_BYTES)
+                return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu below its top",
+                              (unsigned long long)chunk, (unsigned long long)size);
+        }
+        prev = fp_load_u64(s->stack_buf + used, l->chunk_previous);
         s->chunks[s->nchunks++] = (fp_chunk_copy){chunk, want, used};
         used += (size_t)want;
         chunk = prev;
@@ -181,6 +194,10 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
             s->frame_addrs[depth] = addr;
         if (addr & (PTR_SIZE - 1))
             return fp_err(&s->err, FP_E_CORRUPT, "unaligned frame pointer 0x%llx", (unsigned long long)addr);
+        if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
+            last = addr;
+            break;
+        }
         const uint8_t *fr = NULL;
         int rc = frame_bytes(s, addr, &fr);
         if (rc)
@@ -251,12 +268,16 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose
  * value is neither NULL nor None. */
-static int thread_exception(fp_session *s, uint64_t item, int *out)
+static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, uint64_t item, int *out)
 {
     const fp_layout *l = &s->layout;
     for (uint32_t n = 0; item && n < s->opts.max_depth; n++) {
         uint64_t pair[2];
-        int rc = fp_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
+        int rc = FP_OK;
+        if (item == ts + (uint64_t)l->ts_exc_state) /* the thread state's own item: already copied */
+            memcpy(pair, tsbuf + l->ts_exc_state + l->err_exc_value, sizeof pair);
+        else
+            rc = fp_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
         if (rc)
             return rc;
         if (pair[0]) {
@@ -322,7 +343,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     int exc = FP_NO;
     if (fp_load_u64(buf, l->ts_current_exception) != 0)
         exc = FP_YES;
-    else if ((rc = thread_exception(s, fp_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
+    else if ((rc = thread_exception(s, ts, buf, fp_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
         return rc;
     th->exception = rc ? FP_UNKNOWN : exc;
 
@@ -369,7 +390,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
     return rc;
 }
 
-static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, interp_info *ii)
+static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, interp_info *ii)
 {
     const fp_layout *l = &s->layout;
     memset(ii, 0, sizeof *ii);
@@ -415,10 +436,8 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, interp_in
         ii->gil_known = true;
         ii->gil_holder = locked ? holder : 0;
     }
-    if (l->rt_main_thread != FP_OFF_NONE && runtime && ii->id == 0) {
-        if ((rc = fp_read(s, runtime + (uint64_t)l->rt_main_thread, &ii->main_thread_id, 8)))
-            return fp_err(&s->err, rc, "cannot read the runtime's main thread id");
-    }
+    if (ii->id == 0)
+        ii->main_thread_id = main_tid;
     return FP_OK;
 }
 
@@ -436,10 +455,16 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
         s->frame_addrs_cap = s->opts.max_depth;
     }
     uint64_t runtime = s->info.runtime_addr;
-    uint64_t interp;
-    int rc = fp_read(s, runtime + (uint64_t)l->rt_interpreters_head, &interp, sizeof interp);
+    /* interpreters.head and main_thread sit a few words apart: one read. */
+    uint8_t rt[RUNTIME_SPAN_MAX];
+    int32_t lo = l->rt_interpreters_head;
+    int32_t mt = l->rt_main_thread;
+    size_t span = mt > lo && mt - lo + 8 <= RUNTIME_SPAN_MAX ? (size_t)(mt - lo) + 8 : 8;
+    int rc = fp_read(s, runtime + (uint64_t)lo, rt, span);
     if (rc)
         return fp_err(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
+    uint64_t interp = fp_load_u64(rt, 0);
+    uint64_t main_tid = span > 8 ? fp_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
     fp_errbuf first_err = {{0}};
     uint32_t ninterp = 0;
@@ -447,7 +472,7 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
         if (++ninterp > s->opts.max_interpreters)
             return fp_err(&s->err, FP_E_LIMIT, "more than %u interpreters (or a cycle)", s->opts.max_interpreters);
         interp_info ii;
-        if ((rc = read_interp(s, interp, runtime, &ii)))
+        if ((rc = read_interp(s, interp, runtime, main_tid, &ii)))
             return rc;
         fp_interp *fi = fp_sample_push_interp(sm);
         if (!fi)
