@@ -132,7 +132,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     int fd = open_mapped_file(pid, m, used, sizeof used);
     if (fd < 0) {
         int err = errno;
-        fp_err_append(log, "\n  %s @0x%llx: cannot open (%s)", m->path, (unsigned long long)m->start, strerror(err));
+        fp_err_append(log, "%s%s @0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));
         if (*best == FP_E_NOT_PYTHON && (err == EACCES || err == EPERM))
             *best = FP_E_PERMISSION;
         return FP_E_IO;
@@ -141,11 +141,11 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     int rc = fp_elf_inspect_fd(fd, &ei, &why);
     close(fd);
     if (rc) {
-        fp_err_append(log, "\n  %s: %s", m->path, why.msg);
+        fp_err_append(log, "%s%s: %s", log->msg[0] ? "; " : "", m->path, why.msg);
         return rc;
     }
     if (!ei.has_load) {
-        fp_err_append(log, "\n  %s: no loadable segment", m->path);
+        fp_err_append(log, "%s%s: no loadable segment", log->msg[0] ? "; " : "", m->path);
         return FP_E_FORMAT;
     }
     uint64_t bias = m->start - ei.load_vaddr;
@@ -157,7 +157,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     } else {
         uint32_t named = version_from_name(m->path);
         if (named && ((named >> 24) != 3 || ((named >> 16) & 0xff) < MIN_MINOR)) {
-            fp_err_append(log, "\n  %s: CPython %u.%u", m->path, named >> 24, (named >> 16) & 0xff);
+            fp_err_append(log, "%s%s: CPython %u.%u", log->msg[0] ? "; " : "", m->path, named >> 24, (named >> 16) & 0xff);
             *best = FP_E_UNSUPPORTED;
             fp_err(&why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", named >> 24,
                    (named >> 16) & 0xff);
@@ -171,7 +171,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     };
     for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
         if (!ways[i].have) {
-            fp_err_append(log, "\n  %s: %s: absent", m->path, ways[i].what);
+            fp_err_append(log, "%s%s: %s: absent", log->msg[0] ? "; " : "", m->path, ways[i].what);
             continue;
         }
         if (i == 1 && ways[0].have && ways[0].addr == ways[1].addr)
@@ -182,7 +182,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
             snprintf(s->info.binary, sizeof s->info.binary, "%s", m->path);
             return FP_OK;
         }
-        fp_err_append(log, "\n  %s: %s at 0x%llx: %s", m->path, ways[i].what, (unsigned long long)ways[i].addr,
+        fp_err_append(log, "%s%s: %s at 0x%llx: %s", log->msg[0] ? "; " : "", m->path, ways[i].what, (unsigned long long)ways[i].addr,
                       why.msg);
         if (rc == FP_E_UNSUPPORTED) {
             *best = FP_E_UNSUPPORTED;
@@ -253,5 +253,5 @@ int fp_locate_pid(fp_session *s, int pid)
         return fp_err(&s->err, FP_E_NOT_PYTHON,
                       "process %d is not running Python (searched: mappings of files named like python or "
                       "libpython in /proc/%d/maps: none of %zu mappings)", pid, pid, nmaps);
-    return fp_err(&s->err, FP_E_NOT_PYTHON, "process %d is not running Python (searched:%s)", pid, log.msg);
+    return fp_err(&s->err, FP_E_NOT_PYTHON, "process %d is not running Python (searched: %s)", pid, log.msg);
 }

@@ -1,0 +1,140 @@
+"""Bad-input tests of `frameproof dump` (TAP): every failure is a clean
+one-line message and a defined exit status, never a crash or a hang.
+usage: test_errors.py FRAMEPROOF_BINARY"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+FP = os.path.abspath(sys.argv[1])
+TIMEOUT = 60
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, ok, detail))
+
+
+def skip(name, why):
+    results.append((name, None, why))
+
+
+def dump(*args, user=None):
+    cmd = [FP, "dump", *map(str, args)]
+    if user is not None:
+        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+
+
+def one_line_error(r, status, needle):
+    lines = r.stderr.strip().splitlines()
+    return r.returncode == status and len(lines) == 1 and needle in lines[0], \
+        f"status {r.returncode}, stderr {r.stderr!r}"
+
+
+def free_pid():
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    for pid in range(pid_max - 1, 1, -1):
+        if not os.path.exists(f"/proc/{pid}"):
+            return pid
+    raise RuntimeError("no free pid")
+
+
+def host_python():
+    for p in ("/usr/bin/python3.11", sys.executable):
+        if os.path.exists(p):
+            return p
+    return sys.executable
+
+
+# 1. a pid that does not exist
+r = dump("--pid", free_pid())
+check("nonexistent pid", *one_line_error(r, 1, "does not exist"))
+
+# 2. a process that is not Python
+p = subprocess.Popen(["sleep", "60"])
+try:
+    time.sleep(0.1)
+    r = dump("--pid", p.pid)
+    check("non-Python process", *one_line_error(r, 1, f"process {p.pid} is not running Python (searched:"))
+finally:
+    p.kill()
+    p.wait()
+
+# 3. usage errors
+for args, needle in ((["--pid", "0"], "invalid pid"), (["--pid", "abc"], "invalid pid"),
+                     ([], "--pid is required"), (["--pid", "1", "--reader", "x"], "--reader")):
+    r = dump(*args)
+    ok = r.returncode == 2 and needle in r.stderr
+    check(f"usage error {' '.join(args) or '(no args)'}", ok, f"status {r.returncode}, stderr {r.stderr!r}")
+
+# 4. a process that exits while being sampled: every attempt ends cleanly
+p = subprocess.Popen([host_python(), "-c",
+                      "import time\nfor i in range(400): time.sleep(0.001)\n"])
+statuses = set()
+bad = None
+deadline = time.time() + 30
+while p.poll() is None and time.time() < deadline:
+    r = dump("--pid", p.pid, "--json")
+    statuses.add(r.returncode)
+    if r.returncode not in (0, 1) or (r.returncode == 1 and len(r.stderr.strip().splitlines()) != 1):
+        bad = f"status {r.returncode}, stderr {r.stderr[-500:]!r}"
+        break
+p.wait()
+r = dump("--pid", p.pid)
+check("process exiting while sampled", bad is None and r.returncode == 1 and
+      ("exited" in r.stderr or "does not exist" in r.stderr), bad or f"after exit: {r.stderr!r}")
+
+# 5. a process of another user, not privileged
+if os.geteuid() == 0 and shutil.which("setpriv"):
+    tmp = tempfile.mkdtemp()
+    os.chmod(tmp, 0o755)
+    fp_copy = os.path.join(tmp, "frameproof")
+    shutil.copy2(FP, fp_copy)
+    os.chmod(fp_copy, 0o755)
+    p = subprocess.Popen([host_python(), "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", fp_copy, "dump", "--pid", str(p.pid)]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+        check("other user's process", *one_line_error(r, 1, "permission denied reading process"))
+    finally:
+        p.kill()
+        p.wait()
+        shutil.rmtree(tmp)
+else:
+    skip("other user's process", "needs root and setpriv")
+
+# 6. an unsupported CPython version (pyenv's 3.10, when the machine has it)
+olds = sorted(glob.glob(os.path.join(os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv")),
+                                     "versions", "3.10.*", "bin", "python3.10")))
+if olds:
+    p = subprocess.Popen([olds[0], "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        r = dump("--pid", p.pid)
+        check("CPython 3.10 rejected", *one_line_error(r, 1, "CPython 3.10 is not supported (3.11–3.15 are)"))
+    finally:
+        p.kill()
+        p.wait()
+else:
+    skip("CPython 3.10 rejected", "no CPython 3.10 on this machine")
+
+# 7. --help tells the truth about the options
+r = subprocess.run([FP, "dump", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
+check("dump --help", r.returncode == 0 and all(o in r.stdout for o in ("--pid", "--json", "--reader", "--max-depth")),
+      r.stdout)
+
+print(f"1..{len(results)}")
+for i, (name, ok, detail) in enumerate(results, 1):
+    if ok is None:
+        print(f"ok {i} - {name} # SKIP {detail}")
+    elif ok:
+        print(f"ok {i} - {name}")
+    else:
+        print(f"not ok {i} - {name}")
+        for line in str(detail).splitlines():
+            print(f"# {line}")
