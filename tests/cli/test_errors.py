@@ -123,7 +123,26 @@ if olds:
 else:
     skip("CPython 3.10 rejected", "no CPython 3.10 on this machine")
 
-# 7. --help tells the truth about the options
+# 7. a stack deeper than --max-depth is an error, never a truncated stack
+p = subprocess.Popen([host_python(), "-c",
+                      "import time, sys\n"
+                      "def rec(n):\n"
+                      "    if n == 0:\n"
+                      "        print('ready', flush=True); time.sleep(60)\n"
+                      "    rec(n - 1)\n"
+                      "rec(50)\n"], stdout=subprocess.PIPE, text=True)
+try:
+    p.stdout.readline()
+    r = dump("--pid", p.pid, "--max-depth", "20")
+    ok, detail = one_line_error(r, 1, "deeper than 20 frames")
+    check("depth cap is an error", ok and r.stdout == "", detail + f", stdout {r.stdout[:200]!r}")
+    r = dump("--pid", p.pid, "--json")
+    check("the same stack below the cap", r.returncode == 0 and r.stdout.count('"function":"rec"') == 51, r.stderr)
+finally:
+    p.kill()
+    p.wait()
+
+# 8. --help tells the truth about the options
 r = subprocess.run([FP, "dump", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
 check("dump --help", r.returncode == 0 and all(o in r.stdout for o in ("--pid", "--json", "--reader", "--max-depth")),
       r.stdout)
