@@ -60,6 +60,9 @@ static const expect expected[] = {
     {"3.14-dbg", 14, false, 72, FP_OFF_NONE, 160, 232, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7344, 16, 8, 192, 2, 3},
     {"3.15", 15, false, 72, 80, 184, 256, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
     {"3.15-dbg", 15, false, 72, 80, 184, 256, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
+    /* 3.14t and 3.15t: tables instantiated from the headers (gen_debug_offsets.c) */
+    {"3.14t", 14, true, 72, FP_OFF_NONE, 160, 232, 36, 78, 72, 144, 232, 224, 24, 56, 7344, 24, 16, 208, 8, 1},
+    {"3.15t", 15, true, 72, 80, 184, 256, 36, 78, 72, 144, 232, 224, 24, 56, 7336, 24, 16, 208, 8, 3},
 };
 
 static void test_real_tables(void **state)
@@ -167,7 +170,7 @@ static void test_every_word(void **state)
     (void)state;
     static uint8_t t[TABLE_BYTES];
     static const uint64_t extremes[] = {0, 1, 0x7fffffff, 0xffffffffffffffffull};
-    static const char *const ids[] = {"3.13", "3.13t", "3.14", "3.15"};
+    static const char *const ids[] = {"3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t"};
     size_t checked = 0;
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         for (size_t pos = 24; pos < FP_DEBUG_OFFSETS_SIZE_315; pos += 8) {
