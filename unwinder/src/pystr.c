@@ -8,6 +8,7 @@
 
 #define STR_HEADER_MAX 128
 #define MAX_UNICODE 0x10FFFFu
+#define TYPE_NAME_PROBE 9 /* strlen("NoneType") + 1 */
 
 static const struct { const char *name; int kind; } known_types[] = {
     {"code", FP_TYPE_CODE},
@@ -32,11 +33,17 @@ int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind)
     uint64_t name_addr = fp_load_u64(tbuf, 0);
     char name[FP_MAX_TYPE_NAME];
     memset(name, 0, sizeof name);
-    /* tp_name may sit near the end of a mapping: read a short prefix. */
-    size_t want = 9; /* longest known name plus its NUL */
-    rc = fp_read(s, name_addr, name, want);
-    if (rc)
-        return rc;
+    /* Read the longest known name plus its NUL; tp_name may end right at
+     * the end of a mapping, so fall back to one byte at a time. */
+    size_t want = TYPE_NAME_PROBE;
+    if (fp_read(s, name_addr, name, want) != FP_OK) {
+        for (size_t i = 0; i < want; i++) {
+            if ((rc = fp_read(s, name_addr + i, name + i, 1)))
+                return rc;
+            if (name[i] == 0)
+                break;
+        }
+    }
     int k = FP_TYPE_OTHER;
     for (size_t i = 0; i < sizeof known_types / sizeof known_types[0]; i++) {
         size_t n = strlen(known_types[i].name);

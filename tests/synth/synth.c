@@ -1,0 +1,574 @@
+/* synth.c — builds synthetic CPython address spaces from descriptions (see
+ * synth.h) using each layout's real offsets, and reads them back through the
+ * fp_reader interface. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "debug_offsets.h"
+#include "synth.h"
+
+#define BASE_ADDR 0x10000000ull
+#define REGION_GAP 0x1000ull        /* unmapped space between regions */
+#define REGION_ALIGN 16ull
+#define CHUNK_BYTES 16384u
+#define CHUNK_HEADER 24u
+#define FRAME_SLACK 64u             /* locals and stack after each frame */
+#define TYPE_OBJECT_BYTES 512u
+#define MAX_REGIONS 65536u
+#define MAX_FRAMES_PER_THREAD 4096u
+#define GIL_BYTES 64u
+#define CFRAME_BYTES 64u
+#define STRING_KIND_SHIFT_MASK 7u
+#define LOC_LONG_FORM 14
+#define GEN_HEADER_BYTES 128u       /* room before a generator's embedded frame */
+
+typedef struct region {
+    uint64_t addr;
+    size_t len;
+    uint8_t *bytes;
+} region;
+
+struct synth_image {
+    fp_layout l;
+    /* PyASCIIObject.state bits, from the builder's own knowledge of the
+     * layout id (not from the walker's layout) so a wrong walker table
+     * shows up as a mismatch */
+    unsigned kind_shift, compact_bit, ascii_bit;
+    uint32_t hexversion;
+    region *r;
+    size_t nr, cap;
+    uint64_t next;
+    uint64_t runtime;
+    uint64_t type_code, type_str, type_bytes, type_none;
+    uint64_t **frame_addrs;   /* per thread, per described frame */
+    size_t nthreads;
+    char *err;
+    size_t errlen;
+};
+
+static uint64_t alloc(synth_image *im, size_t len)
+{
+    if (im->nr == MAX_REGIONS)
+        return 0;
+    if (im->nr == im->cap) {
+        size_t ncap = im->cap ? im->cap * 2 : 64;
+        region *nr = realloc(im->r, ncap * sizeof *nr);
+        if (!nr)
+            return 0;
+        im->r = nr;
+        im->cap = ncap;
+    }
+    uint8_t *b = calloc(1, len ? len : 1);
+    if (!b)
+        return 0;
+    uint64_t addr = im->next;
+    im->r[im->nr++] = (region){addr, len, b};
+    im->next = (addr + len + REGION_GAP + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+    return addr;
+}
+
+uint8_t *synth_bytes(synth_image *im, uint64_t addr, size_t len)
+{
+    size_t lo = 0, hi = im->nr;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const region *g = &im->r[mid];
+        if (addr < g->addr)
+            hi = mid;
+        else if (addr >= g->addr + g->len)
+            lo = mid + 1;
+        else
+            return len <= g->addr + g->len - addr ? g->bytes + (addr - g->addr) : NULL;
+    }
+    return NULL;
+}
+
+static void put64(synth_image *im, uint64_t addr, uint64_t v)
+{
+    uint8_t *p = synth_bytes(im, addr, 8);
+    if (p)
+        memcpy(p, &v, 8);
+}
+
+static void put32(synth_image *im, uint64_t addr, uint32_t v)
+{
+    uint8_t *p = synth_bytes(im, addr, 4);
+    if (p)
+        memcpy(p, &v, 4);
+}
+
+static void put8(synth_image *im, uint64_t addr, uint8_t v)
+{
+    uint8_t *p = synth_bytes(im, addr, 1);
+    if (p)
+        *p = v;
+}
+
+static uint64_t cstring(synth_image *im, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    uint64_t a = alloc(im, n);
+    if (a)
+        memcpy(synth_bytes(im, a, n), s, n);
+    return a;
+}
+
+static uint64_t type_object(synth_image *im, const char *name)
+{
+    uint64_t t = alloc(im, TYPE_OBJECT_BYTES);
+    uint64_t n = cstring(im, name);
+    if (!t || !n)
+        return 0;
+    put64(im, t + (uint64_t)im->l.tp_name, n);
+    return t;
+}
+
+/* Decodes UTF-8 into code points; returns the count or -1. */
+static long utf8_decode(const char *s, uint32_t *out, size_t max)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = 0;
+    while (*p) {
+        uint32_t cp;
+        int extra;
+        if (*p < 0x80) { cp = *p; extra = 0; }
+        else if ((*p & 0xE0) == 0xC0) { cp = *p & 0x1F; extra = 1; }
+        else if ((*p & 0xF0) == 0xE0) { cp = *p & 0x0F; extra = 2; }
+        else if ((*p & 0xF8) == 0xF0) { cp = *p & 0x07; extra = 3; }
+        else return -1;
+        p++;
+        for (int i = 0; i < extra; i++, p++) {
+            if ((*p & 0xC0) != 0x80)
+                return -1;
+            cp = cp << 6 | (*p & 0x3F);
+        }
+        if (n == max)
+            return -1;
+        out[n++] = cp;
+    }
+    return (long)n;
+}
+
+static uint64_t str_object(synth_image *im, const char *utf8, bool noncompact)
+{
+    const fp_layout *l = &im->l;
+    size_t cap = strlen(utf8) + 1;
+    uint32_t *cps = malloc(cap * sizeof *cps);
+    if (!cps)
+        return 0;
+    long n = utf8_decode(utf8, cps, cap);
+    if (n < 0) {
+        free(cps);
+        return 0;
+    }
+    uint32_t maxcp = 0;
+    for (long i = 0; i < n; i++)
+        if (cps[i] > maxcp)
+            maxcp = cps[i];
+    unsigned kind = maxcp < 0x100 ? 1 : maxcp < 0x10000 ? 2 : 4;
+    bool ascii = maxcp < 0x80;
+    size_t header = noncompact ? (size_t)l->uni_compact_size + 8 : (size_t)(ascii ? l->uni_ascii_size : l->uni_compact_size);
+    size_t data_len = (size_t)(n + 1) * kind;
+    uint64_t obj = alloc(im, noncompact ? header : header + data_len);
+    uint64_t data = noncompact ? alloc(im, data_len) : obj + header;
+    if (!obj || !data) {
+        free(cps);
+        return 0;
+    }
+    put64(im, obj + (uint64_t)l->ob_type, im->type_str);
+    put64(im, obj + (uint64_t)l->uni_length, (uint64_t)n);
+    uint32_t state = (kind << im->kind_shift) | ((noncompact ? 0u : 1u) << im->compact_bit) |
+                     ((ascii ? 1u : 0u) << im->ascii_bit);
+    put32(im, obj + (uint64_t)l->uni_state, state);
+    if (noncompact)
+        put64(im, obj + (uint64_t)l->uni_compact_size, data);
+    uint8_t *d = synth_bytes(im, data, data_len);
+    for (long i = 0; i < n; i++) {
+        if (kind == 1) {
+            d[i] = (uint8_t)cps[i];
+        } else if (kind == 2) {
+            uint16_t u = (uint16_t)cps[i];
+            memcpy(d + i * 2, &u, 2);
+        } else {
+            memcpy(d + i * 4, &cps[i], 4);
+        }
+    }
+    free(cps);
+    return obj;
+}
+
+static size_t put_varint(uint8_t *o, uint32_t v)
+{
+    size_t n = 0;
+    while (v >= 64) {
+        o[n++] = (uint8_t)(0x40 | (v & 0x3F));
+        v >>= 6;
+    }
+    o[n++] = (uint8_t)v;
+    return n;
+}
+
+static size_t put_svarint(uint8_t *o, int32_t v)
+{
+    uint32_t u = v < 0 ? ((uint32_t)(-(int64_t)v) << 1) | 1u : (uint32_t)v << 1;
+    return put_varint(o, u);
+}
+
+/* Encodes the described entries: long form for located ones, the
+ * no-location form otherwise. */
+static uint64_t linetable_object(synth_image *im, const synth_code *c, int *units_out)
+{
+    uint8_t buf[SYNTH_MAX_ENTRIES * 24];
+    size_t n = 0;
+    int line = c->firstlineno, units = 0;
+    for (int i = 0; i < c->nlocs; i++) {
+        const synth_loc *e = &c->locs[i];
+        units += e->units;
+        if (e->line == FP_POS_NONE) {
+            buf[n++] = (uint8_t)(0x80 | (15 << 3) | (e->units - 1));
+            continue;
+        }
+        buf[n++] = (uint8_t)(0x80 | (LOC_LONG_FORM << 3) | (e->units - 1));
+        n += put_svarint(buf + n, e->line - line);
+        line = e->line;
+        n += put_varint(buf + n, (uint32_t)(e->end_line - e->line));
+        n += put_varint(buf + n, (uint32_t)(e->column + 1));
+        n += put_varint(buf + n, (uint32_t)(e->end_column + 1));
+    }
+    const fp_layout *l = &im->l;
+    uint64_t obj = alloc(im, (size_t)l->bytes_sval + n + 1);
+    if (!obj)
+        return 0;
+    put64(im, obj + (uint64_t)l->ob_type, im->type_bytes);
+    put64(im, obj + (uint64_t)l->ob_size, n);
+    memcpy(synth_bytes(im, obj + (uint64_t)l->bytes_sval, n), buf, n);
+    *units_out = units;
+    return obj;
+}
+
+typedef struct built_code {
+    const synth_code *src;
+    uint64_t addr;
+    uint64_t tlbc_copies[SYNTH_MAX_TLBC];
+} built_code;
+
+static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, built_code *out)
+{
+    const fp_layout *l = &im->l;
+    int units = 0;
+    uint64_t lt = linetable_object(im, c, &units);
+    uint64_t qn = str_object(im, c->qualname, c->noncompact_names);
+    uint64_t nm = str_object(im, c->name, c->noncompact_names);
+    uint64_t fn = str_object(im, c->filename, c->noncompact_names);
+    if (!lt || !qn || !nm || !fn)
+        return -1;
+    uint64_t co = alloc(im, (size_t)l->co_code_adaptive + (size_t)units * 2);
+    if (!co)
+        return -1;
+    put64(im, co + (uint64_t)l->ob_type, im->type_code);
+    put64(im, co + (uint64_t)l->ob_size, (uint64_t)units);
+    put32(im, co + (uint64_t)l->co_firstlineno, (uint32_t)c->firstlineno);
+    put32(im, co + (uint64_t)l->co_firsttraceable, (uint32_t)c->firsttraceable);
+    put64(im, co + (uint64_t)l->co_qualname, qn);
+    put64(im, co + (uint64_t)l->co_name, nm);
+    put64(im, co + (uint64_t)l->co_filename, fn);
+    put64(im, co + (uint64_t)l->co_linetable, lt);
+    out->src = c;
+    out->addr = co;
+    memset(out->tlbc_copies, 0, sizeof out->tlbc_copies);
+    out->tlbc_copies[0] = co + (uint64_t)l->co_code_adaptive;
+    if (want_tlbc && l->co_tlbc != FP_OFF_NONE) {
+        uint64_t arr = alloc(im, 8 + 8 * SYNTH_MAX_TLBC);
+        if (!arr)
+            return -1;
+        put64(im, arr, SYNTH_MAX_TLBC);
+        put64(im, arr + 8, out->tlbc_copies[0]);
+        for (int i = 1; i < SYNTH_MAX_TLBC; i++) {
+            out->tlbc_copies[i] = alloc(im, (size_t)units * 2 + 2);
+            if (!out->tlbc_copies[i])
+                return -1;
+            put64(im, arr + 8 + 8 * (uint64_t)i, out->tlbc_copies[i]);
+        }
+        put64(im, co + (uint64_t)l->co_tlbc, arr);
+    }
+    return 0;
+}
+
+static int fail(synth_image *im, const char *msg)
+{
+    if (im->err)
+        snprintf(im->err, im->errlen, "synth: %s", msg);
+    return FP_E_INVALID_ARG;
+}
+
+static int setup_layout(synth_image *im, const char *id, const uint8_t *table, size_t table_len)
+{
+    /* Free-threaded 3.14+ keeps `interned` in a whole byte (for atomic
+     * access), moving kind/compact/ascii up by six bits. */
+    bool ft314 = strcmp(id, "3.14t") == 0 || strcmp(id, "3.15t") == 0;
+    im->kind_shift = ft314 ? 8 : 2;
+    im->compact_bit = ft314 ? 11 : 5;
+    im->ascii_bit = ft314 ? 12 : 6;
+    if (strcmp(id, "3.11") == 0 || strcmp(id, "3.12") == 0) {
+        im->l = *(strcmp(id, "3.11") == 0 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+        im->hexversion = strcmp(id, "3.11") == 0 ? 0x030b07f0u : 0x030c01f0u;
+        return FP_OK;
+    }
+    if (!table)
+        return fail(im, "3.13+ layouts need their debug-offsets table");
+    fp_errbuf eb = {{0}};
+    int rc = fp_debug_offsets_parse(table, table_len, &im->l, &eb);
+    if (rc)
+        return fail(im, eb.msg);
+    im->hexversion = im->l.hexversion;
+    bool want_ft = strchr(id, 't') != NULL;
+    if (want_ft != im->l.free_threaded)
+        return fail(im, "the table's free-threaded flag does not match the layout id");
+    return FP_OK;
+}
+
+static uint64_t frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_end)
+{
+    uint64_t a = *chunk_pos;
+    uint64_t step = ((uint64_t)im->l.fr_size + FRAME_SLACK + 7) & ~7ull;
+    if (a + step > chunk_end)
+        return 0;
+    *chunk_pos = a + step;
+    return a;
+}
+
+static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, const synth_thread *t, size_t ti,
+                        built_code *codes, size_t ncodes, uint64_t *ts_out)
+{
+    const fp_layout *l = &im->l;
+    if (t->nframes > MAX_FRAMES_PER_THREAD)
+        return fail(im, "too many frames");
+    uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
+    uint64_t chunk = alloc(im, CHUNK_BYTES);
+    if (!ts || !chunk)
+        return fail(im, "out of memory");
+    (void)prev_ts;
+    put64(im, ts + (uint64_t)l->ts_interp, interp);
+    put64(im, ts + (uint64_t)l->ts_thread_id, t->thread_id);
+    put64(im, ts + (uint64_t)l->ts_native_thread_id, t->native_id);
+    put64(im, ts + (uint64_t)l->ts_datastack_chunk, chunk);
+    put64(im, ts + (uint64_t)l->ts_exc_info, ts + (uint64_t)l->ts_exc_state);
+    put64(im, chunk + (uint64_t)l->chunk_size, CHUNK_BYTES);
+    uint64_t pos = chunk + CHUNK_HEADER + 8, end = chunk + CHUNK_BYTES;
+
+    /* Frames are pushed outermost first, like a real data stack. */
+    uint64_t *addrs = calloc(t->nframes ? t->nframes : 1, sizeof *addrs);
+    if (!addrs)
+        return fail(im, "out of memory");
+    im->frame_addrs[ti] = addrs;
+    uint64_t below = 0; /* the caller of the frame being placed */
+    uint64_t base = 0;
+    if (l->ts_base_frame != FP_OFF_NONE) {
+        base = alloc(im, (size_t)l->fr_size);
+        if (!base)
+            return fail(im, "out of memory");
+        put8(im, base + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
+        put64(im, ts + (uint64_t)l->ts_base_frame, base);
+        below = base;
+    }
+    for (size_t k = t->nframes; k-- > 0;) {
+        const synth_frame *f = &t->frames[k];
+        const built_code *bc = NULL;
+        for (size_t c = 0; c < ncodes; c++)
+            if (codes[c].src == f->code)
+                bc = &codes[c];
+        if (!bc)
+            return fail(im, "frame refers to an unknown code object");
+        if (f->entry_below && (l->owner_cstack >= 0 || l->owner_interpreter >= 0)) {
+            uint64_t entry = alloc(im, (size_t)l->fr_size); /* on the C stack, outside the chunks */
+            if (!entry)
+                return fail(im, "out of memory");
+            int owner = l->owner_interpreter >= 0 ? l->owner_interpreter : l->owner_cstack;
+            put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)owner);
+            put64(im, entry + (uint64_t)l->fr_previous, below);
+            below = entry;
+        }
+        uint64_t fa;
+        if (f->generator) {
+            uint64_t gen = alloc(im, (size_t)l->fr_size + FRAME_SLACK + GEN_HEADER_BYTES);
+            fa = gen ? gen + GEN_HEADER_BYTES : 0; /* embedded in a generator object */
+        } else {
+            fa = frame_slot(im, &pos, end);
+        }
+        if (!fa)
+            return fail(im, "data stack chunk full or out of memory");
+        addrs[k] = fa;
+        int tlbc = f->tlbc_index;
+        if (tlbc < 0 || tlbc >= SYNTH_MAX_TLBC || (tlbc && !bc->tlbc_copies[tlbc]))
+            return fail(im, "bad tlbc index");
+        uint64_t exec = bc->addr | (l->executable_tag_mask & 1u); /* a tagged reference where tags exist */
+        put64(im, fa + (uint64_t)l->fr_executable, exec);
+        put64(im, fa + (uint64_t)l->fr_previous, below);
+        put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[tlbc] + (uint64_t)f->unit * 2);
+        put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
+        if (l->fr_tlbc_index != FP_OFF_NONE)
+            put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
+        below = fa;
+    }
+    uint64_t top = below;
+    if (base && t->nframes == 0)
+        top = base;
+    put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
+    if (l->ts_current_frame != FP_OFF_NONE) {
+        put64(im, ts + (uint64_t)l->ts_current_frame, top);
+    } else {
+        uint64_t cf = alloc(im, CFRAME_BYTES);
+        if (!cf)
+            return fail(im, "out of memory");
+        put64(im, cf + (uint64_t)l->cframe_current_frame, top);
+        put64(im, ts + (uint64_t)l->ts_cframe, cf);
+    }
+    *ts_out = ts;
+    return FP_OK;
+}
+
+int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, const synth_desc *d,
+                synth_image **out, char *err, size_t errlen)
+{
+    synth_image *im = calloc(1, sizeof *im);
+    if (!im)
+        return FP_E_NOMEM;
+    im->err = err;
+    im->errlen = errlen;
+    im->next = BASE_ADDR;
+    built_code *codes = NULL;
+    int rc = setup_layout(im, layout_id, table, table_len);
+    if (rc)
+        goto out;
+    const fp_layout *l = &im->l;
+    im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
+    im->nthreads = d->nthreads;
+    if (!im->frame_addrs) {
+        rc = FP_E_NOMEM;
+        goto out;
+    }
+    /* The runtime: the debug table first (3.13+), then the interpreter list. */
+    size_t rt_len = (size_t)l->rt_interpreters_head + 64 + FP_DEBUG_OFFSETS_READ;
+    im->runtime = alloc(im, rt_len);
+    im->type_code = type_object(im, "code");
+    im->type_str = type_object(im, "str");
+    im->type_bytes = type_object(im, "bytes");
+    im->type_none = type_object(im, "NoneType");
+    uint64_t interp = alloc(im, (size_t)l->interp_size);
+    uint64_t gil = alloc(im, GIL_BYTES);
+    if (!im->runtime || !im->type_code || !im->type_str || !im->type_bytes || !interp || !gil) {
+        rc = fail(im, "out of memory");
+        goto out;
+    }
+    if (table)
+        memcpy(synth_bytes(im, im->runtime, FP_DEBUG_OFFSETS_READ), table,
+               table_len < FP_DEBUG_OFFSETS_READ ? table_len : FP_DEBUG_OFFSETS_READ);
+    put64(im, im->runtime + (uint64_t)l->rt_interpreters_head, interp);
+    if (l->interp_ceval_gil != FP_OFF_NONE)
+        put64(im, interp + (uint64_t)l->interp_ceval_gil, gil);
+
+    /* Code objects, once each. */
+    size_t total = 0;
+    for (size_t t = 0; t < d->nthreads; t++)
+        total += d->threads[t].nframes;
+    codes = calloc(total ? total : 1, sizeof *codes);
+    size_t ncodes = 0;
+    if (!codes) {
+        rc = FP_E_NOMEM;
+        goto out;
+    }
+    for (size_t t = 0; t < d->nthreads; t++) {
+        for (size_t k = 0; k < d->threads[t].nframes; k++) {
+            const synth_frame *f = &d->threads[t].frames[k];
+            bool known = false;
+            for (size_t c = 0; c < ncodes; c++)
+                known |= codes[c].src == f->code;
+            if (known)
+                continue;
+            if (code_object(im, f->code, true, &codes[ncodes]) != 0) {
+                rc = fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
+                goto out;
+            }
+            ncodes++;
+        }
+    }
+    uint64_t prev = 0, first = 0;
+    for (size_t t = 0; t < d->nthreads; t++) {
+        uint64_t ts;
+        if ((rc = build_thread(im, interp, prev, &d->threads[t], t, codes, ncodes, &ts)))
+            goto out;
+        if (prev)
+            put64(im, prev + (uint64_t)l->ts_next, ts);
+        else
+            first = ts;
+        if (d->threads[t].main) {
+            if (l->interp_threads_main != FP_OFF_NONE)
+                put64(im, interp + (uint64_t)l->interp_threads_main, ts);
+            if (l->rt_main_thread != FP_OFF_NONE)
+                put64(im, im->runtime + (uint64_t)l->rt_main_thread, d->threads[t].thread_id);
+        }
+        prev = ts;
+    }
+    put64(im, interp + (uint64_t)l->interp_threads_head, first);
+    *out = im;
+    im = NULL;
+out:
+    free(codes);
+    synth_free(im);
+    return rc;
+}
+
+void synth_free(synth_image *im)
+{
+    if (!im)
+        return;
+    for (size_t i = 0; i < im->nr; i++)
+        free(im->r[i].bytes);
+    free(im->r);
+    if (im->frame_addrs)
+        for (size_t t = 0; t < im->nthreads; t++)
+            free(im->frame_addrs[t]);
+    free(im->frame_addrs);
+    free(im);
+}
+
+static int synth_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    uint8_t *p = synth_bytes(ctx, addr, len);
+    if (!p)
+        return FP_E_READ;
+    memcpy(buf, p, len);
+    return FP_OK;
+}
+
+static const fp_reader_ops synth_ops = {
+    .name = "synthetic image",
+    .read = synth_read,
+    .readv = NULL,
+    .close = NULL,
+};
+
+void synth_reader(synth_image *im, fp_reader *out)
+{
+    out->ops = &synth_ops;
+    out->ctx = im;
+}
+
+void synth_target(const synth_image *im, fp_target_desc *out)
+{
+    memset(out, 0, sizeof *out);
+    out->runtime_addr = im->runtime;
+    out->hexversion = im->hexversion;
+    out->free_threaded = im->l.free_threaded;
+}
+
+const fp_layout *synth_layout(const synth_image *im)
+{
+    return &im->l;
+}
+
+uint64_t synth_frame_addr(const synth_image *im, size_t t, size_t f)
+{
+    return t < im->nthreads && im->frame_addrs[t] ? im->frame_addrs[t][f] : 0;
+}

@@ -1,0 +1,72 @@
+/* synth.h — the synthetic memory-image builder: from a high-level
+ * description (layout, threads, frames with their code objects, generator
+ * frames, entry frames, thread-local bytecode) it lays out a consistent
+ * CPython address space using that layout's real offsets, and serves it
+ * through an fp_reader.  The description is the ground truth: unwinding
+ * the image must return exactly the described stacks. */
+#ifndef FP_SYNTH_H
+#define FP_SYNTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/frameproof.h"
+#include "layout.h"
+
+#define SYNTH_MAX_ENTRIES 64  /* location entries of one described line table */
+#define SYNTH_MAX_TLBC 8      /* thread-local bytecode copies of one code object */
+
+/* One location entry, encoded with the long form so the expected positions
+ * do not depend on the decoder under test. */
+typedef struct synth_loc {
+    int units;                 /* 1..8 code units */
+    int line, end_line, column, end_column; /* FP_POS_NONE for absent */
+} synth_loc;
+
+typedef struct synth_code {
+    const char *qualname, *name, *filename; /* UTF-8 (any PEP 393 kind) */
+    int firstlineno;
+    synth_loc locs[SYNTH_MAX_ENTRIES];
+    int nlocs;
+    bool noncompact_names;     /* legacy (non-compact) str objects */
+    int firsttraceable;        /* frames (not generators) before this unit are hidden */
+} synth_code;
+
+typedef struct synth_frame {
+    const synth_code *code;
+    int unit;                  /* instruction offset in code units */
+    bool generator;            /* embedded in a generator object */
+    bool entry_below;          /* an entry/shim frame sits between this frame and its caller */
+    int tlbc_index;            /* FT 3.14+: which bytecode copy (0 = main) */
+} synth_frame;
+
+typedef struct synth_thread {
+    uint64_t native_id, thread_id;
+    bool main;
+    const synth_frame *frames; /* innermost first */
+    size_t nframes;
+} synth_thread;
+
+typedef struct synth_desc {
+    const synth_thread *threads;
+    size_t nthreads;
+} synth_desc;
+
+typedef struct synth_image synth_image;
+
+/* layout ids: "3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t".
+ * table: the 8 KiB _Py_DebugOffsets of that build for 3.13+ (NULL for 3.11/3.12). */
+int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, const synth_desc *d,
+                synth_image **out, char *err, size_t errlen);
+void synth_free(synth_image *img);
+void synth_reader(synth_image *img, fp_reader *out);
+void synth_target(const synth_image *img, fp_target_desc *out);
+const fp_layout *synth_layout(const synth_image *img);
+
+/* Address of the frame built for thread t, frame f (for corruption tests),
+ * and raw access to the image's bytes at an address (NULL if unmapped). */
+uint64_t synth_frame_addr(const synth_image *img, size_t t, size_t f);
+uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
+
+#endif

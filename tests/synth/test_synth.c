@@ -1,0 +1,336 @@
+/* test_synth.c — synthetic images of every layout (3.11, 3.12, 3.13, 3.13t,
+ * 3.14, 3.14t, 3.15, 3.15t) unwind to exactly their description: names of
+ * every PEP 393 kind (compact and not), long-form positions and absent
+ * ones, generator frames, entry frames, frames hidden before their first
+ * traceable instruction, thread-local bytecode on free-threaded 3.14+.
+ * Then corrupted images give a precise error on the damaged thread and an
+ * exact stack on the others.  TAP via cmocka. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "session.h"
+#include "debug_offsets.h"
+#include "synth.h"
+
+#define TABLE_BYTES 8192
+#define SMALL_DEPTH 1000u
+
+static const char *const LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t"};
+#define NLAYOUTS (sizeof LAYOUTS / sizeof LAYOUTS[0])
+
+static const synth_code CODE_A = {
+    "Outer.method", "method", "/app/x.py", 10,
+    {{1, 10, 10, 0, 0}, {2, 11, 11, 4, 20}, {4, 12, 13, 8, 30}, {1, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE},
+     {3, 40000, 40000, 2, 3}},
+    5, false, 0};
+static const synth_code CODE_LATIN1 = {
+    "caf\xc3\xa9.na\xc3\xafve", "na\xc3\xafve", "/tmp/fa\xc3\xa7" "ade.py", 1,
+    {{2, 3, 3, 1, 9}, {2, 2, 5, 0, 200}}, 2, false, 0};
+static const synth_code CODE_UCS2 = {
+    "\xe5\x87\xbd\xe6\x95\xb0.\xce\xa9mega", "\xce\xa9mega", "/srv/\xe6\xa8\xa1\xe5\x9d\x97.py", 7,
+    {{1, 7, 7, FP_POS_NONE, FP_POS_NONE}, {3, 8, 8, 0, 1}}, 2, false, 0};
+static const synth_code CODE_UCS4 = {
+    "\xf0\x9d\x94\xa3.<locals>.g", "g", "/x/\xf0\x9d\x94\xa3.py", 100,
+    {{8, 101, 101, 4, 5}, {8, 102, 102, 6, 7}}, 2, true, 0};
+static const synth_code CODE_GEN = {
+    "gen", "gen", "/app/g.py", 1, {{2, 2, 2, 4, 11}, {2, 3, 3, 4, 9}}, 2, false, 0};
+static const synth_code CODE_SHIM = {
+    "__init__", "__init__", "__init__", 0, {{4, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE}}, 1, false, 4};
+
+typedef struct expect_frame {
+    const synth_code *code;
+    int loc;                   /* index of the location entry */
+    int unit;                  /* instruction offset */
+    bool generator;
+} expect_frame;
+
+static void load_table(const char *id, uint8_t *buf)
+{
+    const char *dir = getenv("FP_TEST_DATA");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/debug_offsets/%s.bin", dir ? dir : "tests/data", id);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    size_t n = fread(buf, 1, TABLE_BYTES, f);
+    fclose(f);
+    assert_int_equal(n, TABLE_BYTES);
+}
+
+static bool has_table(const char *id)
+{
+    return strcmp(id, "3.11") != 0 && strcmp(id, "3.12") != 0;
+}
+
+static bool has_tlbc(const fp_layout *l)
+{
+    return l->co_tlbc != FP_OFF_NONE;
+}
+
+/* Units before location entry i. */
+static int loc_start(const synth_code *c, int i)
+{
+    int u = 0;
+    for (int k = 0; k < i; k++)
+        u += c->locs[k].units;
+    return u;
+}
+
+typedef struct built {
+    synth_image *img;
+    fp_session *s;
+    fp_sample *sm;
+    fp_reader rd;
+} built;
+
+static void build(const char *id, const synth_desc *d, uint32_t max_depth, built *b)
+{
+    static uint8_t table[TABLE_BYTES];
+    char err[512] = "";
+    if (has_table(id))
+        load_table(id, table);
+    int rc = synth_build(id, has_table(id) ? table : NULL, TABLE_BYTES, d, &b->img, err, sizeof err);
+    if (rc)
+        fail_msg("%s: %s", id, err);
+    fp_options o;
+    fp_options_init(&o);
+    o.max_depth = max_depth;
+    assert_int_equal(fp_session_new(&o, &b->s), FP_OK);
+    assert_int_equal(fp_sample_new(&b->sm), FP_OK);
+    synth_reader(b->img, &b->rd);
+    fp_target_desc td;
+    synth_target(b->img, &td);
+    rc = fp_session_attach_reader(b->s, &b->rd, &td);
+    if (rc)
+        fail_msg("%s: attach: %s", id, fp_session_errmsg(b->s));
+}
+
+static void unbuild(built *b)
+{
+    fp_sample_free(b->sm);
+    fp_session_free(b->s);
+    synth_free(b->img);
+}
+
+static void check_thread(const char *id, const fp_sample *sm, size_t ti, const expect_frame *ex, size_t nex)
+{
+    const fp_thread *th = fp_sample_thread(sm, ti);
+    assert_non_null(th);
+    if (th->error)
+        fail_msg("%s: thread %zu failed: %s", id, ti, fp_strerror(th->error));
+    if (th->frame_count != nex)
+        fail_msg("%s: thread %zu has %zu frames, expected %zu", id, ti, th->frame_count, nex);
+    for (size_t k = 0; k < nex; k++) {
+        const fp_frame *f = fp_sample_frame(sm, th->first_frame + k);
+        const synth_code *c = ex[k].code;
+        const synth_loc *loc = &c->locs[ex[k].loc];
+        if (strcmp(f->function, c->qualname) || strcmp(f->name, c->name) || strcmp(f->file, c->filename))
+            fail_msg("%s: thread %zu frame %zu: got %s/%s/%s, expected %s/%s/%s", id, ti, k, f->function, f->name,
+                     f->file, c->qualname, c->name, c->filename);
+        if (f->line != loc->line || f->end_line != loc->end_line || f->column != loc->column ||
+            f->end_column != loc->end_column)
+            fail_msg("%s: thread %zu frame %zu (%s): got %d-%d:%d-%d, expected %d-%d:%d-%d", id, ti, k, c->qualname,
+                     f->line, f->end_line, f->column, f->end_column, loc->line, loc->end_line, loc->column,
+                     loc->end_column);
+        assert_int_equal(f->kind, ex[k].generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON);
+        assert_int_equal(f->instr_offset, ex[k].unit);
+    }
+}
+
+/* The standard description: two threads covering every feature. */
+static void describe(const fp_layout *l, synth_frame *t1, synth_frame *t2, synth_thread *th, synth_desc *d)
+{
+    int tlbc = has_tlbc(l) ? 3 : 0;
+    synth_frame a[] = {
+        {&CODE_A, loc_start(&CODE_A, 1) + 1, false, false, 0},    /* inside entry 1 (2 units) */
+        {&CODE_LATIN1, loc_start(&CODE_LATIN1, 1), false, true, 0},
+        {&CODE_GEN, loc_start(&CODE_GEN, 1), true, false, 0},
+        {&CODE_UCS2, 0, false, false, 0},
+    };
+    synth_frame b[] = {
+        {&CODE_UCS4, loc_start(&CODE_UCS4, 1) + 7, false, false, tlbc},
+        {&CODE_SHIM, 1, false, false, 0},                           /* hidden: before first traceable */
+        {&CODE_A, loc_start(&CODE_A, 4) + 2, false, true, 0},      /* line 40000 */
+        {&CODE_A, loc_start(&CODE_A, 3), false, false, 0},         /* no location */
+    };
+    memcpy(t1, a, sizeof a);
+    memcpy(t2, b, sizeof b);
+    th[0] = (synth_thread){4242, 0x7f0000001000ull, true, t1, 4};
+    th[1] = (synth_thread){4243, 0x7f0000002000ull, false, t2, 4};
+    d->threads = th;
+    d->nthreads = 2;
+}
+
+static const expect_frame EXPECT_T1[] = {
+    {&CODE_A, 1, 2, false}, {&CODE_LATIN1, 1, 2, false}, {&CODE_GEN, 1, 2, true}, {&CODE_UCS2, 0, 0, false}};
+static const expect_frame EXPECT_T2[] = {
+    {&CODE_UCS4, 1, 15, false}, {&CODE_A, 4, 10, false}, {&CODE_A, 3, 7, false}};
+
+static void test_layouts_round_trip(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        /* Build once to learn the layout, then with the full description. */
+        synth_frame t1[4], t2[4];
+        synth_thread th[2];
+        synth_desc d;
+        fp_layout probe = *fp_layout_builtin_311();
+        if (has_table(id)) {
+            static uint8_t table[TABLE_BYTES];
+            load_table(id, table);
+            assert_int_equal(fp_debug_offsets_parse(table, TABLE_BYTES, &probe, NULL), FP_OK);
+        }
+        describe(&probe, t1, t2, th, &d);
+        built b;
+        build(id, &d, 0, &b);
+        int rc = fp_session_sample(b.s, b.sm);
+        if (rc)
+            fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b.s));
+        fp_python_info py;
+        assert_int_equal(fp_session_python(b.s, &py), FP_OK);
+        assert_int_equal(py.free_threaded, strchr(id, 't') != NULL);
+        assert_int_equal(fp_sample_interp_count(b.sm), 1);
+        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        const fp_thread *m = fp_sample_thread(b.sm, 0);
+        assert_int_equal(m->native_id, 4242);
+        assert_int_equal(m->thread_id, 0x7f0000001000ull);
+        assert_true(m->main);
+        assert_false(fp_sample_thread(b.sm, 1)->main);
+        assert_int_equal(m->exception, FP_NO);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        /* A second sample through the warm cache gives the same answer. */
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        print_message("# %s: round trip exact (%s)\n", id, py.version);
+        unbuild(&b);
+    }
+}
+
+enum corruption { C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_COUNT };
+static const char *const CORRUPTION_NAME[C_COUNT] = {
+    "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
+    "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state"};
+
+/* Damages thread 1 (the second thread); thread 0 must stay exact. */
+static bool corrupt(built *b, int what)
+{
+    const fp_layout *l = synth_layout(b->img);
+    uint64_t f0 = synth_frame_addr(b->img, 1, 0), f2 = synth_frame_addr(b->img, 1, 2);
+    uint64_t f3 = synth_frame_addr(b->img, 1, 3);
+    uint8_t *p;
+    switch (what) {
+    case C_CYCLE:
+        p = synth_bytes(b->img, f2 + (uint64_t)l->fr_previous, 8);
+        memcpy(p, &f0, 8);
+        return true;
+    case C_NOT_CODE: {
+        /* point the executable at the frame's own filename str */
+        uint8_t *ex = synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8);
+        uint64_t code;
+        memcpy(&code, ex, 8);
+        code &= ~l->executable_tag_mask;
+        uint64_t fname;
+        memcpy(&fname, synth_bytes(b->img, code + (uint64_t)l->co_filename, 8), 8);
+        memcpy(ex, &fname, 8);
+        return true;
+    }
+    case C_IP_OUTSIDE:
+        p = synth_bytes(b->img, f0 + (uint64_t)l->fr_instr_ptr, 8);
+        {
+            uint64_t ip;
+            memcpy(&ip, p, 8);
+            ip += 4096;
+            memcpy(p, &ip, 8);
+        }
+        return true;
+    case C_OWNER:
+        *synth_bytes(b->img, f2 + (uint64_t)l->fr_owner, 1) = 7;
+        return true;
+    case C_TLBC_RANGE:
+        if (l->fr_tlbc_index == FP_OFF_NONE)
+            return false;
+        {
+            uint32_t idx = SYNTH_MAX_TLBC + 5;
+            memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_tlbc_index, 4), &idx, 4);
+        }
+        return true;
+    case C_NO_BASE:
+        if (l->ts_base_frame == FP_OFF_NONE)
+            return false;
+        memset(synth_bytes(b->img, f3 + (uint64_t)l->fr_previous, 8), 0, 8);
+        return true;
+    case C_STR_STATE: {
+        uint8_t *ex = synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8);
+        uint64_t code, name;
+        memcpy(&code, ex, 8);
+        code &= ~l->executable_tag_mask;
+        memcpy(&name, synth_bytes(b->img, code + (uint64_t)l->co_qualname, 8), 8);
+        uint32_t bad = 3u << l->uni_kind_shift | 1u << l->uni_compact_bit; /* kind 3 does not exist */
+        memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
+        return true;
+    }
+    default:
+        return false;
+    }
+}
+
+static void test_corruptions(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        for (int c = 0; c < C_COUNT; c++) {
+            synth_frame t1[4], t2[4];
+            synth_thread th[2];
+            synth_desc d;
+            fp_layout probe = *fp_layout_builtin_311();
+            if (has_table(id)) {
+                static uint8_t table[TABLE_BYTES];
+                load_table(id, table);
+                assert_int_equal(fp_debug_offsets_parse(table, TABLE_BYTES, &probe, NULL), FP_OK);
+            }
+            describe(&probe, t1, t2, th, &d);
+            built b;
+            build(id, &d, SMALL_DEPTH, &b);
+            if (!corrupt(&b, c)) {
+                unbuild(&b);
+                continue;
+            }
+            int rc = fp_session_sample(b.s, b.sm);
+            if (rc == FP_OK)
+                fail_msg("%s: %s: the sample succeeded", id, CORRUPTION_NAME[c]);
+            if (rc != FP_E_INCOMPLETE && rc != FP_E_LIMIT)
+                fail_msg("%s: %s: unexpected error %d (%s)", id, CORRUPTION_NAME[c], rc, fp_session_errmsg(b.s));
+            assert_int_equal(fp_sample_thread_count(b.sm), 2);
+            assert_int_not_equal(fp_sample_thread(b.sm, 1)->error, 0);
+            assert_int_equal(fp_sample_thread(b.sm, 1)->frame_count, 0);
+            check_thread(id, b.sm, 0, EXPECT_T1, 4);
+            if (c == C_CYCLE)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+            unbuild(&b);
+            checked++;
+        }
+    }
+    print_message("# %d corrupted images rejected with an exact stack on the intact thread\n", checked);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_layouts_round_trip),
+        cmocka_unit_test(test_corruptions),
+    };
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
