@@ -226,6 +226,63 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
     return FP_OK;
 }
 
+static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
+{
+    if (n > s->prefetch_n_cap) {
+        fp_iov *ni = realloc(s->prefetch_iov, n * sizeof *ni);
+        if (!ni)
+            return FP_E_NOMEM;
+        s->prefetch_iov = ni;
+        fp_code_entry **ne = realloc(s->prefetch_entries, n * sizeof *ne);
+        if (!ne)
+            return FP_E_NOMEM;
+        s->prefetch_entries = ne;
+        s->prefetch_n_cap = n;
+    }
+    if (n * hlen > s->prefetch_cap) {
+        uint8_t *nb = realloc(s->prefetch_buf, n * hlen);
+        if (!nb)
+            return FP_E_NOMEM;
+        s->prefetch_buf = nb;
+        s->prefetch_cap = n * hlen;
+    }
+    return FP_OK;
+}
+
+void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n)
+{
+    const fp_layout *l = &s->layout;
+    fp_code_cache *cc = &s->cc;
+    if (l->interp_code_generation != FP_OFF_NONE || !s->opts.cache_code || !cc->cap || n == 0)
+        return;
+    size_t hlen = (size_t)l->co_code_adaptive;
+    if (ensure_prefetch(s, n, hlen))
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        fp_code_entry *e = *find_slot(cc, frames[i].code);
+        if (!e || e->checked_sample == s->sample_no)
+            continue;
+        e->checked_sample = s->sample_no; /* queued; undone below unless confirmed */
+        s->prefetch_entries[m] = e;
+        s->prefetch_iov[m] = (fp_iov){e->addr, s->prefetch_buf + m * hlen, hlen};
+        m++;
+    }
+    if (m == 0)
+        return;
+    bool ok = fp_reader_readv(s->rd, s->prefetch_iov, m) == FP_OK;
+    for (size_t i = 0; i < m; i++) {
+        fp_code_entry *e = s->prefetch_entries[i];
+        uint64_t fpv[FP_CODE_FINGERPRINT_WORDS];
+        if (ok) {
+            fingerprint(l, s->prefetch_buf + i * hlen, fpv);
+            if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0)
+                continue; /* confirmed for this sample */
+        }
+        e->checked_sample = 0; /* let fp_code_get re-read it */
+    }
+}
+
 int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
 {
     if (unit < 0) {

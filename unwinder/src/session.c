@@ -65,6 +65,10 @@ void fp_session_free(fp_session *s)
     free(s->stack_buf);
     free(s->chunks);
     free(s->frame_addrs);
+    free(s->pending);
+    free(s->prefetch_buf);
+    free(s->prefetch_iov);
+    free(s->prefetch_entries);
     free(s);
 }
 

@@ -64,6 +64,13 @@ typedef struct fp_chunk_copy {
     size_t local;             /* offset in the session's stack buffer */
 } fp_chunk_copy;
 
+/* A frame found on the chain, before its code object is resolved. */
+typedef struct fp_pending_frame {
+    uint64_t addr, code, instr;
+    int32_t tlbc_index;
+    bool generator;
+} fp_pending_frame;
+
 struct fp_session {
     fp_options opts;
     fp_errbuf err;
@@ -86,6 +93,13 @@ struct fp_session {
     size_t stack_cap;
     fp_chunk_copy *chunks;
     size_t nchunks, chunks_cap;
+    fp_pending_frame *pending;   /* the current thread's chain */
+    size_t npending, pending_cap;
+    uint8_t *prefetch_buf;       /* code-object headers read in one batch */
+    size_t prefetch_cap;
+    fp_iov *prefetch_iov;
+    fp_code_entry **prefetch_entries;
+    size_t prefetch_n_cap;
     uint64_t *frame_addrs;    /* walk history for cycle reporting */
     size_t frame_addrs_cap;
 };
@@ -126,6 +140,10 @@ void fp_code_cache_invalidate(fp_code_cache *cc);
 /* Looks up or reads the code object at addr. */
 int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out);
 int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos);
+/* Re-validates, in one batched read, every cached code object of the chain
+ * that needs it this sample (versions without code_object_generation).
+ * Best effort: entries it cannot confirm are left to fp_code_get. */
+void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n);
 
 /* walk.c */
 int fp_walk_all(fp_session *s, fp_sample *sm);

@@ -135,14 +135,11 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
 
 /* Start of the bytecode the frame executes: the thread-local copy on
  * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
-static int bytecode_start(fp_session *s, uint64_t code, const uint8_t *frame, uint64_t *out)
+static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out)
 {
     const fp_layout *l = &s->layout;
     *out = code + (uint64_t)l->co_code_adaptive;
-    if (l->fr_tlbc_index == FP_OFF_NONE || l->co_tlbc == FP_OFF_NONE)
-        return FP_OK;
-    int32_t idx = (int32_t)fp_load_u32(frame, l->fr_tlbc_index);
-    if (idx == 0)
+    if (idx == 0 || l->co_tlbc == FP_OFF_NONE)
         return FP_OK;
     if (idx < 0 || idx >= FP_MAX_TLBC_ENTRIES)
         return fp_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d is out of range", idx);
@@ -168,18 +165,35 @@ static int bytecode_start(fp_session *s, uint64_t code, const uint8_t *frame, ui
 
 static bool has_cycle(const uint64_t *addrs, size_t n)
 {
-    /* Brent-free simple check: does the last address appear earlier? */
+    /* Does the last address appear earlier in the walk? */
     for (size_t i = 0; i + 1 < n; i++)
         if (addrs[i] == addrs[n - 1])
             return true;
     return false;
 }
 
-static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame)
+static int push_pending(fp_session *s, const fp_pending_frame *pf)
+{
+    if (s->npending == s->pending_cap) {
+        size_t ncap = s->pending_cap ? s->pending_cap * 2 : 256;
+        fp_pending_frame *np = realloc(s->pending, ncap * sizeof *np);
+        if (!np)
+            return FP_E_NOMEM;
+        s->pending = np;
+        s->pending_cap = ncap;
+    }
+    s->pending[s->npending++] = *pf;
+    return FP_OK;
+}
+
+/* Phase 1: follow the chain from the thread's top frame, recording every
+ * Python frame (entry and shim frames are skipped). */
+static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame)
 {
     const fp_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
+    s->npending = 0;
     while (addr) {
         if (depth >= s->opts.max_depth) {
             size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
@@ -212,33 +226,52 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
             return fp_err(&s->err, FP_E_CORRUPT, "frame 0x%llx has owner %d", (unsigned long long)addr, owner);
-        uint64_t code = fp_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask;
-        uint64_t instr = fp_load_u64(fr, l->fr_instr_ptr);
-        /* Copy what we need before fp_code_get may reuse frame_buf. */
-        uint8_t frame_copy[FP_MAX_STRUCT_READ];
-        memcpy(frame_copy, fr, (size_t)l->fr_size);
+        fp_pending_frame pf = {
+            .addr = addr,
+            .code = fp_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
+            .instr = fp_load_u64(fr, l->fr_instr_ptr),
+            .tlbc_index = l->fr_tlbc_index != FP_OFF_NONE ? (int32_t)fp_load_u32(fr, l->fr_tlbc_index) : 0,
+            .generator = owner == l->owner_generator,
+        };
+        if ((rc = push_pending(s, &pf)))
+            return rc;
+        addr = previous;
+    }
+    if (l->ts_base_frame != FP_OFF_NONE && top && last != base_frame)
+        return fp_err(&s->err, FP_E_INCOMPLETE,
+                      "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
+                      (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
+    return FP_OK;
+}
+
+/* Phase 2: resolve each recorded frame's code object and position. */
+static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
+{
+    const fp_layout *l = &s->layout;
+    fp_code_prevalidate(s, s->pending, s->npending);
+    for (size_t i = 0; i < s->npending; i++) {
+        const fp_pending_frame *pf = &s->pending[i];
         fp_code_entry *ce;
-        if ((rc = fp_code_get(s, code, &ce))) {
-            fp_err_append(&s->err, " in frame 0x%llx", (unsigned long long)addr);
+        int rc = fp_code_get(s, pf->code, &ce);
+        if (rc) {
+            fp_err_append(&s->err, " in frame 0x%llx", (unsigned long long)pf->addr);
             return rc;
         }
         uint64_t start;
-        if ((rc = bytecode_start(s, code, frame_copy, &start)))
+        if ((rc = bytecode_start(s, pf->code, pf->tlbc_index, &start)))
             return rc;
-        int64_t delta = (int64_t)(instr - start);
+        int64_t delta = (int64_t)(pf->instr - start);
         if (delta % CODEUNIT_SIZE != 0 || delta < -CODEUNIT_SIZE || delta / CODEUNIT_SIZE >= ce->code_units)
             return fp_err(&s->err, FP_E_CORRUPT,
                           "frame 0x%llx: instruction pointer 0x%llx is outside the bytecode of %s (0x%llx, %lld units)",
-                          (unsigned long long)addr, (unsigned long long)instr, ce->qualname,
+                          (unsigned long long)pf->addr, (unsigned long long)pf->instr, ce->qualname,
                           (unsigned long long)start, (long long)ce->code_units);
         int32_t unit = (int32_t)(delta / CODEUNIT_SIZE);
         /* Frames that have not reached their first traceable instruction
          * (being set up, or the __init__ cleanup shim) are not part of the
          * Python-visible stack. */
-        if (owner != l->owner_generator && unit < ce->firsttraceable) {
-            addr = previous;
+        if (!pf->generator && unit < ce->firsttraceable)
             continue;
-        }
         fp_frame *f = fp_sample_push_frame(sm);
         if (!f)
             return FP_E_NOMEM;
@@ -252,18 +285,20 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
         f->end_line = pos.end_line;
         f->column = pos.column;
         f->end_column = pos.end_column;
-        f->code_addr = code;
-        f->frame_addr = addr;
+        f->code_addr = pf->code;
+        f->frame_addr = pf->addr;
         f->instr_offset = unit;
-        f->kind = owner == l->owner_generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON;
+        f->kind = pf->generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON;
         th->frame_count++;
-        addr = previous;
     }
-    if (l->ts_base_frame != FP_OFF_NONE && top && last != base_frame)
-        return fp_err(&s->err, FP_E_INCOMPLETE,
-                      "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
-                      (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
+    (void)l;
     return FP_OK;
+}
+
+static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame)
+{
+    int rc = collect_chain(s, th, top, base_frame);
+    return rc ? rc : emit_frames(s, sm, th);
 }
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose
