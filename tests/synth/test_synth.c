@@ -16,7 +16,6 @@
 #include <cmocka.h>
 
 #include "session.h"
-#include "debug_offsets.h"
 #include "synth.h"
 
 #define TABLE_BYTES 8192
@@ -69,9 +68,10 @@ static bool has_table(const char *id)
     return strcmp(id, "3.11") != 0 && strcmp(id, "3.12") != 0;
 }
 
-static bool has_tlbc(const fp_layout *l)
+/* Free-threaded 3.14+ runs thread-local copies of the bytecode. */
+static bool has_tlbc(const char *id)
 {
-    return l->co_tlbc != FP_OFF_NONE;
+    return strcmp(id, "3.14t") == 0 || strcmp(id, "3.15t") == 0;
 }
 
 /* Units before location entry i. */
@@ -144,10 +144,16 @@ static void check_thread(const char *id, const fp_sample *sm, size_t ti, const e
     }
 }
 
+typedef struct scene {
+    synth_frame t1[4], t2[4];
+    synth_thread th[2];
+    synth_desc d;
+} scene;
+
 /* The standard description: two threads covering every feature. */
-static void describe(const fp_layout *l, synth_frame *t1, synth_frame *t2, synth_thread *th, synth_desc *d)
+static void describe(const char *id, scene *sc)
 {
-    int tlbc = has_tlbc(l) ? 3 : 0;
+    int tlbc = has_tlbc(id) ? 3 : 0;
     synth_frame a[] = {
         {&CODE_A, loc_start(&CODE_A, 1) + 1, false, false, 0},    /* inside entry 1 (2 units) */
         {&CODE_LATIN1, loc_start(&CODE_LATIN1, 1), false, true, 0},
@@ -160,12 +166,12 @@ static void describe(const fp_layout *l, synth_frame *t1, synth_frame *t2, synth
         {&CODE_A, loc_start(&CODE_A, 4) + 2, false, true, 0},      /* line 40000 */
         {&CODE_A, loc_start(&CODE_A, 3), false, false, 0},         /* no location */
     };
-    memcpy(t1, a, sizeof a);
-    memcpy(t2, b, sizeof b);
-    th[0] = (synth_thread){4242, 0x7f0000001000ull, true, t1, 4};
-    th[1] = (synth_thread){4243, 0x7f0000002000ull, false, t2, 4};
-    d->threads = th;
-    d->nthreads = 2;
+    memcpy(sc->t1, a, sizeof a);
+    memcpy(sc->t2, b, sizeof b);
+    sc->th[0] = (synth_thread){4242, 0x7f0000001000ull, true, sc->t1, 4};
+    sc->th[1] = (synth_thread){4243, 0x7f0000002000ull, false, sc->t2, 4};
+    sc->d.threads = sc->th;
+    sc->d.nthreads = 2;
 }
 
 static const expect_frame EXPECT_T1[] = {
@@ -178,19 +184,10 @@ static void test_layouts_round_trip(void **state)
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
-        /* Build once to learn the layout, then with the full description. */
-        synth_frame t1[4], t2[4];
-        synth_thread th[2];
-        synth_desc d;
-        fp_layout probe = *fp_layout_builtin_311();
-        if (has_table(id)) {
-            static uint8_t table[TABLE_BYTES];
-            load_table(id, table);
-            assert_int_equal(fp_debug_offsets_parse(table, TABLE_BYTES, &probe, NULL), FP_OK);
-        }
-        describe(&probe, t1, t2, th, &d);
+        scene sc;
+        describe(id, &sc);
         built b;
-        build(id, &d, 0, &b);
+        build(id, &sc.d, 0, &b);
         int rc = fp_session_sample(b.s, b.sm);
         if (rc)
             fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b.s));
@@ -291,18 +288,10 @@ static void test_corruptions(void **state)
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
         for (int c = 0; c < C_COUNT; c++) {
-            synth_frame t1[4], t2[4];
-            synth_thread th[2];
-            synth_desc d;
-            fp_layout probe = *fp_layout_builtin_311();
-            if (has_table(id)) {
-                static uint8_t table[TABLE_BYTES];
-                load_table(id, table);
-                assert_int_equal(fp_debug_offsets_parse(table, TABLE_BYTES, &probe, NULL), FP_OK);
-            }
-            describe(&probe, t1, t2, th, &d);
+            scene sc;
+            describe(id, &sc);
             built b;
-            build(id, &d, SMALL_DEPTH, &b);
+            build(id, &sc.d, SMALL_DEPTH, &b);
             if (!corrupt(&b, c)) {
                 unbuild(&b);
                 continue;
