@@ -6,13 +6,22 @@
 #include <string.h>
 
 #include "cli.h"
+#include "conform_cli.h"
 #include "frameproof/frameproof.h"
+
+/* Memory-image subcommands (cmd_snapshot.c, cmd_replay.c). */
+int fp_cmd_snapshot(int argc, char **argv);
+int fp_cmd_replay(int argc, char **argv);
 
 static const char USAGE[] =
     "usage: frameproof <command> [options]\n"
     "\n"
     "Commands:\n"
     "  dump     print the Python stack of every thread of a running process\n"
+    "  conform  check the unwinder against in-target ground truth, all interpreters\n"
+    "  bench    measure the unwinder: repeated samples of a running process\n"
+    "  snapshot stop a process briefly and save what a sample reads as an image\n"
+    "  replay   unwind a saved memory image offline, printing what dump printed\n"
     "\n"
     "Run 'frameproof <command> --help' for a command's options.\n"
     "  --version  print the version and exit\n"
@@ -48,6 +57,14 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "dump") == 0)
         return fp_cmd_dump(argc - 1, argv + 1);
+    if (strcmp(cmd, "conform") == 0)
+        return fp_cmd_conform(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0)
+        return fp_cmd_bench(argc - 1, argv + 1);
+    if (strcmp(cmd, "snapshot") == 0)
+        return fp_cmd_snapshot(argc - 1, argv + 1);
+    if (strcmp(cmd, "replay") == 0)
+        return fp_cmd_replay(argc - 1, argv + 1);
     fprintf(stderr, "frameproof: unknown command '%s'\n\n%s", cmd, USAGE);
     return FP_EXIT_USAGE;
 }

@@ -529,6 +529,13 @@ def _calibrate():
         del _calibration_parkers[:]
     for lock in locks:
         lock.release()
+    # Wait until the helper thread is gone (its thread state removed), so it
+    # never shows up as an extra thread at the first checkpoint.
+    task = "/proc/self/task/%d" % native_id
+    while os.path.exists(task):
+        if time.monotonic() > deadline:
+            _fatal("calibration helper thread did not exit")
+        time.sleep(_POLL)
 
 
 def start(name=None):

@@ -1,0 +1,66 @@
+"""Runs `frameproof conform` on a selection and reports every case x
+configuration as a TAP test (from the JSON report), so the test suite
+counts what was really compared.
+usage: run_conform.py FRAMEPROOF REPORT_DIR [conform options...]
+With --expect-mismatch, the run must FAIL with readable diffs instead (used
+with --inject-fault to prove the harness catches a wrong unwinder)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+TIMEOUT = 1200
+
+
+def main(argv):
+    fp, report_dir, rest = argv[1], argv[2], argv[3:]
+    expect_mismatch = "--expect-mismatch" in rest
+    rest = [a for a in rest if a != "--expect-mismatch"]
+    shutil.rmtree(report_dir, ignore_errors=True)
+    proc = subprocess.run([fp, "conform", "--report-dir", report_dir, *rest],
+                          capture_output=True, text=True, timeout=TIMEOUT)
+    path = os.path.join(report_dir, "report.json")
+    if not os.path.exists(path):
+        print("1..1\nnot ok 1 - conform produced a report")
+        print("# exit %d; stderr: %s" % (proc.returncode, proc.stderr[-2000:].replace("\n", "\n# ")))
+        return 1
+    report = json.load(open(path, encoding="utf-8"))
+    lines = []
+    for case in report["cases"]:
+        name = "%s %s" % (case["interpreter"], case["scenario"])
+        if case["status"] == "skip":
+            lines.append(("skip", name, case.get("summary", "")))
+            continue
+        configs = case.get("configurations") or []
+        if case["status"] == "error" or not configs:
+            lines.append(("fail", name + " (harness error)", case.get("summary", "")))
+            continue
+        for c in configs:
+            ok = c["status"] == "pass"
+            detail = "; ".join(str(f) for f in c.get("failures", [])[:5])
+            if expect_mismatch:
+                ok = c["status"] == "fail" and ("missing frame" in detail or "expected" in detail)
+                detail = "expected a readable mismatch, got: " + (detail or c["status"])
+            lines.append(("pass" if ok else "fail", "%s [%s]" % (name, c["name"]), detail))
+    if expect_mismatch:
+        lines.append(("pass" if proc.returncode == 1 else "fail", "conform exits 1 on a mismatch",
+                      "exit %d" % proc.returncode))
+    elif proc.returncode not in (0, 1):
+        lines.append(("fail", "conform exit status", "exit %d: %s" % (proc.returncode, proc.stderr[-500:])))
+    print("1..%d" % len(lines))
+    for i, (status, name, detail) in enumerate(lines, 1):
+        if status == "skip":
+            print("ok %d - %s # SKIP %s" % (i, name, detail))
+        elif status == "pass":
+            print("ok %d - %s" % (i, name))
+        else:
+            print("not ok %d - %s" % (i, name))
+            for d in str(detail).splitlines()[:20]:
+                print("# " + d)
+    print("# report: %s" % report_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
