@@ -193,6 +193,19 @@ static void test_every_word(void **state)
     print_message("# %zu corrupted tables checked\n", checked);
 }
 
+/* The built-in 3.11/3.12 tables obey the same bounds as parsed ones. */
+static void test_builtin_layouts_check(void **state)
+{
+    (void)state;
+    char err[256] = "";
+    assert_int_equal(fp_layout_check(fp_layout_builtin_311(), err, sizeof err), FP_OK);
+    assert_int_equal(fp_layout_check(fp_layout_builtin_312(), err, sizeof err), FP_OK);
+    fp_layout bad = *fp_layout_builtin_312();
+    bad.co_qualname = bad.co_code_adaptive; /* past the copied header */
+    assert_int_equal(fp_layout_check(&bad, err, sizeof err), FP_E_CORRUPT);
+    assert_non_null(strstr(err, "co_qualname"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_every_word),
+        cmocka_unit_test(test_builtin_layouts_check),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

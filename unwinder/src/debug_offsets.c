@@ -222,6 +222,14 @@ int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_
         return fp_err(eb, FP_E_CORRUPT, "debug offsets: co_code_adaptive (%d) is outside the code object", out->co_code_adaptive);
     if (out->uni_ascii_size < out->uni_state + 4 || (uint64_t)out->uni_ascii_size > gsize[G_UNI])
         return fp_err(eb, FP_E_CORRUPT, "debug offsets: asciiobject_size (%d) is invalid", out->uni_ascii_size);
+    /* The str reader may read the data pointer of a non-compact str right
+     * after the compact header: it must lie inside the unicode object. */
+    int64_t compact = out->uni_compact_size != FP_OFF_NONE ? out->uni_compact_size : out->uni_ascii_size + 16;
+    if ((uint64_t)compact + 8 > gsize[G_UNI] || compact < out->uni_ascii_size)
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: unicode_object.size (%llu) cannot hold its compact header (%lld)",
+                      (unsigned long long)gsize[G_UNI], (long long)compact);
+    if ((uint64_t)out->bytes_sval >= gsize[G_BYTES])
+        return fp_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is outside bytes_object.size", out->bytes_sval);
     if (out->bytes_sval < out->ob_size + 8 || out->bytes_sval > 256)
         return fp_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
     if (out->fr_tlbc_index != FP_OFF_NONE && out->fr_tlbc_index != 0 &&

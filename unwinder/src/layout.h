@@ -14,6 +14,8 @@
 
 /* Largest structure prefix the walker copies in one read. */
 #define FP_MAX_STRUCT_READ 4096
+/* Largest str or bytes header the object readers copy. */
+#define FP_STR_HEADER_MAX 128
 
 typedef struct fp_layout {
     uint32_t hexversion;          /* of the target */
@@ -87,5 +89,9 @@ const fp_layout *fp_layout_builtin_312(void);
  * does not carry (after fp_debug_offsets_parse filled the rest).  Returns
  * 0 or FP_E_UNSUPPORTED. */
 int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen);
+
+/* Checks that every field the walker reads lies inside the bytes it copies
+ * for its structure.  Returns 0 or FP_E_CORRUPT with a message. */
+int fp_layout_check(const fp_layout *l, char *err, size_t errlen);
 
 #endif /* FP_LAYOUT_H */

@@ -159,5 +159,5 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
         l->uni_ascii_bit = UNI_ASCII_BIT;
         l->executable_tag_mask = l->minor >= 14 ? STACKREF_TAG_GIL : 0;
     }
-    return FP_OK;
+    return fp_layout_check(l, err, errlen);
 }

@@ -6,7 +6,6 @@
 
 #include "session.h"
 
-#define STR_HEADER_MAX 128
 #define MAX_UNICODE 0x10FFFFu
 #define TYPE_NAME_PROBE 9 /* strlen("NoneType") + 1 */
 
@@ -88,7 +87,7 @@ static size_t put_utf8(char *o, uint32_t cp)
 int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
 {
     const fp_layout *l = &s->layout;
-    uint8_t hdr[STR_HEADER_MAX];
+    uint8_t hdr[FP_STR_HEADER_MAX];
     size_t hlen = (size_t)l->uni_compact_size + 8;
     if (hlen > sizeof hdr)
         return fp_err(&s->err, FP_E_CORRUPT, "str header size %zu is too large", hlen);
@@ -174,7 +173,7 @@ corrupt:
 int fp_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len)
 {
     const fp_layout *l = &s->layout;
-    uint8_t hdr[STR_HEADER_MAX];
+    uint8_t hdr[FP_STR_HEADER_MAX];
     if ((size_t)l->bytes_sval > sizeof hdr)
         return fp_err(&s->err, FP_E_CORRUPT, "bytes header is too large");
     int rc = fp_read(s, addr, hdr, (size_t)l->bytes_sval);

@@ -524,6 +524,8 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
             uint64_t next = 0;
             size_t before = sm->nthreads;
             rc = walk_thread(s, sm, &ii, ts, &next);
+            /* Keep the interpreter's thread range exact on every exit path. */
+            sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
                 if (fatal(rc))
                     return rc;
@@ -538,7 +540,6 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
             }
             ts = next;
         }
-        sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
         interp = ii.next;
     }
     if (result != FP_OK)
