@@ -28,31 +28,6 @@ static const char REPLAY_USAGE[] =
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(malformed image, incomplete sample); 2 on a usage error.\n";
 
-/* Scheduler state letter -> on_cpu, as the live walker derives it. */
-static int on_cpu_from_state(char state)
-{
-    if (state == 0)
-        return FP_UNKNOWN;
-    return state == 'R' ? FP_YES : FP_NO;
-}
-
-/* The sample is caller-owned storage; the accessors hand out const views
- * of it, and only on_cpu (which a live walk takes from /proc) is set here. */
-static void apply_thread_states(const fp_image *img, fp_sample *sm)
-{
-    size_t nimg = fp_image_thread_count(img);
-    for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
-        fp_thread *th = (fp_thread *)fp_sample_thread(sm, i);
-        for (size_t k = 0; k < nimg; k++) {
-            const fp_image_thread *it = fp_image_thread_at(img, k);
-            if (it->native_id == th->native_id) {
-                th->on_cpu = on_cpu_from_state(it->state);
-                break;
-            }
-        }
-    }
-}
-
 int fp_cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -64,7 +39,6 @@ int fp_cmd_replay(int argc, char **argv)
     };
     fp_options o;
     fp_options_init(&o);
-    o.thread_cpu_state = false;
     unsigned long v;
     int json = 0, c;
     optind = 1;
@@ -116,7 +90,6 @@ int fp_cmd_replay(int argc, char **argv)
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
         goto out;
     }
-    apply_thread_states(img, sm);
     fp_python_info py;
     fp_session_python(s, &py);
     if (json)

@@ -158,6 +158,11 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     size_t pos = hsize;
     if ((len - pos) / IMG_THREAD_ENTRY < nthreads)
         return img_err(err, errlen, FP_E_FORMAT, "image truncated inside its thread table");
+    /* Every region takes a header and at least one byte: a count the file
+     * cannot hold is rejected before anything is allocated for it. */
+    if ((len - pos - (size_t)nthreads * IMG_THREAD_ENTRY) / (IMG_REGION_HEADER + 1) < nregions)
+        return img_err(err, errlen, FP_E_FORMAT, "image truncated: %llu regions do not fit in its %zu bytes",
+                       (unsigned long long)nregions, len);
     img->threads = calloc(nthreads ? nthreads : 1, sizeof *img->threads);
     img->regions = calloc(nregions ? (size_t)nregions : 1, sizeof *img->regions);
     if (!img->threads || !img->regions)
@@ -380,6 +385,16 @@ int fp_image_reader(fp_image *img, fp_reader *out)
     return FP_OK;
 }
 
+/* The scheduler state the image recorded for a thread (0 if none). */
+static char image_thread_state(void *ctx, uint64_t native_id)
+{
+    const fp_image *img = ctx;
+    for (size_t k = 0; k < img->nthreads; k++)
+        if (img->threads[k].native_id == native_id)
+            return img->threads[k].state;
+    return 0;
+}
+
 int fp_image_target(const fp_image *img, fp_target_desc *out)
 {
     if (!img || !out)
@@ -390,6 +405,8 @@ int fp_image_target(const fp_image *img, fp_target_desc *out)
     out->free_threaded = img->meta.free_threaded;
     out->debug = img->meta.debug;
     out->pid = 0;
+    out->thread_state = image_thread_state;
+    out->thread_state_ctx = (void *)(uintptr_t)img; /* read only */
     return FP_OK;
 }
 

@@ -51,6 +51,8 @@ void fp_session_detach(fp_session *s)
     s->rd = NULL;
     s->attached = false;
     s->pid = 0;
+    s->thread_state = NULL;
+    s->thread_state_ctx = NULL;
     s->ntypes = 0;
     s->have_generation = false;
     fp_code_cache_free(&s->cc);
@@ -152,6 +154,8 @@ int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_ta
     s->err.msg[0] = 0;
     s->rd = reader;
     s->pid = desc->pid;
+    s->thread_state = desc->thread_state;
+    s->thread_state_ctx = desc->thread_state_ctx;
     fp_errbuf why = {{0}};
     int rc = fp_layout_resolve(s, desc->runtime_addr, desc->hexversion, desc->free_threaded, desc->debug, &why);
     if (rc) {

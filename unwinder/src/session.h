@@ -78,6 +78,8 @@ struct fp_session {
     int pid;
     fp_reader own_reader;     /* live backends owned by the session */
     const fp_reader *rd;      /* the reader in use */
+    char (*thread_state)(void *ctx, uint64_t native_id); /* non-live sources */
+    void *thread_state_ctx;
     fp_layout layout;
     fp_python_info info;
     fp_type_slot types[FP_TYPE_CACHE_SLOTS];

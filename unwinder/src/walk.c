@@ -370,8 +370,12 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
         if (l->ts_gil_requested != FP_OFF_NONE)
             th->gil_requested = fp_load_u32(buf, l->ts_gil_requested) && th->holds_gil != FP_YES ? FP_YES : FP_NO;
     }
-    if (s->pid > 0 && s->opts.thread_cpu_state) {
-        char st = fp_proc_thread_state(s->pid, (long)th->native_id);
+    if (s->opts.thread_cpu_state) {
+        char st = 0;
+        if (s->thread_state)
+            st = s->thread_state(s->thread_state_ctx, th->native_id);
+        else if (s->pid > 0)
+            st = fp_proc_thread_state(s->pid, (long)th->native_id);
         if (st)
             th->on_cpu = st == 'R' ? FP_YES : FP_NO;
     }

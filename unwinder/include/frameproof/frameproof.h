@@ -145,6 +145,11 @@ typedef struct fp_target_desc {
     bool free_threaded;      /* used when hexversion is given and < 3.13 */
     bool debug;              /* Py_DEBUG build */
     int pid;                 /* informational; 0 when unknown (no /proc queries then) */
+    /* Optional, for sources that recorded it: the scheduler state letter of
+     * a thread ('R' = on a CPU, 0 = unknown), which gives fp_thread.on_cpu.
+     * NULL leaves on_cpu unknown. */
+    char (*thread_state)(void *ctx, uint64_t native_id);
+    void *thread_state_ctx;
 } fp_target_desc;
 
 /* Attach to any memory source.  The reader is borrowed: it must outlive
