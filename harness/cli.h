@@ -10,6 +10,11 @@
 int fp_cmd_dump(int argc, char **argv);
 int fp_cmd_bench(int argc, char **argv);
 
+/* Parses a --reader value (auto, vm, mem; auto only when allow_auto) into
+ * an enum fp_reader_kind; prints a message for `cmd` and returns -1 if it
+ * is not one of them. */
+int fp_parse_reader(const char *cmd, const char *value, int allow_auto, int *out);
+
 /* Parses a non-negative integer option value; returns 0 on success. */
 int fp_parse_uint(const char *s, unsigned long max, unsigned long *out);
 

@@ -68,13 +68,8 @@ int fp_cmd_bench(int argc, char **argv)
             }
             break;
         case 'r':
-            if (strcmp(optarg, "auto") == 0) o.reader = FP_READER_AUTO;
-            else if (strcmp(optarg, "vm") == 0) o.reader = FP_READER_VM;
-            else if (strcmp(optarg, "mem") == 0) o.reader = FP_READER_MEM;
-            else {
-                fprintf(stderr, "frameproof bench: --reader must be auto, vm or mem\n");
+            if (fp_parse_reader("bench", optarg, 1, &o.reader))
                 return FP_EXIT_USAGE;
-            }
             break;
         case 'n': o.cache_code = false; break;
         case 'j': json = 1; break;

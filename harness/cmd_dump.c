@@ -53,13 +53,8 @@ int fp_cmd_dump(int argc, char **argv)
             break;
         case 'j': json = 1; break;
         case 'r':
-            if (strcmp(optarg, "auto") == 0) o.reader = FP_READER_AUTO;
-            else if (strcmp(optarg, "vm") == 0) o.reader = FP_READER_VM;
-            else if (strcmp(optarg, "mem") == 0) o.reader = FP_READER_MEM;
-            else {
-                fprintf(stderr, "frameproof dump: --reader must be auto, vm or mem, not '%s'\n", optarg);
+            if (fp_parse_reader("dump", optarg, 1, &o.reader))
                 return FP_EXIT_USAGE;
-            }
             break;
         case 'd':
             if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {

@@ -342,12 +342,8 @@ int fp_cmd_snapshot(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'r':
-            if (strcmp(optarg, "vm") == 0) reader_kind = FP_READER_VM;
-            else if (strcmp(optarg, "mem") == 0) reader_kind = FP_READER_MEM;
-            else {
-                fprintf(stderr, "frameproof snapshot: --reader must be vm or mem, not '%s'\n", optarg);
+            if (fp_parse_reader("snapshot", optarg, 0, &reader_kind))
                 return FP_EXIT_USAGE;
-            }
             break;
         case 'g':
             if (fp_parse_uint(optarg, FP_RECORD_MAX_GRANULE, &v) || v < FP_RECORD_MIN_GRANULE || (v & (v - 1))) {

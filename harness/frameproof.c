@@ -40,6 +40,22 @@ int fp_parse_uint(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
+int fp_parse_reader(const char *cmd, const char *value, int allow_auto, int *out)
+{
+    if (allow_auto && strcmp(value, "auto") == 0)
+        *out = FP_READER_AUTO;
+    else if (strcmp(value, "vm") == 0)
+        *out = FP_READER_VM;
+    else if (strcmp(value, "mem") == 0)
+        *out = FP_READER_MEM;
+    else {
+        fprintf(stderr, "frameproof %s: --reader must be %svm or mem, not '%s'\n", cmd, allow_auto ? "auto, " : "",
+                value);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "session.h"
 
 #define CACHE_INITIAL_SLOTS 1024u
@@ -228,24 +229,20 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
 
 static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
 {
-    if (n > s->prefetch_n_cap) {
-        fp_iov *ni = realloc(s->prefetch_iov, n * sizeof *ni);
-        if (!ni)
-            return FP_E_NOMEM;
+    size_t ncap = s->prefetch_n_cap, ncap2 = s->prefetch_n_cap;
+    fp_iov *ni = fp_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
+    if (ni)
         s->prefetch_iov = ni;
-        fp_code_entry **ne = realloc(s->prefetch_entries, n * sizeof *ne);
-        if (!ne)
-            return FP_E_NOMEM;
+    fp_code_entry **ne = fp_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
+    if (ne)
         s->prefetch_entries = ne;
-        s->prefetch_n_cap = n;
-    }
-    if (n * hlen > s->prefetch_cap) {
-        uint8_t *nb = realloc(s->prefetch_buf, n * hlen);
-        if (!nb)
-            return FP_E_NOMEM;
-        s->prefetch_buf = nb;
-        s->prefetch_cap = n * hlen;
-    }
+    if (!ni || !ne)
+        return FP_E_NOMEM;
+    s->prefetch_n_cap = ncap < ncap2 ? ncap : ncap2;
+    uint8_t *nb = fp_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
+    if (!nb)
+        return FP_E_NOMEM;
+    s->prefetch_buf = nb;
     return FP_OK;
 }
 

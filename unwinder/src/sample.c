@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "session.h"
 
 #define SAMPLE_INITIAL 64
@@ -31,21 +32,9 @@ int fp_sample_reset(fp_sample *sm)
     return FP_OK;
 }
 
-static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return arr;
-    size_t ncap = *cap ? *cap * 2 : SAMPLE_INITIAL;
-    void *na = realloc(arr, ncap * elem);
-    if (!na)
-        return NULL;
-    *cap = ncap;
-    return na;
-}
-
 fp_interp *fp_sample_push_interp(fp_sample *sm)
 {
-    fp_interp *na = grow(sm->interps, &sm->interps_cap, sm->ninterps, sizeof *na);
+    fp_interp *na = fp_grow(sm->interps, &sm->interps_cap, sm->ninterps + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->interps = na;
@@ -56,7 +45,7 @@ fp_interp *fp_sample_push_interp(fp_sample *sm)
 
 fp_thread *fp_sample_push_thread(fp_sample *sm)
 {
-    fp_thread *na = grow(sm->threads, &sm->threads_cap, sm->nthreads, sizeof *na);
+    fp_thread *na = fp_grow(sm->threads, &sm->threads_cap, sm->nthreads + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->threads = na;
@@ -67,7 +56,7 @@ fp_thread *fp_sample_push_thread(fp_sample *sm)
 
 fp_frame *fp_sample_push_frame(fp_sample *sm)
 {
-    fp_frame *na = grow(sm->frames, &sm->frames_cap, sm->nframes, sizeof *na);
+    fp_frame *na = fp_grow(sm->frames, &sm->frames_cap, sm->nframes + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->frames = na;

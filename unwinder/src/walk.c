@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "proc_state.h"
 #include "session.h"
 
@@ -16,6 +17,9 @@
 #define CHUNK_HEADER 24u
 #define CODEUNIT_SIZE 2
 #define RUNTIME_SPAN_MAX 64
+#define STACK_COPY_INITIAL 65536u  /* bytes */
+#define CHUNK_LIST_INITIAL 16u
+#define PENDING_INITIAL 256u
 
 int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len)
 {
@@ -75,24 +79,14 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
         }
         if (used + want > FP_MAX_STACK_COPY)
             return fp_err(&s->err, FP_E_LIMIT, "data stack larger than %u bytes", FP_MAX_STACK_COPY);
-        if (used + want > s->stack_cap) {
-            size_t ncap = s->stack_cap ? s->stack_cap : 65536;
-            while (ncap < used + want)
-                ncap *= 2;
-            uint8_t *nb = realloc(s->stack_buf, ncap);
-            if (!nb)
-                return FP_E_NOMEM;
+        uint8_t *nb = fp_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
+        fp_chunk_copy *nc = fp_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
+        if (nb)
             s->stack_buf = nb;
-            s->stack_cap = ncap;
-        }
-        if (s->nchunks == s->chunks_cap) {
-            size_t ncap = s->chunks_cap ? s->chunks_cap * 2 : 16;
-            fp_chunk_copy *nc = realloc(s->chunks, ncap * sizeof *nc);
-            if (!nc)
-                return FP_E_NOMEM;
+        if (nc)
             s->chunks = nc;
-            s->chunks_cap = ncap;
-        }
+        if (!nb || !nc)
+            return FP_E_NOMEM;
         int rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
             return fp_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
@@ -174,14 +168,10 @@ static bool has_cycle(const uint64_t *addrs, size_t n)
 
 static int push_pending(fp_session *s, const fp_pending_frame *pf)
 {
-    if (s->npending == s->pending_cap) {
-        size_t ncap = s->pending_cap ? s->pending_cap * 2 : 256;
-        fp_pending_frame *np = realloc(s->pending, ncap * sizeof *np);
-        if (!np)
-            return FP_E_NOMEM;
-        s->pending = np;
-        s->pending_cap = ncap;
-    }
+    fp_pending_frame *np = fp_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
+    if (!np)
+        return FP_E_NOMEM;
+    s->pending = np;
     s->pending[s->npending++] = *pf;
     return FP_OK;
 }
