@@ -21,7 +21,7 @@
 #define FP_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
 #define FP_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
 #define FP_TYPE_CACHE_SLOTS 16
-#define FP_THREAD_WALK_ATTEMPTS 3u                  /* tries of one thread's walk */
+#define FP_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
 #define FP_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FP_CODE_FINGERPRINT_WORDS 8
 
