@@ -42,6 +42,7 @@ struct synth_image {
     uint64_t runtime;
     uint64_t type_code, type_str, type_bytes, type_none;
     uint64_t **frame_addrs;   /* per thread, per described frame */
+    uint64_t *ts_addrs;       /* per thread */
     size_t nthreads;
     char *err;
     size_t errlen;
@@ -443,8 +444,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         goto out;
     const fp_layout *l = &im->l;
     im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
+    im->ts_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->ts_addrs);
     im->nthreads = d->nthreads;
-    if (!im->frame_addrs) {
+    if (!im->frame_addrs || !im->ts_addrs) {
         rc = FP_E_NOMEM;
         goto out;
     }
@@ -498,6 +500,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         uint64_t ts;
         if ((rc = build_thread(im, interp, prev, &d->threads[t], t, codes, ncodes, &ts)))
             goto out;
+        im->ts_addrs[t] = ts;
         if (prev)
             put64(im, prev + (uint64_t)l->ts_next, ts);
         else
@@ -530,6 +533,7 @@ void synth_free(synth_image *im)
         for (size_t t = 0; t < im->nthreads; t++)
             free(im->frame_addrs[t]);
     free(im->frame_addrs);
+    free(im->ts_addrs);
     free(im);
 }
 
@@ -571,4 +575,9 @@ const fp_layout *synth_layout(const synth_image *im)
 uint64_t synth_frame_addr(const synth_image *im, size_t t, size_t f)
 {
     return t < im->nthreads && im->frame_addrs[t] ? im->frame_addrs[t][f] : 0;
+}
+
+uint64_t synth_thread_state_addr(const synth_image *im, size_t t)
+{
+    return t < im->nthreads ? im->ts_addrs[t] : 0;
 }

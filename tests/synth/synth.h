@@ -67,6 +67,7 @@ const fp_layout *synth_layout(const synth_image *img);
 /* Address of the frame built for thread t, frame f (for corruption tests),
  * and raw access to the image's bytes at an address (NULL if unmapped). */
 uint64_t synth_frame_addr(const synth_image *img, size_t t, size_t f);
+uint64_t synth_thread_state_addr(const synth_image *img, size_t t);
 uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
 
 #endif

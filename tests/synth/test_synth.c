@@ -314,11 +314,49 @@ static void test_corruptions(void **state)
     print_message("# %d corrupted images rejected with an exact stack on the intact thread\n", checked);
 }
 
+/* The walk reads ahead the thread states the previous sample saw; a thread
+ * list that changes between samples must still be followed exactly. */
+static void test_thread_list_changes(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        describe(id, &sc);
+        built b;
+        build(id, &sc.d, 0, &b);
+        const fp_layout *l = synth_layout(b.img);
+        uint64_t t0 = synth_thread_state_addr(b.img, 0), t1 = synth_thread_state_addr(b.img, 1), zero = 0;
+        uint8_t *next0 = synth_bytes(b.img, t0 + (uint64_t)l->ts_next, 8);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        memcpy(next0, &zero, 8); /* the second thread exits */
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 1);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+        memcpy(next0, &t1, 8); /* and comes back */
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        /* The head moves to the second thread, which now ends the list. */
+        uint64_t interp;
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        memcpy(&interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+        memcpy(synth_bytes(b.img, interp + (uint64_t)l->interp_threads_head, 8), &t1, 8);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 1);
+        check_thread(id, b.sm, 0, EXPECT_T2, 3);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layouts_round_trip),
         cmocka_unit_test(test_corruptions),
+        cmocka_unit_test(test_thread_list_changes),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

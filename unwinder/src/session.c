@@ -55,6 +55,7 @@ void fp_session_detach(fp_session *s)
     s->thread_state_ctx = NULL;
     s->ntypes = 0;
     s->have_generation = false;
+    s->nlast_ts = s->ncur_ts = 0;
     fp_code_cache_free(&s->cc);
     fp_code_cache_init(&s->cc);
 }
@@ -68,6 +69,12 @@ void fp_session_free(fp_session *s)
     free(s->chunks);
     free(s->frame_addrs);
     free(s->pending);
+    free(s->pf);
+    free(s->ts_bufs);
+    free(s->chunk_bufs);
+    free(s->pf_iov);
+    free(s->last_ts);
+    free(s->cur_ts);
     free(s->prefetch_buf);
     free(s->prefetch_iov);
     free(s->prefetch_entries);

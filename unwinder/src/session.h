@@ -71,6 +71,15 @@ typedef struct fp_pending_frame {
     bool generator;
 } fp_pending_frame;
 
+/* Thread states and live data-stack parts read ahead in one batch per
+ * interpreter, from the thread list the previous sample saw. */
+typedef struct fp_thread_prefetch {
+    uint64_t ts;              /* thread state address */
+    size_t tsbuf;             /* offset of its copy in ts_bufs */
+    uint64_t chunk, top;      /* the live chunk part copied, if any */
+    size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
+} fp_thread_prefetch;
+
 struct fp_session {
     fp_options opts;
     fp_errbuf err;
@@ -102,6 +111,16 @@ struct fp_session {
     fp_iov *prefetch_iov;
     fp_code_entry **prefetch_entries;
     size_t prefetch_n_cap;
+    fp_thread_prefetch *pf;   /* this interpreter's prefetched threads */
+    size_t npf, pf_cap;
+    uint8_t *ts_bufs, *chunk_bufs;
+    size_t ts_bufs_cap, chunk_bufs_cap;
+    fp_iov *pf_iov;
+    size_t pf_iov_cap;
+    uint64_t *last_ts;        /* (interp, thread state) pairs of the last sample */
+    size_t nlast_ts, last_ts_cap;
+    uint64_t *cur_ts;         /* ... and of this sample, so far */
+    size_t ncur_ts, cur_ts_cap;
     uint64_t *frame_addrs;    /* walk history for cycle reporting */
     size_t frame_addrs_cap;
 };

@@ -54,7 +54,9 @@ static bool fatal(int rc)
     return rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM;
 }
 
-static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
+/* Copies the thread's data-stack chunks into s->stack_buf.  `pre` (may be
+ * NULL) is the live part of the newest chunk already read for this sample. */
+static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thread_prefetch *pre)
 {
     const fp_layout *l = &s->layout;
     s->nchunks = 0;
@@ -87,7 +89,11 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top)
             s->chunks = nc;
         if (!nb || !nc)
             return FP_E_NOMEM;
-        int rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
+        int rc = FP_OK;
+        if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
+            memcpy(s->stack_buf + used, s->chunk_bufs + pre->chunkbuf, (size_t)want);
+        else
+            rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
             return fp_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
                           (unsigned long long)chunk, (unsigned long long)want);
@@ -331,11 +337,16 @@ typedef struct interp_info {
     uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
 } interp_info;
 
-static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
+static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
+                            const fp_thread_prefetch *pre, uint64_t *next)
 {
     const fp_layout *l = &s->layout;
     uint8_t buf[FP_MAX_STRUCT_READ];
-    int rc = fp_read(s, ts, buf, s->ts_read_len);
+    int rc = FP_OK;
+    if (pre)
+        memcpy(buf, s->ts_bufs + pre->tsbuf, s->ts_read_len);
+    else
+        rc = fp_read(s, ts, buf, s->ts_read_len);
     if (rc)
         return fp_err(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
     *next = fp_load_u64(buf, l->ts_next);
@@ -390,7 +401,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     uint64_t base = l->ts_base_frame != FP_OFF_NONE ? fp_load_u64(buf, l->ts_base_frame) : 0;
     if (top && top == base)
         return FP_OK; /* a thread state with no Python frames */
-    rc = copy_chunks(s, fp_load_u64(buf, l->ts_datastack_chunk), fp_load_u64(buf, l->ts_datastack_top));
+    rc = copy_chunks(s, fp_load_u64(buf, l->ts_datastack_chunk), fp_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc)
         rc = walk_frames(s, sm, th, top, base);
     if (rc) {
@@ -405,14 +416,16 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
 
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state. */
-static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts, uint64_t *next)
+static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
+                       const fp_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
     for (unsigned attempt = 0; attempt < FP_THREAD_WALK_ATTEMPTS; attempt++) {
         sm->nthreads = nthreads;
         sm->nframes = nframes;
-        rc = walk_thread_once(s, sm, ii, ts, next);
+        /* Retries read afresh: the prefetched copy is what failed. */
+        rc = walk_thread_once(s, sm, ii, ts, attempt == 0 ? pre : NULL, next);
         if (rc == FP_OK || fatal(rc) || rc == FP_E_LIMIT)
             break;
     }
@@ -456,7 +469,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         locked_addr = gilp + (uint64_t)l->gil_locked;
         holder_addr = gilp + (uint64_t)l->gil_last_holder;
     }
-    if (locked_addr && !l->free_threaded) {
+    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FP_OFF_NONE) {
         int32_t locked = 0;
         uint64_t holder = 0;
         fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
@@ -470,11 +483,104 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
     return FP_OK;
 }
 
+/* Reads ahead, in two batched reads, the thread states this interpreter had
+ * in the previous sample and the live parts of their newest data-stack
+ * chunks.  Only the prefix whose `next` links still match is kept; the
+ * walk reads anything else itself.  Best effort: any failure just leaves
+ * less (or nothing) prefetched. */
+static void prefetch_threads(fp_session *s, const interp_info *ii)
+{
+    const fp_layout *l = &s->layout;
+    s->npf = 0;
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < s->nlast_ts; i += 2)
+        if (s->last_ts[i] == ii->addr)
+            n++;
+    if (n < 2 || n > s->opts.max_threads)
+        return; /* nothing to gain, or nothing known */
+    fp_thread_prefetch *pf = fp_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
+    if (!pf)
+        return;
+    s->pf = pf;
+    size_t tslen = s->ts_read_len;
+    uint8_t *tb = fp_grow(s->ts_bufs, &s->ts_bufs_cap, n * tslen, 1, n * tslen);
+    if (!tb)
+        return;
+    s->ts_bufs = tb;
+    fp_iov *iov = fp_grow(s->pf_iov, &s->pf_iov_cap, n, sizeof *iov, n);
+    if (!iov)
+        return;
+    s->pf_iov = iov;
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < s->nlast_ts && k < n; i += 2) {
+        if (s->last_ts[i] != ii->addr)
+            continue;
+        pf[k] = (fp_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
+        iov[k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
+        k++;
+    }
+    if (pf[0].ts != ii->threads_head || fp_reader_readv(s->rd, iov, n) != FP_OK)
+        return;
+    size_t valid = 1;
+    while (valid < n && fp_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
+        valid++;
+    /* The live part of each thread's newest chunk, in one more read. */
+    size_t total = 0, m = 0;
+    for (size_t i = 0; i < valid; i++) {
+        uint64_t chunk = fp_load_u64(tb + i * tslen, l->ts_datastack_chunk);
+        uint64_t top = fp_load_u64(tb + i * tslen, l->ts_datastack_top);
+        pf[i].chunk = chunk;
+        pf[i].top = top;
+        pf[i].chunklen = 0;
+        if (chunk && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES &&
+            total + (top - chunk) <= FP_MAX_STACK_COPY) {
+            pf[i].chunkbuf = total;
+            pf[i].chunklen = (size_t)(top - chunk);
+            total += pf[i].chunklen;
+        }
+    }
+    s->npf = valid;
+    uint8_t *cb = fp_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, STACK_COPY_INITIAL);
+    if (!cb) {
+        for (size_t i = 0; i < valid; i++)
+            pf[i].chunklen = 0;
+        return;
+    }
+    s->chunk_bufs = cb;
+    for (size_t i = 0; i < valid; i++)
+        if (pf[i].chunklen)
+            iov[m++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
+    if (m && fp_reader_readv(s->rd, iov, m) != FP_OK)
+        for (size_t i = 0; i < valid; i++)
+            pf[i].chunklen = 0; /* the walk copies them itself */
+}
+
+/* Remembers which thread states the interpreter had, for the next sample. */
+static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
+{
+    uint64_t *nl = fp_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
+    if (!nl)
+        return FP_E_NOMEM;
+    s->cur_ts = nl;
+    s->cur_ts[s->ncur_ts++] = interp;
+    s->cur_ts[s->ncur_ts++] = ts;
+    return FP_OK;
+}
+
 int fp_walk_all(fp_session *s, fp_sample *sm)
 {
     const fp_layout *l = &s->layout;
     fp_sample_reset(sm);
     s->sample_no++;
+    /* This sample's thread list becomes the guess for the next one. */
+    uint64_t *tl = s->last_ts;
+    size_t tcap = s->last_ts_cap;
+    s->last_ts = s->cur_ts;
+    s->last_ts_cap = s->cur_ts_cap;
+    s->nlast_ts = s->ncur_ts;
+    s->cur_ts = tl;
+    s->cur_ts_cap = tcap;
+    s->ncur_ts = 0;
     fp_code_cache_begin_sample(&s->cc);
     if (s->frame_addrs_cap < s->opts.max_depth) {
         uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
@@ -509,6 +615,7 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
         fi->id = ii.id;
         fi->first_thread = sm->nthreads;
         size_t interp_index = sm->ninterps - 1;
+        prefetch_threads(s, &ii);
         uint64_t ts = ii.threads_head;
         uint32_t nthreads = 0;
         while (ts) {
@@ -517,7 +624,11 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
                               s->opts.max_threads, (long long)ii.id);
             uint64_t next = 0;
             size_t before = sm->nthreads;
-            rc = walk_thread(s, sm, &ii, ts, &next);
+            size_t k = nthreads - 1;
+            const fp_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
+            if ((rc = remember_thread(s, interp, ts)))
+                return rc;
+            rc = walk_thread(s, sm, &ii, ts, pre, &next);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
