@@ -174,6 +174,13 @@ static void describe(const char *id, scene *sc)
     sc->d.nthreads = 2;
 }
 
+/* The standard scene, built and attached. */
+static void build_scene(const char *id, uint32_t max_depth, scene *sc, built *b)
+{
+    describe(id, sc);
+    build(id, &sc->d, max_depth, b);
+}
+
 static const expect_frame EXPECT_T1[] = {
     {&CODE_A, 1, 2, false}, {&CODE_LATIN1, 1, 2, false}, {&CODE_GEN, 1, 2, true}, {&CODE_UCS2, 0, 0, false}};
 static const expect_frame EXPECT_T2[] = {
@@ -185,9 +192,8 @@ static void test_layouts_round_trip(void **state)
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
         scene sc;
-        describe(id, &sc);
         built b;
-        build(id, &sc.d, 0, &b);
+        build_scene(id, 0, &sc, &b);
         int rc = fp_session_sample(b.s, b.sm);
         if (rc)
             fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b.s));
@@ -289,9 +295,8 @@ static void test_corruptions(void **state)
         const char *id = LAYOUTS[i];
         for (int c = 0; c < C_COUNT; c++) {
             scene sc;
-            describe(id, &sc);
             built b;
-            build(id, &sc.d, SMALL_DEPTH, &b);
+            build_scene(id, SMALL_DEPTH, &sc, &b);
             if (!corrupt(&b, c)) {
                 unbuild(&b);
                 continue;
@@ -322,9 +327,8 @@ static void test_thread_list_changes(void **state)
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
         scene sc;
-        describe(id, &sc);
         built b;
-        build(id, &sc.d, 0, &b);
+        build_scene(id, 0, &sc, &b);
         const fp_layout *l = synth_layout(b.img);
         uint64_t t0 = synth_thread_state_addr(b.img, 0), t1 = synth_thread_state_addr(b.img, 1), zero = 0;
         uint8_t *next0 = synth_bytes(b.img, t0 + (uint64_t)l->ts_next, 8);
