@@ -346,7 +346,11 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return fail(im, "too many frames");
     uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
-    uint64_t chunk = alloc(im, CHUNK_BYTES);
+    /* The chunk says it is CHUNK_BYTES long, like CPython's; only the part
+     * the frames use (all the walker reads, up to datastack_top) is backed. */
+    uint64_t slot = ((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull;
+    uint64_t used_bytes = CHUNK_HEADER + 8 + slot * (uint64_t)t->nframes;
+    uint64_t chunk = alloc(im, (size_t)(used_bytes < CHUNK_BYTES ? used_bytes : CHUNK_BYTES));
     if (!ts || !chunk)
         return fail(im, "out of memory");
     (void)prev_ts;
@@ -457,7 +461,15 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     im->type_str = type_object(im, "str");
     im->type_bytes = type_object(im, "bytes");
     im->type_none = type_object(im, "NoneType");
-    uint64_t interp = alloc(im, (size_t)l->interp_size);
+    /* Only the interpreter fields the walker reads need backing memory (the
+     * full PyInterpreterState is ~250 KB, which would dominate fuzzing). */
+    int32_t interp_fields[] = {l->interp_next, l->interp_id, l->interp_threads_head, l->interp_threads_main,
+                               l->interp_ceval_gil, l->interp_code_generation, l->interp_tlbc_generation};
+    int32_t interp_hi = 0;
+    for (size_t i = 0; i < sizeof interp_fields / sizeof interp_fields[0]; i++)
+        if (interp_fields[i] > interp_hi)
+            interp_hi = interp_fields[i];
+    uint64_t interp = alloc(im, (size_t)interp_hi + 8);
     uint64_t gil = alloc(im, GIL_BYTES);
     if (!im->runtime || !im->type_code || !im->type_str || !im->type_bytes || !interp || !gil) {
         rc = fail(im, "out of memory");
