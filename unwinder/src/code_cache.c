@@ -39,9 +39,11 @@ static void free_retired(fp_code_cache *cc)
 
 void fp_code_cache_free(fp_code_cache *cc)
 {
-    for (size_t i = 0; i < cc->cap; i++)
-        if (cc->slots[i])
+    for (size_t i = 0; i < cc->cap && cc->count; i++)
+        if (cc->slots[i]) {
             entry_free(cc->slots[i]);
+            cc->count--;
+        }
     free(cc->slots);
     free_retired(cc);
     memset(cc, 0, sizeof *cc);
@@ -55,6 +57,9 @@ static void retire(fp_code_cache *cc, fp_code_entry *e)
 
 void fp_code_cache_invalidate(fp_code_cache *cc)
 {
+    cc->epoch++;
+    if (cc->count == 0)
+        return;
     for (size_t i = 0; i < cc->cap; i++) {
         if (cc->slots[i]) {
             retire(cc, cc->slots[i]);
@@ -62,7 +67,6 @@ void fp_code_cache_invalidate(fp_code_cache *cc)
         }
     }
     cc->count = 0;
-    cc->epoch++;
 }
 
 void fp_code_cache_begin_sample(fp_code_cache *cc)
