@@ -1,0 +1,271 @@
+"""Live tests of `frameproof snapshot` (TAP): the target is always resumed,
+whether the capture succeeds, fails or this tool is killed in the middle of
+it, and the image replays to exactly the live stack.
+usage: test_snapshot.py FRAMEPROOF_BINARY MANIFEST CAPTURE_IMAGES_SCRIPT
+
+1. every provisioned interpreter, parked (targets/images/park_basic.py):
+   snapshot, then no thread of the target is still stopped or traced, and
+   `replay --json` of the image equals `dump --json` of the process;
+2. a busy target with many threads: once the snapshot is seen tracing the
+   target, it is sent SIGTERM, SIGINT, SIGHUP, SIGQUIT or SIGKILL; afterwards
+   no thread is stopped or traced, the target keeps running (its heartbeat
+   counter advances) and the output path holds either nothing or a complete
+   image; most signals must land while the target is held;
+3. failures (no such pid, not Python, unwritable output) are one-line errors
+   and leave the target running."""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+FP = os.path.abspath(sys.argv[1])
+MANIFEST = sys.argv[2]
+CAPTURE = os.path.abspath(sys.argv[3])
+TIMEOUT = 60
+# Threads of the busy target: enough that stopping them all takes a few ms.
+BUSY_THREADS = 150
+# Delays (seconds) before the signal, counted from the moment the target's
+# main thread is seen traced by the snapshot (the capture is under way).
+KILL_DELAYS = (0.0, 0.0005, 0.001, 0.002, 0.004, 0.008)
+HELD_WAIT_S = 10.0
+KILL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)
+# How long the kernel may take to detach after the tracer died.
+DETACH_GRACE_S = 2.0
+HEARTBEAT_WAIT_S = 5.0
+results = []
+
+BUSY_TARGET = r"""
+import os, sys, threading, time
+path, n = sys.argv[1], int(sys.argv[2])
+gate = threading.Event()
+for _ in range(n):
+    threading.Thread(target=gate.wait, daemon=True).start()
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+print("ready", flush=True)
+i = 0
+while True:
+    i += 1
+    os.pwrite(fd, b"%20d" % i, 0)
+    time.sleep(0.002)
+"""
+
+
+def check(name, ok, detail=""):
+    results.append((name, ok, detail))
+
+
+def load_capture_module():
+    loader = importlib.machinery.SourceFileLoader("capture_images", CAPTURE)
+    spec = importlib.util.spec_from_loader("capture_images", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def fp(*args):
+    return subprocess.run([FP, *map(str, args)], capture_output=True, timeout=TIMEOUT)
+
+
+def held_tasks(pid):
+    """Threads of pid that are stopped or still traced: [(tid, state, tracer)]."""
+    held = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return [("process", "gone", 0)]
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                status = f.read()
+        except FileNotFoundError:
+            continue
+        state = re.search(r"^State:\s+(\S)", status, re.M).group(1)
+        tracer = int(re.search(r"^TracerPid:\s+(\d+)", status, re.M).group(1))
+        if state in "tT" or tracer != 0:
+            held.append((tid, state, tracer))
+    return held
+
+
+def resumed(pid, grace=0.0):
+    deadline = time.monotonic() + grace
+    while True:
+        held = held_tasks(pid)
+        if not held:
+            return True, ""
+        if time.monotonic() >= deadline:
+            return False, f"held threads (tid, state, tracer): {held[:5]} of {len(held)}"
+        time.sleep(0.01)
+
+
+def tracer_of(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return int(re.search(r"^TracerPid:\s+(\d+)", f.read(), re.M).group(1))
+    except (FileNotFoundError, AttributeError):
+        return 0
+
+
+def read_counter(path):
+    with open(path, "rb") as f:
+        data = f.read().strip()
+    return int(data) if data else 0
+
+
+def heartbeat_advances(path):
+    start = read_counter(path)
+    deadline = time.monotonic() + HEARTBEAT_WAIT_S
+    while time.monotonic() < deadline:
+        if read_counter(path) > start:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def one_line_error(r, needle):
+    lines = r.stderr.decode(errors="replace").strip().splitlines()
+    return r.returncode == 1 and len(lines) == 1 and needle in lines[0], \
+        f"status {r.returncode}, stderr {r.stderr!r}"
+
+
+def parked_interpreters(cap, tmp):
+    with open(MANIFEST, encoding="utf-8") as f:
+        interps = json.load(f)["interpreters"]
+    for interp in interps:
+        name = f"parked {interp['id']}"
+        installed = cap.install_scripts(interp.get("root", "/"))
+        try:
+            proc = cap.start(interp, "basic")
+        except RuntimeError as e:
+            check(name, False, str(e))
+            shutil.rmtree(installed, ignore_errors=True)
+            continue
+        try:
+            img = os.path.join(tmp, interp["id"] + ".fpimg")
+            live = fp("dump", "--pid", proc.pid, "--json")
+            snap = fp("snapshot", "--pid", proc.pid, "-o", img)
+            ok, detail = resumed(proc.pid)
+            check(f"{name}: resumed after snapshot", snap.returncode == 0 and ok,
+                  f"snapshot status {snap.returncode} {snap.stderr!r}; {detail}")
+            again = fp("dump", "--pid", proc.pid, "--json")
+            replay = fp("replay", "--json", img)
+            check(f"{name}: replay equals the live dump",
+                  live.returncode == 0 and replay.returncode == 0 and live.stdout == again.stdout
+                  and replay.stdout == live.stdout and live.stdout.count(b'"function":"recurse"') == 51,
+                  f"dump {live.returncode} replay {replay.returncode} {replay.stderr!r}")
+        finally:
+            proc.kill()
+            proc.wait()
+            shutil.rmtree(installed, ignore_errors=True)
+
+
+def start_busy(tmp):
+    beat = os.path.join(tmp, "heartbeat")
+    proc = subprocess.Popen([sys.executable, "-c", BUSY_TARGET, beat, str(BUSY_THREADS)],
+                            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    line = proc.stdout.readline()
+    if line.strip() != b"ready":
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"busy target printed {line!r}")
+    return proc, beat
+
+
+def killed_mid_capture(tmp):
+    proc, beat = start_busy(tmp)
+    outcomes = {}
+    held_at_signal = 0
+    trials = 0
+    try:
+        for i, delay in enumerate(KILL_DELAYS * 2):
+            sig = KILL_SIGNALS[i % len(KILL_SIGNALS)]
+            img = os.path.join(tmp, f"busy-{i}.fpimg")
+            snap = subprocess.Popen([FP, "snapshot", "--pid", str(proc.pid), "-o", img],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + HELD_WAIT_S
+            while tracer_of(proc.pid) != snap.pid and snap.poll() is None and time.monotonic() < deadline:
+                pass
+            time.sleep(delay)
+            held = tracer_of(proc.pid) == snap.pid
+            snap.send_signal(sig)
+            _, err = snap.communicate(timeout=TIMEOUT)
+            trials += 1
+            held_at_signal += held
+            outcome = "completed" if snap.returncode == 0 else f"status {snap.returncode}"
+            outcome += ", sent while held" if held else ", sent after the capture"
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+            name = f"{sig.name} {delay * 1000:g} ms into the capture"
+            ok, detail = resumed(proc.pid, DETACH_GRACE_S)
+            check(f"{name}: target resumed ({outcome})", ok and proc.poll() is None, detail)
+            check(f"{name}: target keeps running", heartbeat_advances(beat))
+            if os.path.exists(img):
+                r = fp("replay", img)
+                check(f"{name}: the image written is complete", r.returncode == 0, r.stderr)
+            else:
+                check(f"{name}: no image written", snap.returncode != 0,
+                      f"status 0 without an image; stderr {err!r}")
+    finally:
+        proc.kill()
+        proc.wait()
+    check(f"signals landed while the target was held ({held_at_signal} of {trials})",
+          held_at_signal * 2 >= trials, f"outcomes: {outcomes}")
+
+
+def failures(tmp):
+    with open("/proc/sys/kernel/pid_max") as f:
+        unused = next(p for p in range(int(f.read()) - 1, 1, -1) if not os.path.exists(f"/proc/{p}"))
+    r = fp("snapshot", "--pid", unused, "-o", os.path.join(tmp, "none.fpimg"))
+    check("no such pid: one-line error", *one_line_error(r, "frameproof snapshot:"))
+
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        time.sleep(0.1)
+        r = fp("snapshot", "--pid", p.pid, "-o", os.path.join(tmp, "sleep.fpimg"))
+        ok, detail = one_line_error(r, "is not running Python")
+        check("not Python: one-line error", ok, detail)
+        ok, detail = resumed(p.pid)
+        check("not Python: target resumed", ok and p.poll() is None, detail)
+        check("not Python: no image written", not os.path.exists(os.path.join(tmp, "sleep.fpimg")))
+    finally:
+        p.kill()
+        p.wait()
+
+    proc, beat = start_busy(tmp)
+    try:
+        bad = os.path.join(tmp, "no-such-dir", "x.fpimg")
+        r = fp("snapshot", "--pid", proc.pid, "-o", bad)
+        ok, detail = one_line_error(r, "cannot create")
+        check("unwritable output: one-line error", ok, detail)
+        ok, detail = resumed(proc.pid)
+        check("unwritable output: target resumed", ok and heartbeat_advances(beat), detail)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    cap = load_capture_module()
+    with tempfile.TemporaryDirectory(prefix="fp-snapshot-") as tmp:
+        for part in (lambda: parked_interpreters(cap, tmp), lambda: killed_mid_capture(tmp),
+                     lambda: failures(tmp)):
+            try:
+                part()
+            except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
+                check("setup", False, repr(e))
+    print(f"1..{len(results)}")
+    for i, (name, ok, detail) in enumerate(results, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
+        if not ok:
+            for line in str(detail).splitlines():
+                print(f"# {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
