@@ -9,17 +9,10 @@ import sys
 import tempfile
 import time
 
+from tap_results import check, one_line_error, report, skip
+
 FP = os.path.abspath(sys.argv[1])
 TIMEOUT = 60
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
-
-
-def skip(name, why):
-    results.append((name, None, why))
 
 
 def dump(*args, user=None):
@@ -27,12 +20,6 @@ def dump(*args, user=None):
     if user is not None:
         cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
-
-
-def one_line_error(r, status, needle):
-    lines = r.stderr.strip().splitlines()
-    return r.returncode == status and len(lines) == 1 and needle in lines[0], \
-        f"status {r.returncode}, stderr {r.stderr!r}"
 
 
 def free_pid():
@@ -147,13 +134,4 @@ r = subprocess.run([FP, "dump", "--help"], capture_output=True, text=True, timeo
 check("dump --help", r.returncode == 0 and all(o in r.stdout for o in ("--pid", "--json", "--reader", "--max-depth")),
       r.stdout)
 
-print(f"1..{len(results)}")
-for i, (name, ok, detail) in enumerate(results, 1):
-    if ok is None:
-        print(f"ok {i} - {name} # SKIP {detail}")
-    elif ok:
-        print(f"ok {i} - {name}")
-    else:
-        print(f"not ok {i} - {name}")
-        for line in str(detail).splitlines():
-            print(f"# {line}")
+report()

@@ -1,0 +1,33 @@
+"""tap_results — what the command-line tests share: collecting named
+results, the one-line-error check, and printing them as TAP."""
+
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, ok, detail))
+
+
+def skip(name, why):
+    results.append((name, None, why))
+
+
+def one_line_error(r, status, needle):
+    """(ok, detail): r exited with status and wrote one stderr line holding needle."""
+    err = r.stderr.decode(errors="replace") if isinstance(r.stderr, bytes) else r.stderr
+    lines = err.strip().splitlines()
+    return r.returncode == status and len(lines) == 1 and needle in lines[0], \
+        f"status {r.returncode}, stderr {err!r}"
+
+
+def report():
+    print(f"1..{len(results)}")
+    for i, (name, ok, detail) in enumerate(results, 1):
+        if ok is None:
+            print(f"ok {i} - {name} # SKIP {detail}")
+        elif ok:
+            print(f"ok {i} - {name}")
+        else:
+            print(f"not ok {i} - {name}")
+            for line in str(detail).splitlines():
+                print(f"# {line}")
