@@ -25,6 +25,8 @@ import sys
 import tempfile
 import time
 
+from tap_results import check, one_line_error, report
+
 FP = os.path.abspath(sys.argv[1])
 MANIFEST = sys.argv[2]
 CAPTURE = os.path.abspath(sys.argv[3])
@@ -39,7 +41,8 @@ KILL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, si
 # How long the kernel may take to detach after the tracer died.
 DETACH_GRACE_S = 2.0
 HEARTBEAT_WAIT_S = 5.0
-results = []
+SETTLE_TRIES = 20
+SETTLE_PAUSE_S = 0.1
 
 BUSY_TARGET = r"""
 import os, sys, threading, time
@@ -55,10 +58,6 @@ while True:
     os.pwrite(fd, b"%20d" % i, 0)
     time.sleep(0.002)
 """
-
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
 
 
 def load_capture_module():
@@ -128,12 +127,6 @@ def heartbeat_advances(path):
     return False
 
 
-def one_line_error(r, needle):
-    lines = r.stderr.decode(errors="replace").strip().splitlines()
-    return r.returncode == 1 and len(lines) == 1 and needle in lines[0], \
-        f"status {r.returncode}, stderr {r.stderr!r}"
-
-
 def parked_interpreters(cap, tmp):
     with open(MANIFEST, encoding="utf-8") as f:
         interps = json.load(f)["interpreters"]
@@ -148,12 +141,19 @@ def parked_interpreters(cap, tmp):
             continue
         try:
             img = os.path.join(tmp, interp["id"] + ".fpimg")
+            # A slow (debug) build may still be settling into the park:
+            # wait until two dumps in a row agree.
             live = fp("dump", "--pid", proc.pid, "--json")
+            for _ in range(SETTLE_TRIES):
+                again = fp("dump", "--pid", proc.pid, "--json")
+                if again.stdout == live.stdout:
+                    break
+                live = again
+                time.sleep(SETTLE_PAUSE_S)
             snap = fp("snapshot", "--pid", proc.pid, "-o", img)
             ok, detail = resumed(proc.pid)
             check(f"{name}: resumed after snapshot", snap.returncode == 0 and ok,
                   f"snapshot status {snap.returncode} {snap.stderr!r}; {detail}")
-            again = fp("dump", "--pid", proc.pid, "--json")
             replay = fp("replay", "--json", img)
             check(f"{name}: replay equals the live dump",
                   live.returncode == 0 and replay.returncode == 0 and live.stdout == again.stdout
@@ -221,13 +221,13 @@ def failures(tmp):
     with open("/proc/sys/kernel/pid_max") as f:
         unused = next(p for p in range(int(f.read()) - 1, 1, -1) if not os.path.exists(f"/proc/{p}"))
     r = fp("snapshot", "--pid", unused, "-o", os.path.join(tmp, "none.fpimg"))
-    check("no such pid: one-line error", *one_line_error(r, "frameproof snapshot:"))
+    check("no such pid: one-line error", *one_line_error(r, 1, "frameproof snapshot:"))
 
     p = subprocess.Popen(["sleep", "60"])
     try:
         time.sleep(0.1)
         r = fp("snapshot", "--pid", p.pid, "-o", os.path.join(tmp, "sleep.fpimg"))
-        ok, detail = one_line_error(r, "is not running Python")
+        ok, detail = one_line_error(r, 1, "is not running Python")
         check("not Python: one-line error", ok, detail)
         ok, detail = resumed(p.pid)
         check("not Python: target resumed", ok and p.poll() is None, detail)
@@ -240,7 +240,7 @@ def failures(tmp):
     try:
         bad = os.path.join(tmp, "no-such-dir", "x.fpimg")
         r = fp("snapshot", "--pid", proc.pid, "-o", bad)
-        ok, detail = one_line_error(r, "cannot create")
+        ok, detail = one_line_error(r, 1, "cannot create")
         check("unwritable output: one-line error", ok, detail)
         ok, detail = resumed(proc.pid)
         check("unwritable output: target resumed", ok and heartbeat_advances(beat), detail)
@@ -258,12 +258,7 @@ def main():
                 part()
             except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
                 check("setup", False, repr(e))
-    print(f"1..{len(results)}")
-    for i, (name, ok, detail) in enumerate(results, 1):
-        print(f"{'ok' if ok else 'not ok'} {i} - {name}")
-        if not ok:
-            for line in str(detail).splitlines():
-                print(f"# {line}")
+    report()
     return 0
 
 
