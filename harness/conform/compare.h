@@ -1,0 +1,30 @@
+/* compare.h — compares one sample (cf_view) with the ground truth
+ * of a checkpoint and describes every difference readably. */
+#ifndef FP_CONFORM_COMPARE_H
+#define FP_CONFORM_COMPARE_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "strbuf.h"
+#include "truth.h"
+#include "sample.h"
+#include "frameproof/frameproof.h"
+
+/* Appends one JSON object per mismatch to the array `out` and stores their
+ * number in *count.  Each object has "type" (thread_missing, thread_extra,
+ * thread_field, walk_error, frame_differs, frame_missing, frame_extra or
+ * truncated), "thread" (native id), "message" and, for frames, "index",
+ * "expected" and "actual" (frame objects) and "fields".  Returns CF_OK or
+ * CF_E_NOMEM. */
+int cf_compare(const cf_truth *truth, const cf_view *view, json_object *out, size_t *count);
+
+/* "qualname (file:line:col-endcol)", "[generator]" for generator frames;
+ * "?" for unknown positions; "line:col-endline:endcol" over several lines. */
+int cf_frame_describe(const fp_frame *f, cf_strbuf *sb);
+
+/* The frame as a JSON object with the protocol's FRAME keys (NULL on OOM). */
+json_object *cf_frame_to_json(const fp_frame *f);
+
+#endif

@@ -1,0 +1,49 @@
+/* conform.h — error codes and limits of the conformance library (one
+ * header for every limit of harness/conform and harness/adapters). */
+#ifndef FP_CONFORM_TYPES_H
+#define FP_CONFORM_TYPES_H
+
+/* Every fallible conform function returns CF_OK or one of these. */
+enum cf_rc {
+    CF_OK = 0,
+    CF_E_NOMEM = -1,        /* allocation failed */
+    CF_E_IO = -2,           /* an operating-system call failed */
+    CF_E_FORMAT = -3,       /* malformed input (manifest, index, channel line) */
+    CF_E_TIMEOUT = -4,      /* a deadline passed */
+    CF_E_EOF = -5,          /* the peer closed the channel */
+    CF_E_INTERRUPTED = -6,  /* SIGINT or SIGTERM arrived */
+    CF_E_LIMIT = -7,        /* a size limit below was exceeded */
+    CF_E_NOTFOUND = -8,     /* a named item does not exist */
+    CF_E_UNWINDER = -9,     /* the unwinder under test failed (attach or sample) */
+};
+
+/* Exit status after SIGINT/SIGTERM (128 + SIGINT, as shells report it). */
+#define CF_EXIT_INTERRUPTED 130
+
+/* Limits and tunables. */
+#define CF_MAX_JOBS 256u                   /* --jobs upper bound */
+#define CF_MAX_TIMEOUT_SCALE 1000.0        /* --timeout-scale upper bound */
+#define CF_SAMPLES_PER_CHECKPOINT 3u       /* samples per configuration per checkpoint */
+#define CF_DEBUG_TIMEOUT_FACTOR 2.0        /* extra timeout factor for Py_DEBUG builds */
+#define CF_MAX_LINE_BYTES (64u << 20)      /* longest channel line accepted */
+#define CF_TAIL_BYTES 2048u                /* stderr tail kept in reports */
+#define CF_PREVIEW_BYTES 200u              /* offending channel text kept in errors */
+#define CF_MAX_MISMATCHES_PER_THREAD 16u   /* frame differences listed per thread per sample */
+#define CF_DIFF_MAX_CELLS (1u << 22)       /* largest frame-alignment table */
+#define CF_NAME_SHOWN 160u                 /* longest name or path quoted in a message */
+#define CF_EXIT_GRACE_S 5.0                /* minimum wait for exit after "done" */
+#define CF_POLL_SLICE_MS 100               /* longest uninterrupted wait */
+#define CF_ERRMSG_LEN 1024u                /* error message buffers */
+#define CF_REASON_LEN 400u                 /* inner reasons quoted in an error message */
+#define CF_DIFFERENTIAL_TIMEOUT_S 30.0     /* one _remote_debugging run (scaled) */
+#define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
+#define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
+#define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
+
+/* Where targets are copied inside an interpreter's root. */
+#define CF_CHROOT_TARGETS "/tmp/frameproof-targets"
+
+/* Returns a short description of a CF_E_* code. */
+const char *cf_strerror(int rc);
+
+#endif

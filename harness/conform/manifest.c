@@ -1,0 +1,165 @@
+/* manifest.c — loads and validates interpreters.json:
+ * {"interpreters":[{"id","version","free_threaded","debug","root","argv"}]}. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "manifest.h"
+#include "conform.h"
+#include "util.h"
+
+int cf_parse_version(const char *s, int *major, int *minor)
+{
+    char *end;
+    if (!s || *s < '0' || *s > '9')
+        return CF_E_FORMAT;
+    errno = 0;
+    long a = strtol(s, &end, 10);
+    if (errno || *end != '.' || a > 99 || end[1] < '0' || end[1] > '9')
+        return CF_E_FORMAT;
+    long b = strtol(end + 1, &end, 10);
+    if (errno || b > 999)
+        return CF_E_FORMAT;
+    *major = (int)a;
+    *minor = (int)b;
+    return CF_OK;
+}
+
+bool cf_interp_chrooted(const cf_interp *in)
+{
+    return strcmp(in->root, "/") != 0;
+}
+
+static void interp_free(cf_interp *in)
+{
+    free(in->id);
+    free(in->version);
+    free(in->root);
+    if (in->argv) {
+        for (size_t i = 0; i < in->argc; i++)
+            free(in->argv[i]);
+        free(in->argv);
+    }
+    memset(in, 0, sizeof *in);
+}
+
+void cf_manifest_free(cf_manifest *m)
+{
+    for (size_t i = 0; i < m->count; i++)
+        interp_free(&m->items[i]);
+    free(m->items);
+    m->items = NULL;
+    m->count = 0;
+}
+
+long cf_manifest_find(const cf_manifest *m, const char *id)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (strcmp(m->items[i].id, id) == 0)
+            return (long)i;
+    return -1;
+}
+
+static int dup_str(const char *s, char **out)
+{
+    *out = strdup(s);
+    return *out ? CF_OK : CF_E_NOMEM;
+}
+
+static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, size_t errlen)
+{
+    const char *id = cf_json_str(e, "id", NULL);
+    const char *version = cf_json_str(e, "version", NULL);
+    const char *root = cf_json_str(e, "root", "/");
+    json_object *argv = cf_json_array(e, "argv");
+    if (!id || !*id) {
+        snprintf(err, errlen, "entry %zu: missing \"id\"", idx);
+        return CF_E_FORMAT;
+    }
+    if (!version || cf_parse_version(version, &in->major, &in->minor)) {
+        snprintf(err, errlen, "interpreter %s: missing or invalid \"version\"", id);
+        return CF_E_FORMAT;
+    }
+    if (root[0] != '/') {
+        snprintf(err, errlen, "interpreter %s: \"root\" must be an absolute path", id);
+        return CF_E_FORMAT;
+    }
+    size_t argc = argv ? json_object_array_length(argv) : 0;
+    if (argc == 0) {
+        snprintf(err, errlen, "interpreter %s: \"argv\" must be a non-empty array", id);
+        return CF_E_FORMAT;
+    }
+    in->free_threaded = cf_json_bool(e, "free_threaded", false);
+    in->debug = cf_json_bool(e, "debug", false);
+    if (dup_str(id, &in->id) || dup_str(version, &in->version) || dup_str(root, &in->root))
+        goto nomem;
+    in->argv = calloc(argc + 1, sizeof *in->argv);
+    if (!in->argv)
+        goto nomem;
+    for (size_t i = 0; i < argc; i++) {
+        json_object *a = json_object_array_get_idx(argv, i);
+        if (!json_object_is_type(a, json_type_string)) {
+            snprintf(err, errlen, "interpreter %s: \"argv\" must hold strings", id);
+            return CF_E_FORMAT;
+        }
+        if (dup_str(json_object_get_string(a), &in->argv[i]))
+            goto nomem;
+        in->argc = i + 1;
+    }
+    return CF_OK;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return CF_E_NOMEM;
+}
+
+int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errlen)
+{
+    json_object *root = NULL;
+    memset(out, 0, sizeof *out);
+    int rc = cf_json_read_file(path, &root, err, errlen);
+    if (rc)
+        return rc;
+    json_object *list = cf_json_array(root, "interpreters");
+    if (!list) {
+        snprintf(err, errlen, "%s: no \"interpreters\" array", path);
+        rc = CF_E_FORMAT;
+        goto out;
+    }
+    size_t n = json_object_array_length(list);
+    out->items = calloc(n ? n : 1, sizeof *out->items);
+    if (!out->items) {
+        rc = CF_E_NOMEM;
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        char why[CF_REASON_LEN] = "";
+        out->count = i + 1;
+        if (!json_object_is_type(e, json_type_object)) {
+            snprintf(err, errlen, "%s: entry %zu is not an object", path, i);
+            rc = CF_E_FORMAT;
+            goto out;
+        }
+        rc = parse_entry(e, i, &out->items[i], why, sizeof why);
+        if (rc) {
+            snprintf(err, errlen, "%s: %s", path, why);
+            goto out;
+        }
+        for (size_t k = 0; k < i; k++) {
+            if (strcmp(out->items[k].id, out->items[i].id) == 0) {
+                snprintf(err, errlen, "%s: duplicate interpreter id \"%s\"", path, out->items[i].id);
+                rc = CF_E_FORMAT;
+                goto out;
+            }
+        }
+    }
+out:
+    json_object_put(root);
+    if (rc)
+        cf_manifest_free(out);
+    return rc;
+}

@@ -1,0 +1,41 @@
+/* manifest.h — the interpreter manifest (interpreters.json) read by
+ * `frameproof conform`. */
+#ifndef FP_CONFORM_MANIFEST_H
+#define FP_CONFORM_MANIFEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Default manifest directory when FRAMEPROOF_HOME is unset. */
+#define CF_DEFAULT_HOME "/var/cache/frameproof"
+#define CF_MANIFEST_NAME "interpreters.json"
+
+typedef struct cf_interp {
+    char *id;              /* "3.15", "3.13t", ... */
+    char *version;         /* "3.15.2" */
+    char *root;            /* "/" or the chroot directory */
+    char **argv;           /* NULL-terminated command that runs the interpreter */
+    size_t argc;
+    bool free_threaded;
+    bool debug;
+    int major, minor;      /* parsed from version */
+} cf_interp;
+
+typedef struct cf_manifest {
+    cf_interp *items;
+    size_t count;
+} cf_manifest;
+
+int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errlen);
+void cf_manifest_free(cf_manifest *m);
+
+/* Index of the interpreter with this id, or -1. */
+long cf_manifest_find(const cf_manifest *m, const char *id);
+
+/* True when the interpreter runs in a root other than "/". */
+bool cf_interp_chrooted(const cf_interp *in);
+
+/* Parses "3.15" or "3.15.2..." into major and minor; CF_E_FORMAT if not. */
+int cf_parse_version(const char *s, int *major, int *minor);
+
+#endif
