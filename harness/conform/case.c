@@ -24,7 +24,7 @@
 #include "truth.h"
 #include "conform.h"
 #include "util.h"
-#include "sample.h"
+#include "view.h"
 #include "frameproof/frameproof.h"
 
 #define SUMMARY_BYTES 160u

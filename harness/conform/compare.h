@@ -9,7 +9,7 @@
 
 #include "strbuf.h"
 #include "truth.h"
-#include "sample.h"
+#include "view.h"
 #include "frameproof/frameproof.h"
 
 /* Appends one JSON object per mismatch to the array `out` and stores their

@@ -1,52 +1,113 @@
-/* sample.h — a mutable copy of one libframeproof sample (threads and
- * frames) that the comparison reads, and the --inject-fault self-test
- * faults applied to it. */
-#ifndef FP_CONFORM_VIEW_H
-#define FP_CONFORM_VIEW_H
+/* sample.h — the harness's own record of one sample taken by an unwinder
+ * under test: threads and frames, with the strings they point to.  Every
+ * adapter fills one; the comparison reads only this type, so it is one code
+ * path for every unwinder.  A field an unwinder does not report is marked
+ * in cf_sample.fields and never compared. */
+#ifndef FP_CONFORM_SAMPLE_H
+#define FP_CONFORM_SAMPLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "frameproof/frameproof.h"
-
-enum cf_fault {
-    CF_FAULT_NONE = 0,
-    CF_FAULT_DROP_FRAME = 1,  /* remove the innermost frame */
-    CF_FAULT_SHIFT_LINE = 2,  /* add 1 to the innermost frame's line */
+/* Fields an unwinder may report (cf_sample.fields, cf_adapter_def.fields). */
+enum cf_field {
+    CF_FIELD_FUNCTION = 1u << 0,     /* co_qualname */
+    CF_FIELD_NAME = 1u << 1,         /* co_name */
+    CF_FIELD_FILE = 1u << 2,         /* co_filename */
+    CF_FIELD_LINE = 1u << 3,
+    CF_FIELD_END_LINE = 1u << 4,
+    CF_FIELD_COLUMN = 1u << 5,
+    CF_FIELD_END_COLUMN = 1u << 6,
+    CF_FIELD_KIND = 1u << 7,         /* python or generator frame */
+    CF_FIELD_NATIVE_ID = 1u << 8,    /* kernel thread id (threads are matched on it) */
+    CF_FIELD_THREAD_ID = 1u << 9,    /* threading.get_ident() (matched on it without native ids) */
+    CF_FIELD_MAIN = 1u << 10,        /* the interpreter's main thread */
+    CF_FIELD_EXCEPTION = 1u << 11,   /* the thread is handling an exception */
+    CF_FIELD_ALL_THREADS = 1u << 12, /* the sample lists every thread, not only some */
 };
+#define CF_FIELD_COUNT 13u
+#define CF_FIELDS_ALL ((1u << CF_FIELD_COUNT) - 1u)
 
-typedef struct cf_view_thread {
+/* The name of one field bit ("function", "end_line", ...), NULL if none. */
+const char *cf_field_name(unsigned bit);
+
+/* Parses a comma-separated list of field names into a mask; -1 with the
+ * offending name in bad (when given) if one is unknown. */
+int cf_fields_parse(const char *list, unsigned *mask, char *bad, size_t badlen);
+
+/* Position fields: CF_POS_NONE where Python's co_positions() gives None. */
+#define CF_POS_NONE (-1)
+
+enum cf_frame_kind { CF_KIND_PYTHON = 0, CF_KIND_GENERATOR = 1 };
+
+/* Tri-state for thread flags an unwinder may not know in one sample. */
+enum cf_tristate { CF_UNKNOWN = -1, CF_NO = 0, CF_YES = 1 };
+
+typedef struct cf_frame {
+    const char *function;      /* strings: UTF-8, never NULL in a filled sample */
+    const char *name;
+    const char *file;
+    int32_t line, end_line;    /* 1-based, or CF_POS_NONE */
+    int32_t column, end_column; /* 0-based UTF-8 byte offsets, or CF_POS_NONE */
+    int kind;                  /* enum cf_frame_kind */
+} cf_frame;
+
+typedef struct cf_thread {
     uint64_t native_id;
     uint64_t thread_id;
     int64_t interp_id;
     bool main;
-    int exception;         /* enum fp_tristate */
-    int error;             /* FP_E_* of a failed walk, or 0 */
-    size_t first, count;   /* into cf_view.frames */
-} cf_view_thread;
+    int exception;             /* enum cf_tristate */
+    const char *error;         /* the unwinder's message when this thread's walk failed, else NULL */
+    size_t first, count;       /* its frames: cf_sample.frames[first .. first+count), innermost first */
+} cf_thread;
 
-typedef struct cf_view {
-    cf_view_thread *threads;
+typedef struct cf_strblock cf_strblock;
+
+typedef struct cf_sample {
+    unsigned fields;           /* enum cf_field: what this sample reports */
+    cf_thread *threads;
     size_t nthreads, cap_threads;
-    fp_frame *frames;      /* strings borrowed from the session's sample */
+    cf_frame *frames;
     size_t nframes, cap_frames;
-} cf_view;
+    cf_strblock *strings;      /* storage of cf_sample_intern() */
+} cf_sample;
 
-void cf_view_init(cf_view *v);
-void cf_view_free(cf_view *v);
+void cf_sample_init(cf_sample *s);
+void cf_sample_free(cf_sample *s);
 
-/* Copies every thread of every interpreter of sm (storage is reused). */
-int cf_view_build(cf_view *v, const fp_sample *sm);
+/* Empties the sample, keeping its storage; fields is set to `fields`. */
+void cf_sample_reset(cf_sample *s, unsigned fields);
 
-/* Applies a fault to the thread with this native id (no-op if absent). */
-void cf_view_inject(cf_view *v, int fault, uint64_t native_id);
+/* Appends a thread (copied from *proto; first and count are set here) and
+ * returns it through *out (valid until the next append).  CF_OK or
+ * CF_E_NOMEM. */
+int cf_sample_add_thread(cf_sample *s, const cf_thread *proto, cf_thread **out);
 
-/* The thread with this native id; if several interpreters have one (3.11
- * and 3.12 give a sub-interpreter's thread state the native id of the
- * thread that created it, whichever thread later runs it), the one of the
- * lowest interpreter id, i.e. the main interpreter, where the ground truth
- * comes from. */
-const cf_view_thread *cf_view_find(const cf_view *v, uint64_t native_id);
+/* Appends a frame to the last thread added.  Its strings must live as long
+ * as the sample: intern them unless the adapter owns them that long. */
+int cf_sample_add_frame(cf_sample *s, const cf_frame *f);
+
+/* Copies n bytes (plus a NUL) into storage owned by the sample until its
+ * next reset; NULL on allocation failure. */
+const char *cf_sample_intern(cf_sample *s, const char *str, size_t n);
+
+/* The thread with this id (native id when the sample reports native ids,
+ * else thread id); if several interpreters have one (3.11 and 3.12 give a
+ * sub-interpreter's thread state the native id of the thread that created
+ * it), the one of the lowest interpreter id: the main interpreter, where the
+ * ground truth comes from. */
+const cf_thread *cf_sample_find(const cf_sample *s, uint64_t id);
+
+/* --inject-fault: self-test faults applied to one thread of a sample. */
+enum cf_fault {
+    CF_FAULT_NONE = 0,
+    CF_FAULT_DROP_FRAME = 1,   /* remove the innermost frame */
+    CF_FAULT_SHIFT_LINE = 2,   /* add 1 to the innermost frame's line */
+};
+
+/* Applies a fault to the thread with this id (no-op if absent). */
+void cf_sample_inject(cf_sample *s, int fault, uint64_t id);
 
 #endif

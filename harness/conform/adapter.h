@@ -1,0 +1,82 @@
+/* adapter.h — the unwinder under test.  An adapter configuration
+ * (cf_adapter_def) says which unwinder it is, which interpreters it applies
+ * to and which fields it reports, and attaches to a parked target, takes
+ * one sample at a time into a harness-owned cf_sample, and detaches.  The
+ * case runner drives every configuration through these calls alone and
+ * compares each sample with the ground truth in one code path. */
+#ifndef FP_CONFORM_ADAPTER_H
+#define FP_CONFORM_ADAPTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "manifest.h"
+#include "sample.h"
+
+/* The target an adapter attaches to. */
+typedef struct cf_target {
+    int pid;                   /* the process to sample (host pid namespace) */
+    const cf_interp *interp;   /* its interpreter: version, build, root, argv */
+    double timeout;            /* seconds one foreign run may take (already scaled) */
+} cf_target;
+
+typedef struct cf_adapter_def cf_adapter_def;
+
+struct cf_adapter_def {
+    const char *unwinder;      /* what --unwinder selects: "frameproof", "cpython", "austin", "command" */
+    const char *config;        /* this configuration of it ("vm+cache", "cache-on"); "" for the only one */
+    unsigned fields;           /* enum cf_field: fields it can report (a sample may report fewer) */
+    unsigned samples_per_checkpoint;
+    /* NULL when the configuration applies to the interpreter, else why not
+     * (written into buf).  NULL pointer: applies everywhere. */
+    const char *(*applies)(const cf_adapter_def *d, const cf_interp *in, char *buf, size_t len);
+    /* Attaches; on failure returns CF_E_UNWINDER (or CF_E_TIMEOUT) with the
+     * reason in err, CF_E_NOMEM, or CF_E_INTERRUPTED. */
+    int (*attach)(const cf_adapter_def *d, const cf_target *t, void **state, char *err, size_t errlen);
+    /* Takes one sample into out (already reset to d->fields; the adapter may
+     * narrow out->fields).  CF_OK: out holds the sample, threads whose walk
+     * failed carry an error; CF_E_UNWINDER or CF_E_TIMEOUT: the unwinder
+     * gave no sample (reason in err); CF_E_NOMEM; CF_E_INTERRUPTED. */
+    int (*sample)(void *state, cf_sample *out, char *err, size_t errlen);
+    /* Releases everything attach made (stops helper processes).  Accepts
+     * NULL. */
+    void (*detach)(void *state);
+    const void *data;          /* configuration data of the implementation */
+};
+
+/* "unwinder" or "unwinder:config". */
+void cf_adapter_label(const cf_adapter_def *d, char *buf, size_t len);
+
+/* What the user asked for besides the unwinder names. */
+typedef struct cf_adapter_opts {
+    const char *command;       /* --unwinder-cmd template ("{pid}" is replaced) */
+    const char *command_fields; /* --unwinder-cmd-fields list, or NULL: from the output */
+    const char *austin;        /* austin binary inside each interpreter's root, or NULL: default */
+} cf_adapter_opts;
+
+/* The selected configurations, in report order. */
+typedef struct cf_adapter_set {
+    cf_adapter_def *defs;
+    size_t count;
+    char **owned;              /* strings allocated for the defs */
+    size_t nowned;
+} cf_adapter_set;
+
+/* Known unwinder names, NULL-terminated. */
+extern const char *const cf_unwinder_names[];
+
+/* Builds the configurations of the named unwinders (each name once, in
+ * the order given).  CF_E_NOTFOUND with a message for an unknown name or a
+ * missing --unwinder-cmd; CF_E_NOMEM. */
+int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_opts *o, cf_adapter_set *out,
+                         char *err, size_t errlen);
+void cf_adapter_set_free(cf_adapter_set *s);
+
+/* The configurations each implementation offers (adapters/ *.c).  Each
+ * appends to a caller-provided array and returns how many it wrote. */
+size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap);
+size_t cf_cpython_defs(cf_adapter_def *out, size_t cap);
+size_t cf_austin_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
+size_t cf_command_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
+
+#endif
