@@ -41,6 +41,9 @@ struct cf_adapter_def {
     /* Releases everything attach made (stops helper processes).  Accepts
      * NULL. */
     void (*detach)(void *state);
+    /* Optional: one line that identifies what was attached (versions,
+     * reader), for the report; NULL pointer or NULL result: nothing. */
+    const char *(*info)(void *state);
     const void *data;          /* configuration data of the implementation */
 };
 
@@ -52,6 +55,7 @@ typedef struct cf_adapter_opts {
     const char *command;       /* --unwinder-cmd template ("{pid}" is replaced) */
     const char *command_fields; /* --unwinder-cmd-fields list, or NULL: from the output */
     const char *austin;        /* austin binary inside each interpreter's root, or NULL: default */
+    bool allow_untested;       /* unwind CPython newer than the newest supported one */
 } cf_adapter_opts;
 
 /* The selected configurations, in report order. */
@@ -62,8 +66,8 @@ typedef struct cf_adapter_set {
     size_t nowned;
 } cf_adapter_set;
 
-/* Known unwinder names, NULL-terminated. */
-extern const char *const cf_unwinder_names[];
+/* The --help text that lists every known unwinder. */
+const char *cf_unwinder_help(void);
 
 /* Builds the configurations of the named unwinders (each name once, in
  * the order given).  CF_E_NOTFOUND with a message for an unknown name or a

@@ -1,7 +1,7 @@
 /* case.c — runs one case: launches the scenario, speaks the
  * ground-truth protocol, samples the target at each checkpoint with every
- * unwinder configuration, compares, optionally runs the differential
- * check, and always kills and reaps the target's process group. */
+ * adapter configuration that applies to the interpreter, compares, and
+ * always kills and reaps the target's process group. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,48 +17,27 @@
 #include "case.h"
 #include "channel.h"
 #include "compare.h"
-#include "differential.h"
 #include "interrupt.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "truth.h"
 #include "conform.h"
 #include "util.h"
-#include "view.h"
-#include "frameproof/frameproof.h"
+#include "sample.h"
 
 #define SUMMARY_BYTES 160u
 #define EOF_EXIT_WAIT_S 2.0   /* how long to wait for an exit status after EOF */
 
-typedef struct config_def {
-    const char *name;
-    const char *reader_label;
-    int reader;            /* enum fp_reader_kind */
-    bool cache_code;
-} config_def;
-
-static const config_def CONFIGS[CF_NUM_CONFIGS] = {
-    {"vm+cache", "vm", FP_READER_VM, true},
-    {"vm+nocache", "vm", FP_READER_VM, false},
-    {"mem+cache", "mem", FP_READER_MEM, true},
-    {"mem+nocache", "mem", FP_READER_MEM, false},
-};
-
-const char *cf_config_name(int i)
-{
-    return i >= 0 && i < CF_NUM_CONFIGS ? CONFIGS[i].name : "?";
-}
-
 typedef struct config_state {
-    const config_def *def;
-    fp_session *s;         /* one session per configuration, kept across checkpoints */
-    fp_sample *sm;
+    const cf_adapter_def *def;
+    char label[CF_NAME_SHOWN];
+    char na[CF_REASON_LEN];    /* why it does not apply to the interpreter; "" when it does */
+    void *state;               /* the adapter's, kept across checkpoints */
     bool attached, attach_failed;
     unsigned samples, failed_samples;
     uint64_t mismatches;
     json_object *failures;
-    char python_version[32];
-    char reader_name[64];
+    char info[CF_INFO_LEN];
 } config_state;
 
 typedef struct case_run {
@@ -71,9 +50,9 @@ typedef struct case_run {
     json_object *hello;
     json_object *checkpoints;
     json_object *notes;
-    config_state cfg[CF_NUM_CONFIGS];
-    cf_view view;
-    cf_diff_stats diff;
+    config_state *cfg;
+    size_t ncfg;
+    cf_sample sample;
     cf_strbuf error;       /* harness error; empty when none */
     bool interrupted;
     bool done;
@@ -161,23 +140,36 @@ static int signature(json_object *mismatches, cf_strbuf *sb)
 
 static int attach(case_run *cr, config_state *c, const cf_truth *t)
 {
-    int rc = fp_session_attach_pid(c->s, cr->sample_pid);
-    if (rc != FP_OK) {
-        char msg[CF_ERRMSG_LEN];
-        snprintf(msg, sizeof msg, "attach failed (%s): %s", fp_strerror(rc), fp_session_errmsg(c->s));
+    cf_target target = {
+        .pid = cr->sample_pid,
+        .interp = cr->p->interp,
+        .timeout = CF_ADAPTER_TIMEOUT_S * cr->p->timeout_scale * (cr->p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0),
+    };
+    char err[CF_ERRMSG_LEN] = "", msg[CF_ERRMSG_LEN + 32];
+    int rc = c->def->attach(c->def, &target, &c->state, err, sizeof err);
+    if (rc == CF_E_NOMEM || rc == CF_E_INTERRUPTED)
+        return rc;
+    if (rc != CF_OK) {
+        snprintf(msg, sizeof msg, "%s%s", rc == CF_E_TIMEOUT ? "attach timed out: " : "", err[0] ? err : "attach failed");
         c->attach_failed = true;
+        c->state = NULL;
         return record_failure(c, t, -1, msg, NULL, 0, -1);
     }
     c->attached = true;
-    fp_python_info py;
-    if (fp_session_python(c->s, &py) == FP_OK)
-        snprintf(c->python_version, sizeof c->python_version, "%s", py.version);
-    snprintf(c->reader_name, sizeof c->reader_name, "%s", fp_session_reader_name(c->s));
+    const char *info = c->def->info ? c->def->info(c->state) : NULL;
+    if (info)
+        snprintf(c->info, sizeof c->info, "%s", info);
     return CF_OK;
 }
 
-/* Takes CF_SAMPLES_PER_CHECKPOINT samples with one configuration and
- * records every failing one; repeated identical findings are recorded as
+/* The id the sample's threads are matched on (see cf_sample_find). */
+static uint64_t fault_thread(const cf_sample *s, const cf_truth *t)
+{
+    return (s->fields & CF_FIELD_NATIVE_ID) ? t->threads[0].native_id : t->threads[0].thread_id;
+}
+
+/* Takes the configuration's samples for one checkpoint and records every
+ * failing one; repeated identical findings are recorded as
  * "same_as_sample" references. */
 static int sample_config(case_run *cr, config_state *c, const cf_truth *t)
 {
@@ -193,28 +185,32 @@ static int sample_config(case_run *cr, config_state *c, const cf_truth *t)
     cf_strbuf first_sig, sig;
     cf_sb_init(&first_sig);
     cf_sb_init(&sig);
-    for (unsigned k = 0; k < CF_SAMPLES_PER_CHECKPOINT && rc == CF_OK; k++) {
+    unsigned per = c->def->samples_per_checkpoint ? c->def->samples_per_checkpoint : 1;
+    for (unsigned k = 0; k < per && rc == CF_OK && !cf_interrupted(); k++) {
         c->samples++;
-        int sr = fp_session_sample(c->s, c->sm);
-        if (sr != FP_OK) {
-            char msg[CF_ERRMSG_LEN];
-            snprintf(msg, sizeof msg, "sample failed (%s): %s", fp_strerror(sr), fp_session_errmsg(c->s));
+        char err[CF_ERRMSG_LEN] = "", msg[CF_ERRMSG_LEN + 32];
+        cf_sample_reset(&cr->sample, c->def->fields);
+        int sr = c->def->sample(c->state, &cr->sample, err, sizeof err);
+        if (sr == CF_E_NOMEM || sr == CF_E_INTERRUPTED) {
+            rc = sr == CF_E_INTERRUPTED ? CF_OK : sr;
+            break;
+        }
+        if (sr != CF_OK) {
+            snprintf(msg, sizeof msg, "%s%s", sr == CF_E_TIMEOUT ? "timed out: " : "",
+                     err[0] ? err : cf_strerror(sr));
             c->failed_samples++;
             rc = record_failure(c, t, (long)k, msg, NULL, 0, -1);
             continue;
         }
-        rc = cf_view_build(&cr->view, c->sm);
-        if (rc)
-            break;
         if (cr->p->fault != CF_FAULT_NONE && t->nthreads > 0)
-            cf_view_inject(&cr->view, cr->p->fault, t->threads[0].native_id);
+            cf_sample_inject(&cr->sample, cr->p->fault, fault_thread(&cr->sample, t));
         json_object *mm = json_object_new_array();
         size_t n = 0;
         if (!mm) {
             rc = CF_E_NOMEM;
             break;
         }
-        rc = cf_compare(t, &cr->view, mm, &n);
+        rc = cf_compare(t, &cr->sample, mm, &n);
         if (rc == CF_OK && n > 0) {
             c->failed_samples++;
             c->mismatches += n;
@@ -281,16 +277,9 @@ static int on_checkpoint(case_run *cr, json_object *msg)
         return rc;
     double held = cf_now();
     rc = cf_json_push(cr->checkpoints, json_object_new_string(truth.name));
-    for (int i = 0; i < CF_NUM_CONFIGS && rc == CF_OK && !cf_interrupted(); i++)
-        rc = sample_config(cr, &cr->cfg[i], &truth);
-    if (rc == CF_OK && cr->p->differential && cf_differential_applies(cr->p->interp) && !cr->diff.unavailable &&
-        !cf_interrupted()) {
-        double t = CF_DIFFERENTIAL_TIMEOUT_S * cr->p->timeout_scale *
-                   (cr->p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0);
-        rc = cf_differential_check(cr->p->interp, cr->sample_pid, &truth, t, &cr->diff);
-        if (rc == CF_E_INTERRUPTED)
-            rc = CF_OK;
-    }
+    for (size_t i = 0; i < cr->ncfg && rc == CF_OK && !cf_interrupted(); i++)
+        if (!cr->cfg[i].na[0])
+            rc = sample_config(cr, &cr->cfg[i], &truth);
     cf_truth_free(&truth);
     if (rc)
         return rc;
@@ -413,21 +402,24 @@ static int init_run(case_run *cr, const cf_case_params *p)
     cr->out_fd = cr->err_fd = -1;
     cr->child.from_child = cr->child.to_child = -1;
     cf_linebuf_init(&cr->lb);
-    cf_view_init(&cr->view);
+    cf_sample_init(&cr->sample);
     cf_sb_init(&cr->error);
     cr->checkpoints = json_object_new_array();
     cr->notes = json_object_new_array();
-    if (!cr->checkpoints || !cr->notes || cf_diff_stats_init(&cr->diff))
+    cr->ncfg = p->adapters->count;
+    cr->cfg = calloc(cr->ncfg ? cr->ncfg : 1, sizeof *cr->cfg);
+    if (!cr->checkpoints || !cr->notes || !cr->cfg)
         return CF_E_NOMEM;
-    for (int i = 0; i < CF_NUM_CONFIGS; i++) {
+    for (size_t i = 0; i < cr->ncfg; i++) {
         config_state *c = &cr->cfg[i];
-        c->def = &CONFIGS[i];
-        fp_options o;
-        fp_options_init(&o);
-        o.reader = c->def->reader;
-        o.cache_code = c->def->cache_code;
+        c->def = &p->adapters->defs[i];
+        cf_adapter_label(c->def, c->label, sizeof c->label);
+        char buf[CF_REASON_LEN] = "";
+        const char *why = c->def->applies ? c->def->applies(c->def, p->interp, buf, sizeof buf) : NULL;
+        if (why)
+            snprintf(c->na, sizeof c->na, "%s", *why ? why : "does not apply to this interpreter");
         c->failures = json_object_new_array();
-        if (!c->failures || fp_session_new(&o, &c->s) != FP_OK || fp_sample_new(&c->sm) != FP_OK)
+        if (!c->failures)
             return CF_E_NOMEM;
     }
     return CF_OK;
@@ -443,16 +435,16 @@ static void free_run(case_run *cr)
         close(cr->out_fd);
     if (cr->err_fd >= 0)
         close(cr->err_fd);
-    for (int i = 0; i < CF_NUM_CONFIGS; i++) {
-        fp_sample_free(cr->cfg[i].sm);
-        fp_session_free(cr->cfg[i].s);
+    for (size_t i = 0; cr->cfg && i < cr->ncfg; i++) {
+        if (cr->cfg[i].attached)
+            cr->cfg[i].def->detach(cr->cfg[i].state);
         json_object_put(cr->cfg[i].failures);
     }
+    free(cr->cfg);
     json_object_put(cr->hello);
     json_object_put(cr->checkpoints);
     json_object_put(cr->notes);
-    cf_diff_stats_free(&cr->diff);
-    cf_view_free(&cr->view);
+    cf_sample_free(&cr->sample);
     cf_linebuf_free(&cr->lb);
     cf_sb_free(&cr->error);
 }
@@ -498,26 +490,77 @@ static int launch(case_run *cr)
     return CF_OK;
 }
 
+static const char *config_status(const config_state *c, bool case_error)
+{
+    if (c->na[0])
+        return "n/a";
+    if (c->attach_failed || c->failed_samples)
+        return "fail";
+    return c->samples == 0 && case_error ? "not_run" : "pass";
+}
+
+static json_object *fields_json(unsigned fields)
+{
+    json_object *a = json_object_new_array();
+    for (unsigned i = 0; a && i < CF_FIELD_COUNT; i++) {
+        if ((fields & (1u << i)) && cf_json_push(a, json_object_new_string(cf_field_name(1u << i)))) {
+            json_object_put(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 static json_object *config_json(const config_state *c, bool case_error)
 {
     json_object *o = json_object_new_object();
     if (!o)
         return NULL;
-    const char *status = (c->attach_failed || c->failed_samples) ? "fail"
-                         : c->samples == 0 ? (case_error ? "not_run" : "pass")
-                                           : "pass";
-    if (cf_json_add(o, "name", json_object_new_string(c->def->name)) ||
-        cf_json_add(o, "reader", json_object_new_string(c->def->reader_label)) ||
-        cf_json_add(o, "cache_code", json_object_new_boolean(c->def->cache_code)) ||
-        cf_json_add(o, "status", json_object_new_string(status)) ||
-        cf_json_add(o, "reader_name", json_object_new_string(c->reader_name)) ||
-        cf_json_add(o, "python_version", json_object_new_string(c->python_version)) ||
+    if (cf_json_add(o, "unwinder", json_object_new_string(c->def->unwinder)) ||
+        cf_json_add(o, "configuration", json_object_new_string(c->def->config ? c->def->config : "")) ||
+        cf_json_add(o, "name", json_object_new_string(c->label)) ||
+        cf_json_add(o, "status", json_object_new_string(config_status(c, case_error))) ||
+        cf_json_add(o, "fields", fields_json(c->def->fields)) ||
+        (c->na[0] && cf_json_add(o, "reason", json_object_new_string(c->na))) ||
+        (c->info[0] && cf_json_add(o, "info", json_object_new_string(c->info))) ||
         cf_json_add(o, "samples", json_object_new_int64(c->samples)) ||
         cf_json_add(o, "failed_samples", json_object_new_int64(c->failed_samples)) ||
         cf_json_add(o, "mismatches", json_object_new_int64((int64_t)c->mismatches)) ||
         cf_json_add(o, "failures", json_object_get(c->failures))) {
         json_object_put(o);
         return NULL;
+    }
+    return o;
+}
+
+/* Verdict of one unwinder in this case: "fail" if a configuration failed,
+ * "n/a" if none applies, else "pass" (or the case's error/not_run). */
+static const char *unwinder_verdict(const case_run *cr, const char *unwinder, bool case_error)
+{
+    bool any = false, failed = false;
+    for (size_t i = 0; i < cr->ncfg; i++) {
+        const config_state *c = &cr->cfg[i];
+        if (strcmp(c->def->unwinder, unwinder) != 0 || c->na[0])
+            continue;
+        any = true;
+        failed |= c->attach_failed || c->failed_samples;
+    }
+    if (case_error)
+        return "error";
+    return !any ? "n/a" : failed ? "fail" : "pass";
+}
+
+static json_object *verdicts_json(const case_run *cr, bool case_error)
+{
+    json_object *o = json_object_new_object();
+    for (size_t i = 0; o && i < cr->ncfg; i++) {
+        const char *u = cr->cfg[i].def->unwinder;
+        if (json_object_object_get_ex(o, u, NULL))
+            continue;
+        if (cf_json_add(o, u, json_object_new_string(unwinder_verdict(cr, u, case_error)))) {
+            json_object_put(o);
+            return NULL;
+        }
     }
     return o;
 }
@@ -546,10 +589,11 @@ static void summarize(const case_run *cr, const char *status, char *buf, size_t 
         return;
     }
     uint64_t total = 0;
-    unsigned failing = 0;
+    unsigned failing = 0, applicable = 0;
     const config_state *first = NULL;
-    for (int i = 0; i < CF_NUM_CONFIGS; i++) {
+    for (size_t i = 0; i < cr->ncfg; i++) {
         const config_state *c = &cr->cfg[i];
+        applicable += !c->na[0];
         if (!c->attach_failed && !c->failed_samples)
             continue;
         failing++;
@@ -559,8 +603,8 @@ static void summarize(const case_run *cr, const char *status, char *buf, size_t 
     }
     const char *finding = first ? first_finding(first) : "";
     size_t n = strlen(finding);
-    snprintf(buf, len, "%" PRIu64 " mismatch%s, %u/%d configurations failing; first (%s): %.*s%s", total,
-             total == 1 ? "" : "es", failing, CF_NUM_CONFIGS, first ? first->def->name : "?",
+    snprintf(buf, len, "%" PRIu64 " mismatch%s, %u/%u configurations failing; first (%s): %.*s%s", total,
+             total == 1 ? "" : "es", failing, applicable, first ? first->label : "?",
              (int)(n < SUMMARY_BYTES ? n : SUMMARY_BYTES), finding, n > SUMMARY_BYTES ? "..." : "");
 }
 
@@ -569,7 +613,7 @@ static int build_result(case_run *cr, json_object **result)
     const cf_case_params *p = cr->p;
     bool error = cr->error.len > 0;
     bool failed = false;
-    for (int i = 0; i < CF_NUM_CONFIGS; i++)
+    for (size_t i = 0; i < cr->ncfg; i++)
         failed |= cr->cfg[i].attach_failed || cr->cfg[i].failed_samples;
     const char *status = error ? "error" : failed ? "fail" : "pass";
     char summary[CF_ERRMSG_LEN];
@@ -616,17 +660,14 @@ static int build_result(case_run *cr, json_object **result)
                 goto out;
         }
     }
-    for (int i = 0; i < CF_NUM_CONFIGS; i++)
+    for (size_t i = 0; i < cr->ncfg; i++)
         if (cf_json_push(configs, config_json(&cr->cfg[i], error)))
             goto out;
-    if (cf_json_add(o, "configurations", configs))
+    if (cf_json_add(o, "verdicts", verdicts_json(cr, error)))
+        goto out;
+    if (cf_json_add(o, "unwinders", configs))
         goto out_configs_owned;
     configs = NULL;
-    const char *not_run = !p->differential ? "disabled"
-                          : cf_differential_applies(p->interp) ? "not_run"
-                                                               : "not_applicable";
-    if (cf_json_add(o, "differential", cf_diff_stats_to_json(&cr->diff, not_run)))
-        goto out;
     *result = o;
     o = NULL;
     rc = CF_OK;

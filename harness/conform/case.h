@@ -1,6 +1,7 @@
 /* case.h — one conformance case: one scenario run under one
- * interpreter, sampled at every checkpoint by every unwinder
- * configuration and compared with the ground truth. */
+ * interpreter, sampled at every checkpoint by every selected unwinder
+ * configuration (adapter) that applies to the interpreter, each sample
+ * compared with the ground truth. */
 #ifndef FP_CONFORM_CASE_H
 #define FP_CONFORM_CASE_H
 
@@ -8,11 +9,9 @@
 
 #include <json-c/json.h>
 
-#include "scenarios.h"
+#include "adapter.h"
 #include "manifest.h"
-
-/* The unwinder configurations every case is checked with. */
-#define CF_NUM_CONFIGS 4
+#include "scenarios.h"
 
 typedef struct cf_case_params {
     const cf_interp *interp;
@@ -21,8 +20,8 @@ typedef struct cf_case_params {
     const char *log_dir;       /* absolute directory for the target's stdout/stderr */
     const char *log_rel;       /* the same directory relative to the report dir */
     const char *pgid_path;     /* file holding the target's process group while it runs */
+    const cf_adapter_set *adapters; /* the configurations under test */
     double timeout_scale;
-    bool differential;
     int fault;                 /* enum cf_fault */
 } cf_case_params;
 
@@ -35,8 +34,5 @@ int cf_case_run(const cf_case_params *p, json_object **result);
 /* The report object of a case that did not run the target: status "skip"
  * (with reason), "not_run" or "error" (with reason). */
 json_object *cf_case_stub(const cf_interp *in, const cf_scenario *s, const char *status, const char *reason);
-
-/* Names of the configurations, in report order. */
-const char *cf_config_name(int i);
 
 #endif

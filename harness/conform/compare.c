@@ -14,6 +14,7 @@
 
 typedef struct cmp_ctx {
     json_object *out;
+    unsigned fields;       /* what the sample reports (enum cf_field) */
     size_t count;          /* mismatches found (including unlisted ones) */
     size_t shown;          /* frame mismatches listed for the current thread */
     uint64_t thread;
@@ -23,7 +24,12 @@ typedef struct cmp_ctx {
 
 static const char *kind_name(int kind)
 {
-    return kind == FP_FRAME_GENERATOR ? "generator" : kind == FP_FRAME_PYTHON ? "python" : "?";
+    return kind == CF_KIND_GENERATOR ? "generator" : kind == CF_KIND_PYTHON ? "python" : "?";
+}
+
+static bool has(unsigned fields, unsigned bit)
+{
+    return (fields & bit) != 0;
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -31,68 +37,92 @@ static bool str_eq(const char *a, const char *b)
     return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-static bool same_code(const fp_frame *a, const fp_frame *b)
+/* Equal on every reported field that names the code. */
+static bool same_code(unsigned m, const cf_frame *a, const cf_frame *b)
 {
-    return str_eq(a->function, b->function) && str_eq(a->name, b->name) && str_eq(a->file, b->file) &&
-           a->kind == b->kind;
+    return (!has(m, CF_FIELD_FUNCTION) || str_eq(a->function, b->function)) &&
+           (!has(m, CF_FIELD_NAME) || str_eq(a->name, b->name)) &&
+           (!has(m, CF_FIELD_FILE) || str_eq(a->file, b->file)) && (!has(m, CF_FIELD_KIND) || a->kind == b->kind);
 }
 
-static bool frame_equal(const fp_frame *a, const fp_frame *b)
+static bool frame_equal(unsigned m, const cf_frame *a, const cf_frame *b)
 {
-    return same_code(a, b) && a->line == b->line && a->end_line == b->end_line && a->column == b->column &&
-           a->end_column == b->end_column;
+    return same_code(m, a, b) && (!has(m, CF_FIELD_LINE) || a->line == b->line) &&
+           (!has(m, CF_FIELD_END_LINE) || a->end_line == b->end_line) &&
+           (!has(m, CF_FIELD_COLUMN) || a->column == b->column) &&
+           (!has(m, CF_FIELD_END_COLUMN) || a->end_column == b->end_column);
 }
 
 static void pos(cf_strbuf *sb, int32_t v)
 {
-    if (v == FP_POS_NONE)
+    if (v == CF_POS_NONE)
         cf_sb_puts(sb, "?");
     else
         cf_sb_printf(sb, "%" PRId32, v);
 }
 
-int cf_frame_describe(const fp_frame *f, cf_strbuf *sb)
+int cf_frame_describe(const cf_frame *f, unsigned m, cf_strbuf *sb)
 {
-    cf_sb_put_clipped(sb, f->function ? f->function : "?", CF_NAME_SHOWN);
-    if (f->kind != FP_FRAME_PYTHON)
+    const char *fn = has(m, CF_FIELD_FUNCTION) ? f->function : has(m, CF_FIELD_NAME) ? f->name : NULL;
+    cf_sb_put_clipped(sb, fn ? fn : "?", CF_NAME_SHOWN);
+    if (has(m, CF_FIELD_KIND) && f->kind != CF_KIND_PYTHON)
         cf_sb_printf(sb, " [%s]", kind_name(f->kind));
     cf_sb_puts(sb, " (");
-    cf_sb_put_clipped(sb, f->file ? f->file : "?", CF_NAME_SHOWN);
-    cf_sb_puts(sb, ":");
-    pos(sb, f->line);
-    if (f->end_line == FP_POS_NONE && f->column == FP_POS_NONE && f->end_column == FP_POS_NONE)
+    cf_sb_put_clipped(sb, has(m, CF_FIELD_FILE) && f->file ? f->file : "?", CF_NAME_SHOWN);
+    if (!has(m, CF_FIELD_LINE))
         return cf_sb_puts(sb, ")");
     cf_sb_puts(sb, ":");
-    pos(sb, f->column);
+    pos(sb, f->line);
+    bool cols = has(m, CF_FIELD_COLUMN) || has(m, CF_FIELD_END_COLUMN);
+    int32_t col = has(m, CF_FIELD_COLUMN) ? f->column : CF_POS_NONE;
+    int32_t ecol = has(m, CF_FIELD_END_COLUMN) ? f->end_column : CF_POS_NONE;
+    int32_t eline = has(m, CF_FIELD_END_LINE) ? f->end_line : f->line;
+    if (!cols && eline == f->line)
+        return cf_sb_puts(sb, ")");
+    if (eline == CF_POS_NONE && col == CF_POS_NONE && ecol == CF_POS_NONE)
+        return cf_sb_puts(sb, ")");
+    cf_sb_puts(sb, ":");
+    pos(sb, col);
     cf_sb_puts(sb, "-");
-    if (f->end_line != f->line) {
-        pos(sb, f->end_line);
+    if (eline != f->line) {
+        pos(sb, eline);
         cf_sb_puts(sb, ":");
     }
-    pos(sb, f->end_column);
+    pos(sb, ecol);
     return cf_sb_puts(sb, ")");
 }
 
-json_object *cf_frame_to_json(const fp_frame *f)
+json_object *cf_frame_to_json(const cf_frame *f, unsigned m)
 {
     json_object *o = json_object_new_object();
     if (!o)
         return NULL;
-    if (cf_json_add(o, "function", json_object_new_string(f->function ? f->function : "")) ||
-        cf_json_add(o, "name", json_object_new_string(f->name ? f->name : "")) ||
-        cf_json_add(o, "file", json_object_new_string(f->file ? f->file : "")))
-        goto fail;
-    const char *keys[] = {"line", "end_line", "column", "end_column"};
-    const int32_t vals[] = {f->line, f->end_line, f->column, f->end_column};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        if (vals[i] == FP_POS_NONE) {
-            if (json_object_object_add(o, keys[i], NULL) != 0)
+    const struct { unsigned bit; const char *key, *val; } strs[] = {
+        {CF_FIELD_FUNCTION, "function", f->function},
+        {CF_FIELD_NAME, "name", f->name},
+        {CF_FIELD_FILE, "file", f->file},
+    };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if (has(m, strs[i].bit) &&
+            cf_json_add(o, strs[i].key, json_object_new_string(strs[i].val ? strs[i].val : "")))
+            goto fail;
+    const struct { unsigned bit; const char *key; int32_t val; } ints[] = {
+        {CF_FIELD_LINE, "line", f->line},
+        {CF_FIELD_END_LINE, "end_line", f->end_line},
+        {CF_FIELD_COLUMN, "column", f->column},
+        {CF_FIELD_END_COLUMN, "end_column", f->end_column},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (!has(m, ints[i].bit))
+            continue;
+        if (ints[i].val == CF_POS_NONE) {
+            if (json_object_object_add(o, ints[i].key, NULL) != 0)
                 goto fail;
-        } else if (cf_json_add(o, keys[i], json_object_new_int(vals[i]))) {
+        } else if (cf_json_add(o, ints[i].key, json_object_new_int(ints[i].val))) {
             goto fail;
         }
     }
-    if (cf_json_add(o, "kind", json_object_new_string(kind_name(f->kind))))
+    if (has(m, CF_FIELD_KIND) && cf_json_add(o, "kind", json_object_new_string(kind_name(f->kind))))
         goto fail;
     return o;
 fail:
@@ -108,8 +138,8 @@ static void msg_start(cmp_ctx *c)
 }
 
 /* Appends one mismatch object; extra's members are copied into it. */
-static int emit(cmp_ctx *c, const char *type, long index, long actual_index, const fp_frame *exp,
-                const fp_frame *act, json_object *extra)
+static int emit(cmp_ctx *c, const char *type, long index, long actual_index, const cf_frame *exp,
+                const cf_frame *act, json_object *extra)
 {
     int rc = CF_E_NOMEM;
     json_object *m = json_object_new_object();
@@ -123,9 +153,9 @@ static int emit(cmp_ctx *c, const char *type, long index, long actual_index, con
         goto out;
     if (actual_index >= 0 && cf_json_add(m, "actual_index", json_object_new_int64(actual_index)))
         goto out;
-    if (exp && cf_json_add(m, "expected", cf_frame_to_json(exp)))
+    if (exp && cf_json_add(m, "expected", cf_frame_to_json(exp, c->fields)))
         goto out;
-    if (act && cf_json_add(m, "actual", cf_frame_to_json(act)))
+    if (act && cf_json_add(m, "actual", cf_frame_to_json(act, c->fields)))
         goto out;
     if (extra) {
         json_object_object_foreach(extra, k, v) {
@@ -151,7 +181,7 @@ static bool frame_slot(cmp_ctx *c)
     return true;
 }
 
-static int frame_differs(cmp_ctx *c, size_t i, size_t j, const fp_frame *e, const fp_frame *a)
+static int frame_differs(cmp_ctx *c, size_t i, size_t j, const cf_frame *e, const cf_frame *a)
 {
     if (!frame_slot(c))
         return CF_OK;
@@ -166,17 +196,19 @@ static int frame_differs(cmp_ctx *c, size_t i, size_t j, const fp_frame *e, cons
         goto out;
     msg_start(c);
     cf_sb_printf(&c->msg, ": frame %zu: expected ", i);
-    cf_frame_describe(e, &c->msg);
+    cf_frame_describe(e, c->fields, &c->msg);
     cf_sb_puts(&c->msg, " got ");
-    cf_frame_describe(a, &c->msg);
+    cf_frame_describe(a, c->fields, &c->msg);
     if (i != j)
         cf_sb_printf(&c->msg, " (sampled frame %zu)", j);
     cf_sb_puts(&c->msg, " (differs:");
-    const struct { const char *name; const char *e, *a; } strs[] = {
-        {"function", e->function, a->function}, {"name", e->name, a->name}, {"file", e->file, a->file},
+    const struct { unsigned bit; const char *name; const char *e, *a; } strs[] = {
+        {CF_FIELD_FUNCTION, "function", e->function, a->function},
+        {CF_FIELD_NAME, "name", e->name, a->name},
+        {CF_FIELD_FILE, "file", e->file, a->file},
     };
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
-        if (str_eq(strs[k].e, strs[k].a))
+        if (!has(c->fields, strs[k].bit) || str_eq(strs[k].e, strs[k].a))
             continue;
         if (cf_json_push(fields, json_object_new_string(strs[k].name)))
             goto out;
@@ -191,12 +223,14 @@ static int frame_differs(cmp_ctx *c, size_t i, size_t j, const fp_frame *e, cons
             cf_sb_printf(&c->msg, " %s \"%s\" vs \"%s\"", strs[k].name, se, sa);
         }
     }
-    const struct { const char *name; int32_t e, a; } ints[] = {
-        {"line", e->line, a->line}, {"end_line", e->end_line, a->end_line},
-        {"column", e->column, a->column}, {"end_column", e->end_column, a->end_column},
+    const struct { unsigned bit; const char *name; int32_t e, a; } ints[] = {
+        {CF_FIELD_LINE, "line", e->line, a->line},
+        {CF_FIELD_END_LINE, "end_line", e->end_line, a->end_line},
+        {CF_FIELD_COLUMN, "column", e->column, a->column},
+        {CF_FIELD_END_COLUMN, "end_column", e->end_column, a->end_column},
     };
     for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-        if (ints[k].e == ints[k].a)
+        if (!has(c->fields, ints[k].bit) || ints[k].e == ints[k].a)
             continue;
         if (cf_json_push(fields, json_object_new_string(ints[k].name)))
             goto out;
@@ -205,7 +239,7 @@ static int frame_differs(cmp_ctx *c, size_t i, size_t j, const fp_frame *e, cons
         cf_sb_puts(&c->msg, " vs ");
         pos(&c->msg, ints[k].a);
     }
-    if (e->kind != a->kind) {
+    if (has(c->fields, CF_FIELD_KIND) && e->kind != a->kind) {
         if (cf_json_push(fields, json_object_new_string("kind")))
             goto out;
         cf_sb_printf(&c->msg, " kind %s vs %s", kind_name(e->kind), kind_name(a->kind));
@@ -217,36 +251,36 @@ out:
     return rc;
 }
 
-static int frame_missing(cmp_ctx *c, size_t i, const fp_frame *e)
+static int frame_missing(cmp_ctx *c, size_t i, const cf_frame *e)
 {
     if (!frame_slot(c))
         return CF_OK;
     msg_start(c);
     cf_sb_printf(&c->msg, ": missing frame %zu: ", i);
-    cf_frame_describe(e, &c->msg);
+    cf_frame_describe(e, c->fields, &c->msg);
     return emit(c, "frame_missing", (long)i, -1, e, NULL, NULL);
 }
 
-static int frame_extra(cmp_ctx *c, size_t j, const fp_frame *a)
+static int frame_extra(cmp_ctx *c, size_t j, const cf_frame *a)
 {
     if (!frame_slot(c))
         return CF_OK;
     msg_start(c);
     cf_sb_printf(&c->msg, ": extra frame %zu: ", j);
-    cf_frame_describe(a, &c->msg);
+    cf_frame_describe(a, c->fields, &c->msg);
     return emit(c, "frame_extra", -1, (long)j, NULL, a, NULL);
 }
 
-static int pair(cmp_ctx *c, const fp_frame *E, const fp_frame *A, size_t i, size_t j)
+static int pair(cmp_ctx *c, const cf_frame *E, const cf_frame *A, size_t i, size_t j)
 {
-    if (frame_equal(&E[i], &A[j]))
+    if (frame_equal(c->fields, &E[i], &A[j]))
         return CF_OK;
     return frame_differs(c, i, j, &E[i], &A[j]);
 }
 
 /* Aligns E[p..p+en) with A[p..p+am) by a longest common subsequence of
  * same-code frames; unmatched frames are reported missing or extra. */
-static int align_lcs(cmp_ctx *c, const fp_frame *E, const fp_frame *A, size_t p, size_t en, size_t am)
+static int align_lcs(cmp_ctx *c, const cf_frame *E, const cf_frame *A, size_t p, size_t en, size_t am)
 {
     size_t w = am + 1;
     uint32_t *L = calloc((en + 1) * w, sizeof *L);
@@ -256,7 +290,7 @@ static int align_lcs(cmp_ctx *c, const fp_frame *E, const fp_frame *A, size_t p,
         for (size_t j = am; j-- > 0;) {
             uint32_t down = L[(i + 1) * w + j], right = L[i * w + j + 1];
             uint32_t best = down > right ? down : right;
-            if (same_code(&E[p + i], &A[p + j]) && L[(i + 1) * w + j + 1] + 1 > best)
+            if (same_code(c->fields, &E[p + i], &A[p + j]) && L[(i + 1) * w + j + 1] + 1 > best)
                 best = L[(i + 1) * w + j + 1] + 1;
             L[i * w + j] = best;
         }
@@ -264,7 +298,7 @@ static int align_lcs(cmp_ctx *c, const fp_frame *E, const fp_frame *A, size_t p,
     int rc = CF_OK;
     size_t i = 0, j = 0;
     while (rc == CF_OK && (i < en || j < am)) {
-        if (i < en && j < am && same_code(&E[p + i], &A[p + j]) &&
+        if (i < en && j < am && same_code(c->fields, &E[p + i], &A[p + j]) &&
             L[i * w + j] == L[(i + 1) * w + j + 1] + 1) {
             rc = pair(c, E, A, p + i, p + j);
             i++;
@@ -281,13 +315,13 @@ static int align_lcs(cmp_ctx *c, const fp_frame *E, const fp_frame *A, size_t p,
     return rc;
 }
 
-static int diff_frames(cmp_ctx *c, const fp_frame *E, size_t n, const fp_frame *A, size_t m)
+static int diff_frames(cmp_ctx *c, const cf_frame *E, size_t n, const cf_frame *A, size_t m)
 {
     size_t p = 0;
-    while (p < n && p < m && frame_equal(&E[p], &A[p]))
+    while (p < n && p < m && frame_equal(c->fields, &E[p], &A[p]))
         p++;
     size_t s = 0;
-    while (s < n - p && s < m - p && frame_equal(&E[n - 1 - s], &A[m - 1 - s]))
+    while (s < n - p && s < m - p && frame_equal(c->fields, &E[n - 1 - s], &A[m - 1 - s]))
         s++;
     size_t en = n - p - s, am = m - p - s;
     int rc = CF_OK;
@@ -328,12 +362,19 @@ static int thread_field(cmp_ctx *c, const char *field, const char *exp, const ch
     return rc;
 }
 
-static int compare_thread(cmp_ctx *c, const cf_truth_thread *tt, const cf_view *v)
+/* The id threads are matched on: the native id when the sample reports
+ * it, else threading.get_ident(). */
+static uint64_t match_id(unsigned m, const cf_truth_thread *tt)
+{
+    return has(m, CF_FIELD_NATIVE_ID) ? tt->native_id : tt->thread_id;
+}
+
+static int compare_thread(cmp_ctx *c, const cf_truth_thread *tt, const cf_sample *v)
 {
     c->thread = tt->native_id;
     c->main = tt->main;
     c->shown = 0;
-    const cf_view_thread *vt = cf_view_find(v, tt->native_id);
+    const cf_thread *vt = cf_sample_find(v, match_id(c->fields, tt));
     if (!vt) {
         c->count++;
         msg_start(c);
@@ -342,21 +383,23 @@ static int compare_thread(cmp_ctx *c, const cf_truth_thread *tt, const cf_view *
     }
     int rc = CF_OK;
     char e[32], a[32];
-    if (vt->thread_id != tt->thread_id) {
+    if (has(c->fields, CF_FIELD_THREAD_ID) && vt->thread_id != tt->thread_id) {
         snprintf(e, sizeof e, "0x%" PRIx64, tt->thread_id);
         snprintf(a, sizeof a, "0x%" PRIx64, vt->thread_id);
         rc = thread_field(c, "thread_id", e, a);
     }
-    if (rc == CF_OK && vt->main != tt->main)
+    if (rc == CF_OK && has(c->fields, CF_FIELD_MAIN) && vt->main != tt->main)
         rc = thread_field(c, "main", yes_no(tt->main), yes_no(vt->main));
-    if (rc == CF_OK && vt->exception != FP_UNKNOWN && (vt->exception == FP_YES) != tt->exception)
-        rc = thread_field(c, "exception", yes_no(tt->exception), yes_no(vt->exception == FP_YES));
+    if (rc == CF_OK && has(c->fields, CF_FIELD_EXCEPTION) && vt->exception != CF_UNKNOWN &&
+        (vt->exception == CF_YES) != tt->exception)
+        rc = thread_field(c, "exception", yes_no(tt->exception), yes_no(vt->exception == CF_YES));
     if (rc)
         return rc;
     if (vt->error) {
         c->count++;
         msg_start(c);
-        cf_sb_printf(&c->msg, ": stack walk failed: %s", fp_strerror(vt->error));
+        cf_sb_puts(&c->msg, ": stack walk failed: ");
+        cf_sb_put_clipped(&c->msg, vt->error, CF_REASON_LEN);
         return emit(c, "walk_error", -1, -1, NULL, NULL, NULL);
     }
     rc = diff_frames(c, tt->frames, tt->nframes, v->frames + vt->first, vt->count);
@@ -377,20 +420,22 @@ static bool in_all(const cf_truth *t, uint64_t id)
     return false;
 }
 
-int cf_compare(const cf_truth *truth, const cf_view *view, json_object *out, size_t *count)
+int cf_compare(const cf_truth *truth, const cf_sample *sample, json_object *out, size_t *count)
 {
     cmp_ctx c;
     memset(&c, 0, sizeof c);
     c.out = out;
+    c.fields = sample->fields;
     cf_sb_init(&c.msg);
     int rc = CF_OK;
     for (size_t i = 0; i < truth->nthreads && rc == CF_OK; i++)
-        rc = compare_thread(&c, &truth->threads[i], view);
-    /* Threads that exist but are not parked are listed in all_threads:
-     * they must be in the sample, and the sample must hold nothing else. */
-    for (size_t i = 0; i < truth->nall && rc == CF_OK; i++) {
+        rc = compare_thread(&c, &truth->threads[i], sample);
+    /* all_threads lists native ids: an unwinder that reports every thread
+     * with its native id must report exactly these and the parked ones. */
+    bool whole = has(c.fields, CF_FIELD_ALL_THREADS) && has(c.fields, CF_FIELD_NATIVE_ID);
+    for (size_t i = 0; whole && i < truth->nall && rc == CF_OK; i++) {
         uint64_t id = truth->all_ids[i];
-        if (cf_truth_find(truth, id) || cf_view_find(view, id))
+        if (cf_truth_find(truth, id) || cf_sample_find(sample, id))
             continue;
         c.count++;
         c.thread = id;
@@ -399,8 +444,8 @@ int cf_compare(const cf_truth *truth, const cf_view *view, json_object *out, siz
         cf_sb_puts(&c.msg, " missing (listed in all_threads)");
         rc = emit(&c, "thread_missing", -1, -1, NULL, NULL, NULL);
     }
-    for (size_t i = 0; i < view->nthreads && rc == CF_OK; i++) {
-        const cf_view_thread *vt = &view->threads[i];
+    for (size_t i = 0; whole && i < sample->nthreads && rc == CF_OK; i++) {
+        const cf_thread *vt = &sample->threads[i];
         if (in_all(truth, vt->native_id) || cf_truth_find(truth, vt->native_id))
             continue;
         c.count++;
@@ -410,7 +455,7 @@ int cf_compare(const cf_truth *truth, const cf_view *view, json_object *out, siz
         cf_sb_printf(&c.msg, " extra (not in all_threads; %zu frame%s", vt->count, vt->count == 1 ? "" : "s");
         for (size_t k = 0; k < vt->count && k < EXTRA_THREAD_FRAMES_SHOWN; k++) {
             cf_sb_puts(&c.msg, k ? " <- " : ": ");
-            cf_frame_describe(&view->frames[vt->first + k], &c.msg);
+            cf_frame_describe(&sample->frames[vt->first + k], c.fields, &c.msg);
         }
         cf_sb_puts(&c.msg, vt->count > EXTRA_THREAD_FRAMES_SHOWN ? " <- ...)" : ")");
         rc = emit(&c, "thread_extra", -1, -1, NULL, NULL, NULL);

@@ -1,5 +1,6 @@
-/* compare.h — compares one sample (cf_view) with the ground truth
- * of a checkpoint and describes every difference readably. */
+/* compare.h — compares one sample of any unwinder (cf_sample) with the
+ * ground truth of a checkpoint, on the fields the sample reports, and
+ * describes every difference readably. */
 #ifndef FP_CONFORM_COMPARE_H
 #define FP_CONFORM_COMPARE_H
 
@@ -9,8 +10,7 @@
 
 #include "strbuf.h"
 #include "truth.h"
-#include "view.h"
-#include "frameproof/frameproof.h"
+#include "sample.h"
 
 /* Appends one JSON object per mismatch to the array `out` and stores their
  * number in *count.  Each object has "type" (thread_missing, thread_extra,
@@ -18,13 +18,16 @@
  * truncated), "thread" (native id), "message" and, for frames, "index",
  * "expected" and "actual" (frame objects) and "fields".  Returns CF_OK or
  * CF_E_NOMEM. */
-int cf_compare(const cf_truth *truth, const cf_view *view, json_object *out, size_t *count);
+int cf_compare(const cf_truth *truth, const cf_sample *sample, json_object *out, size_t *count);
 
-/* "qualname (file:line:col-endcol)", "[generator]" for generator frames;
- * "?" for unknown positions; "line:col-endline:endcol" over several lines. */
-int cf_frame_describe(const fp_frame *f, cf_strbuf *sb);
+/* "qualname (file:line:col-endcol)" on the fields in mask (enum
+ * cf_field): "[generator]" for generator frames; "?" for unknown
+ * positions; "line:col-endline:endcol" over several lines; co_name when
+ * the qualname is not reported. */
+int cf_frame_describe(const cf_frame *f, unsigned mask, cf_strbuf *sb);
 
-/* The frame as a JSON object with the protocol's FRAME keys (NULL on OOM). */
-json_object *cf_frame_to_json(const fp_frame *f);
+/* The frame as a JSON object with the protocol's FRAME keys of the fields
+ * in mask (NULL on OOM). */
+json_object *cf_frame_to_json(const cf_frame *f, unsigned mask);
 
 #endif

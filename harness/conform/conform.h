@@ -36,9 +36,12 @@ enum cf_rc {
 #define CF_ERRMSG_LEN 1024u                /* error message buffers */
 #define CF_REASON_LEN 400u                 /* inner reasons quoted in an error message */
 #define CF_DIFFERENTIAL_TIMEOUT_S 30.0     /* one _remote_debugging run (scaled) */
+#define CF_ADAPTER_TIMEOUT_S 30.0          /* one foreign unwinder request (scaled) */
 #define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
 #define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
 #define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
+#define CF_MAX_CONFIGS_PER_UNWINDER 8u     /* configurations one adapter may declare */
+#define CF_INFO_LEN 256u                   /* what an adapter says it attached to */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"

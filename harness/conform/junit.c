@@ -1,6 +1,7 @@
-/* junit.c — renders junit.xml: a testsuite per interpreter, a
- * testcase per scenario and configuration; mismatches are <failure>,
- * harness errors <error>, inapplicable scenarios <skipped>. */
+/* junit.c — renders junit.xml: a testsuite per unwinder x interpreter,
+ * a testcase per scenario and configuration; mismatches are <failure>,
+ * harness errors <error>, inapplicable scenarios and configurations
+ * <skipped>. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -87,24 +88,56 @@ static void failure_text(json_object *cfg, cf_strbuf *t)
         cf_sb_puts(t, "... (truncated; see report.json)\n");
 }
 
-static void testcase(cf_strbuf *out, json_object *c, const char *cfg_name, json_object *cfg, double seconds)
+/* The case's entry for configuration `name`, or NULL (stubs have none). */
+static json_object *case_config(json_object *c, const char *name)
+{
+    json_object *cfgs = cf_json_array(c, "unwinders");
+    for (size_t i = 0; cfgs && i < json_object_array_length(cfgs); i++) {
+        json_object *g = json_object_array_get_idx(cfgs, i);
+        if (strcmp(cf_json_str(g, "name", ""), name) == 0)
+            return g;
+    }
+    return NULL;
+}
+
+/* What one testcase reports: pass, fail, skip (with reason) or error. */
+static const char *testcase_status(json_object *c, json_object *cfg, const char **reason)
 {
     const char *status = cf_json_str(c, "status", "?");
+    *reason = NULL;
+    if (strcmp(status, "skip") == 0) {
+        *reason = cf_json_str(c, "skip_reason", "");
+        return "skip";
+    }
+    if (strcmp(status, "error") == 0)
+        return "error";
+    const char *cs = cf_json_str(cfg, "status", "");
+    if (strcmp(cs, "n/a") == 0) {
+        *reason = cf_json_str(cfg, "reason", "");
+        return "skip";
+    }
+    return strcmp(cs, "fail") == 0 ? "fail" : "pass";
+}
+
+static void testcase(cf_strbuf *out, json_object *c, const char *unwinder, const char *cfg_name, double seconds)
+{
+    json_object *cfg = case_config(c, cfg_name);
+    const char *reason;
+    const char *status = testcase_status(c, cfg, &reason);
     const char *interp = cf_json_str(c, "interpreter", "?");
     cf_strbuf name, cls, text;
     cf_sb_init(&name);
     cf_sb_init(&cls);
     cf_sb_init(&text);
     cf_sb_printf(&name, "%s [%s]", cf_json_str(c, "scenario", "?"), cfg_name);
-    cf_sb_printf(&cls, "conform.%s", interp);
+    cf_sb_printf(&cls, "conform.%s.%s", unwinder, interp);
     cf_sb_puts(out, "    <testcase");
     attr(out, "classname", cf_sb_str(&cls));
     attr(out, "name", cf_sb_str(&name));
     cf_sb_printf(out, " time=\"%.3f\"", seconds);
-    const char *cfg_status = cf_json_str(cfg, "status", "");
     if (strcmp(status, "skip") == 0) {
         cf_sb_puts(out, ">\n      <skipped");
-        attr(out, "message", cf_json_str(c, "skip_reason", ""));
+        attr(out, "message", reason ? reason : "");
         cf_sb_puts(out, "/>\n    </testcase>\n");
     } else if (strcmp(status, "error") == 0) {
         const char *error = cf_json_str(c, "error", "harness error");
@@ -121,7 +154,7 @@ static void testcase(cf_strbuf *out, json_object *c, const char *cfg_name, json_
         cf_xml_escape(out, cf_sb_str(&text));
         cf_sb_puts(out, "</error>\n    </testcase>\n");
         cf_sb_free(&msg);
-    } else if (strcmp(cfg_status, "fail") == 0) {
+    } else if (strcmp(status, "fail") == 0) {
         failure_text(cfg, &text);
         char msg[128];
         snprintf(msg, sizeof msg, "%" PRId64 " mismatch(es) in %" PRId64 "/%" PRId64 " samples",
@@ -145,22 +178,24 @@ typedef struct counts {
     double seconds;
 } counts;
 
-static void count_case(json_object *c, counts *k)
+/* Counts the testcases of one case for the configurations of `unwinder`
+ * (all configurations when NULL) in the report's list. */
+static void count_case(json_object *c, json_object *configs, const char *unwinder, counts *k)
 {
-    const char *status = cf_json_str(c, "status", "");
-    if (strcmp(status, "not_run") == 0)
+    if (strcmp(cf_json_str(c, "status", ""), "not_run") == 0)
         return;
-    json_object *cfgs = cf_json_array(c, "configurations");
-    k->tests += CF_NUM_CONFIGS;
     k->seconds += cf_json_double(c, "seconds", 0);
-    if (strcmp(status, "skip") == 0)
-        k->skipped += CF_NUM_CONFIGS;
-    else if (strcmp(status, "error") == 0)
-        k->errors += CF_NUM_CONFIGS;
-    else
-        for (size_t i = 0; cfgs && i < json_object_array_length(cfgs); i++)
-            if (strcmp(cf_json_str(json_object_array_get_idx(cfgs, i), "status", ""), "fail") == 0)
-                k->failures++;
+    for (size_t i = 0; configs && i < json_object_array_length(configs); i++) {
+        json_object *g = json_object_array_get_idx(configs, i);
+        if (unwinder && strcmp(cf_json_str(g, "unwinder", ""), unwinder) != 0)
+            continue;
+        const char *reason;
+        const char *st = testcase_status(c, case_config(c, cf_json_str(g, "name", "")), &reason);
+        k->tests++;
+        k->skipped += strcmp(st, "skip") == 0;
+        k->errors += strcmp(st, "error") == 0;
+        k->failures += strcmp(st, "fail") == 0;
+    }
 }
 
 static void counts_attrs(cf_strbuf *out, const counts *k)
@@ -169,50 +204,60 @@ static void counts_attrs(cf_strbuf *out, const counts *k)
                  k->failures, k->errors, k->skipped, k->seconds);
 }
 
+static void suite(cf_strbuf *out, json_object *cases, json_object *configs, const char *unwinder, const char *id)
+{
+    size_t nc = json_object_array_length(cases);
+    counts k = {0};
+    size_t ncfg = 0;
+    for (size_t g = 0; g < json_object_array_length(configs); g++)
+        ncfg += strcmp(cf_json_str(json_object_array_get_idx(configs, g), "unwinder", ""), unwinder) == 0;
+    for (size_t i = 0; i < nc; i++) {
+        json_object *c = json_object_array_get_idx(cases, i);
+        if (strcmp(cf_json_str(c, "interpreter", ""), id) == 0)
+            count_case(c, configs, unwinder, &k);
+    }
+    cf_strbuf sname;
+    cf_sb_init(&sname);
+    cf_sb_printf(&sname, "conform.%s.%s", unwinder, id);
+    cf_sb_puts(out, "  <testsuite");
+    attr(out, "name", cf_sb_str(&sname));
+    cf_sb_free(&sname);
+    counts_attrs(out, &k);
+    cf_sb_puts(out, ">\n");
+    for (size_t i = 0; i < nc; i++) {
+        json_object *c = json_object_array_get_idx(cases, i);
+        if (strcmp(cf_json_str(c, "interpreter", ""), id) != 0 ||
+            strcmp(cf_json_str(c, "status", ""), "not_run") == 0)
+            continue;
+        double secs = cf_json_double(c, "seconds", 0) / (double)(ncfg ? ncfg : 1);
+        for (size_t g = 0; g < json_object_array_length(configs); g++) {
+            json_object *cfg = json_object_array_get_idx(configs, g);
+            if (strcmp(cf_json_str(cfg, "unwinder", ""), unwinder) == 0)
+                testcase(out, c, unwinder, cf_json_str(cfg, "name", "?"), secs);
+        }
+    }
+    cf_sb_puts(out, "  </testsuite>\n");
+}
+
 int cf_junit_render(json_object *report, cf_strbuf *out)
 {
     json_object *cases = cf_json_array(report, "cases");
     json_object *interps = cf_json_array(report, "interpreters");
-    size_t nc = cases ? json_object_array_length(cases) : 0;
-    size_t ni = interps ? json_object_array_length(interps) : 0;
+    json_object *configs = cf_json_array(report, "unwinders");
+    json_object *names = cf_json_array(report, "unwinder_names");
+    if (!cases || !interps || !configs || !names)
+        return CF_E_FORMAT;
+    size_t nc = json_object_array_length(cases);
     counts all = {0};
     for (size_t i = 0; i < nc; i++)
-        count_case(json_object_array_get_idx(cases, i), &all);
+        count_case(json_object_array_get_idx(cases, i), configs, NULL, &all);
     cf_sb_puts(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"frameproof conform\"");
     counts_attrs(out, &all);
     cf_sb_puts(out, ">\n");
-    for (size_t s = 0; s < ni; s++) {
-        const char *id = cf_json_str(json_object_array_get_idx(interps, s), "id", "?");
-        counts k = {0};
-        for (size_t i = 0; i < nc; i++) {
-            json_object *c = json_object_array_get_idx(cases, i);
-            if (strcmp(cf_json_str(c, "interpreter", ""), id) == 0)
-                count_case(c, &k);
-        }
-        cf_strbuf sname;
-        cf_sb_init(&sname);
-        cf_sb_printf(&sname, "conform.%s", id);
-        cf_sb_puts(out, "  <testsuite");
-        attr(out, "name", cf_sb_str(&sname));
-        cf_sb_free(&sname);
-        counts_attrs(out, &k);
-        cf_sb_puts(out, ">\n");
-        for (size_t i = 0; i < nc; i++) {
-            json_object *c = json_object_array_get_idx(cases, i);
-            if (strcmp(cf_json_str(c, "interpreter", ""), id) != 0 ||
-                strcmp(cf_json_str(c, "status", ""), "not_run") == 0)
-                continue;
-            json_object *cfgs = cf_json_array(c, "configurations");
-            double secs = cf_json_double(c, "seconds", 0) / CF_NUM_CONFIGS;
-            for (int g = 0; g < CF_NUM_CONFIGS; g++) {
-                json_object *cfg = cfgs && (size_t)g < json_object_array_length(cfgs)
-                                       ? json_object_array_get_idx(cfgs, (size_t)g)
-                                       : NULL;
-                testcase(out, c, cfg ? cf_json_str(cfg, "name", cf_config_name(g)) : cf_config_name(g), cfg, secs);
-            }
-        }
-        cf_sb_puts(out, "  </testsuite>\n");
-    }
+    for (size_t u = 0; u < json_object_array_length(names); u++)
+        for (size_t s = 0; s < json_object_array_length(interps); s++)
+            suite(out, cases, configs, json_object_get_string(json_object_array_get_idx(names, u)),
+                  cf_json_str(json_object_array_get_idx(interps, s), "id", "?"));
     cf_sb_puts(out, "</testsuites>\n");
     return out->failed ? CF_E_NOMEM : CF_OK;
 }

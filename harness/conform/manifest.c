@@ -10,6 +10,7 @@
 #include "manifest.h"
 #include "conform.h"
 #include "util.h"
+#include "frameproof/frameproof.h"
 
 int cf_parse_version(const char *s, int *major, int *minor)
 {
@@ -26,6 +27,11 @@ int cf_parse_version(const char *s, int *major, int *minor)
     *major = (int)a;
     *minor = (int)b;
     return CF_OK;
+}
+
+bool cf_interp_untested(const cf_interp *in)
+{
+    return in->major > FP_PY_NEWEST_MAJOR || (in->major == FP_PY_NEWEST_MAJOR && in->minor > FP_PY_NEWEST_MINOR);
 }
 
 bool cf_interp_chrooted(const cf_interp *in)
@@ -115,6 +121,34 @@ nomem:
     return CF_E_NOMEM;
 }
 
+int cf_manifest_add(cf_manifest *m, json_object *e, char *err, size_t errlen)
+{
+    if (!json_object_is_type(e, json_type_object)) {
+        snprintf(err, errlen, "entry %zu is not an object", m->count);
+        return CF_E_FORMAT;
+    }
+    cf_interp *items = realloc(m->items, (m->count + 1) * sizeof *items);
+    if (!items) {
+        snprintf(err, errlen, "out of memory");
+        return CF_E_NOMEM;
+    }
+    m->items = items;
+    cf_interp *in = &m->items[m->count++];
+    memset(in, 0, sizeof *in);
+    int rc = parse_entry(e, m->count - 1, in, err, errlen);
+    for (size_t k = 0; rc == CF_OK && k + 1 < m->count; k++) {
+        if (strcmp(m->items[k].id, in->id) == 0) {
+            snprintf(err, errlen, "duplicate interpreter id \"%s\"", in->id);
+            rc = CF_E_FORMAT;
+        }
+    }
+    if (rc) {
+        interp_free(in);
+        m->count--;
+    }
+    return rc;
+}
+
 int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errlen)
 {
     json_object *root = NULL;
@@ -128,34 +162,11 @@ int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errle
         rc = CF_E_FORMAT;
         goto out;
     }
-    size_t n = json_object_array_length(list);
-    out->items = calloc(n ? n : 1, sizeof *out->items);
-    if (!out->items) {
-        rc = CF_E_NOMEM;
-        snprintf(err, errlen, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < n; i++) {
-        json_object *e = json_object_array_get_idx(list, i);
+    for (size_t i = 0; i < json_object_array_length(list) && rc == CF_OK; i++) {
         char why[CF_REASON_LEN] = "";
-        out->count = i + 1;
-        if (!json_object_is_type(e, json_type_object)) {
-            snprintf(err, errlen, "%s: entry %zu is not an object", path, i);
-            rc = CF_E_FORMAT;
-            goto out;
-        }
-        rc = parse_entry(e, i, &out->items[i], why, sizeof why);
-        if (rc) {
+        rc = cf_manifest_add(out, json_object_array_get_idx(list, i), why, sizeof why);
+        if (rc)
             snprintf(err, errlen, "%s: %s", path, why);
-            goto out;
-        }
-        for (size_t k = 0; k < i; k++) {
-            if (strcmp(out->items[k].id, out->items[i].id) == 0) {
-                snprintf(err, errlen, "%s: duplicate interpreter id \"%s\"", path, out->items[i].id);
-                rc = CF_E_FORMAT;
-                goto out;
-            }
-        }
     }
 out:
     json_object_put(root);

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <json-c/json.h>
+
 /* Default manifest directory when FRAMEPROOF_HOME is unset. */
 #define CF_DEFAULT_HOME "/var/cache/frameproof"
 #define CF_MANIFEST_NAME "interpreters.json"
@@ -27,10 +29,17 @@ typedef struct cf_manifest {
 } cf_manifest;
 
 int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errlen);
+
+/* Validates one entry object and appends it (ids must stay unique). */
+int cf_manifest_add(cf_manifest *m, json_object *entry, char *err, size_t errlen);
 void cf_manifest_free(cf_manifest *m);
 
 /* Index of the interpreter with this id, or -1. */
 long cf_manifest_find(const cf_manifest *m, const char *id);
+
+/* True when the interpreter is newer than the newest CPython the unwinder
+ * supports (unwound only on request, from its own debug offsets). */
+bool cf_interp_untested(const cf_interp *in);
 
 /* True when the interpreter runs in a root other than "/". */
 bool cf_interp_chrooted(const cf_interp *in);

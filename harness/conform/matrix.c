@@ -1,12 +1,20 @@
-/* matrix.c — renders matrix.md from the report object. */
+/* matrix.c — renders matrix.md from the report object: the state of the
+ * field (unwinder x interpreter pass/FAIL counts), one scenario x
+ * interpreter table per unwinder, each unwinder's most frequent failure
+ * classes, and the failing cases. */
+#include <ctype.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "matrix.h"
 #include "conform.h"
+#include "matrix.h"
 #include "util.h"
 
-#define MAX_LISTED_PROBLEMS 60u  /* failing cases listed under the table */
+#define MAX_LISTED_PROBLEMS 60u  /* failing cases listed per unwinder */
+#define TOP_CLASSES 6u           /* failure classes listed per unwinder */
+#define CLASS_LEN 96u            /* longest failure class name */
 
 /* Markdown table cells must not contain '|' or newlines. */
 static void cell(cf_strbuf *out, const char *s)
@@ -29,6 +37,8 @@ static const char *verdict(const char *status)
         return "**FAIL**";
     if (strcmp(status, "skip") == 0)
         return "skip";
+    if (strcmp(status, "n/a") == 0)
+        return "n/a";
     if (strcmp(status, "error") == 0)
         return "**error**";
     return "—";
@@ -45,44 +55,260 @@ static json_object *find_case(json_object *cases, const char *interp, const char
     return NULL;
 }
 
+/* The verdict of one unwinder in a case: the case's own status when it did
+ * not run (skip, error, not_run), else its entry in "verdicts". */
+static const char *case_verdict(json_object *c, const char *unwinder)
+{
+    if (!c)
+        return "not_run";
+    const char *st = cf_json_str(c, "status", "not_run");
+    json_object *v = NULL;
+    json_object_object_get_ex(c, "verdicts", &v);
+    if (strcmp(st, "pass") != 0 && strcmp(st, "fail") != 0)
+        return cf_json_str(v, unwinder, st);
+    return cf_json_str(v, unwinder, "n/a");
+}
+
 typedef struct tally {
-    int64_t pass, fail, skip, error, not_run;
-    int64_t agree, disagree, diff_errors;
-    bool diff_ran;
+    int64_t pass, fail, skip, na, error, not_run;
 } tally;
 
-static void add(tally *t, json_object *c)
+static void add(tally *t, const char *s)
 {
-    const char *s = c ? cf_json_str(c, "status", "not_run") : "not_run";
     if (strcmp(s, "pass") == 0)
         t->pass++;
     else if (strcmp(s, "fail") == 0)
         t->fail++;
     else if (strcmp(s, "skip") == 0)
         t->skip++;
+    else if (strcmp(s, "n/a") == 0)
+        t->na++;
     else if (strcmp(s, "error") == 0)
         t->error++;
     else
         t->not_run++;
-    json_object *d = NULL;
-    if (c && json_object_object_get_ex(c, "differential", &d) && strcmp(cf_json_str(d, "status", ""), "ran") == 0) {
-        t->diff_ran = true;
-        t->agree += cf_json_int(d, "agree", 0);
-        t->disagree += cf_json_int(d, "disagree", 0);
-        t->diff_errors += cf_json_int(d, "errors", 0);
+}
+
+/* "pass/FAIL" counts, with errors when there are any; "n/a" when the
+ * unwinder applied to no case. */
+static void tally_cell(cf_strbuf *out, const tally *t)
+{
+    if (t->pass + t->fail + t->error == 0) {
+        cf_sb_puts(out, t->na ? " n/a |" : " — |");
+        return;
+    }
+    cf_sb_printf(out, " %" PRId64 "/%" PRId64, t->pass, t->fail);
+    if (t->error)
+        cf_sb_printf(out, " (%" PRId64 " error)", t->error);
+    cf_sb_puts(out, " |");
+}
+
+static void header(cf_strbuf *out, const char *first, json_object *interps)
+{
+    size_t ni = json_object_array_length(interps);
+    cf_sb_printf(out, "| %s |", first);
+    for (size_t i = 0; i < ni; i++) {
+        cf_sb_puts(out, " ");
+        cell(out, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"));
+        cf_sb_puts(out, " |");
+    }
+    cf_sb_puts(out, "\n|---|");
+    for (size_t i = 0; i < ni; i++)
+        cf_sb_puts(out, "---|");
+    cf_sb_puts(out, "\n");
+}
+
+static tally column(json_object *cases, json_object *scens, const char *id, const char *unwinder)
+{
+    tally t = {0};
+    for (size_t s = 0; s < json_object_array_length(scens); s++)
+        add(&t, case_verdict(find_case(cases, id, json_object_get_string(json_object_array_get_idx(scens, s))),
+                             unwinder));
+    return t;
+}
+
+typedef struct fclass {
+    char name[CLASS_LEN];
+    int64_t count;
+} fclass;
+
+typedef struct fclasses {
+    fclass *items;
+    size_t n, cap;
+    bool failed;
+} fclasses;
+
+static void class_add(fclasses *fc, const char *name)
+{
+    for (size_t i = 0; i < fc->n; i++) {
+        if (strcmp(fc->items[i].name, name) == 0) {
+            fc->items[i].count++;
+            return;
+        }
+    }
+    if (fc->n == fc->cap) {
+        size_t cap = fc->cap ? fc->cap * 2 : 16;
+        fclass *p = realloc(fc->items, cap * sizeof *p);
+        if (!p) {
+            fc->failed = true;
+            return;
+        }
+        fc->items = p;
+        fc->cap = cap;
+    }
+    fclass *c = &fc->items[fc->n++];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->count = 1;
+}
+
+/* A sample error's class: its text up to the first quote or digit run,
+ * so that the same failure on other threads and lines falls together. */
+static void error_class(const char *error, char *buf, size_t len)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf, len, "sample error: ");
+    for (const char *p = error; *p && k + 2 < len; p++) {
+        if (*p == '"' || *p == '(' || *p == '\n')
+            break;
+        if (isdigit((unsigned char)*p)) {
+            if (k == 0 || buf[k - 1] != 'N')
+                buf[k++] = 'N';
+            continue;
+        }
+        buf[k++] = *p;
+    }
+    while (k > 0 && (buf[k - 1] == ' ' || buf[k - 1] == ':'))
+        k--;
+    buf[k] = '\0';
+}
+
+/* Every failure of a configuration counted once per sample and class. */
+static void classify(fclasses *fc, json_object *cfg)
+{
+    json_object *fails = cf_json_array(cfg, "failures");
+    for (size_t i = 0; fails && i < json_object_array_length(fails); i++) {
+        json_object *f = json_object_array_get_idx(fails, i);
+        char name[CLASS_LEN];
+        const char *error = cf_json_str(f, "error", NULL);
+        if (error) {
+            error_class(error, name, sizeof name);
+            class_add(fc, name);
+            continue;
+        }
+        json_object *mm = cf_json_array(f, "mismatches");
+        for (size_t k = 0; mm && k < json_object_array_length(mm); k++) {
+            json_object *m = json_object_array_get_idx(mm, k);
+            const char *type = cf_json_str(m, "type", "?");
+            json_object *fields = cf_json_array(m, "fields");
+            const char *field = cf_json_str(m, "field", NULL);
+            size_t len = (size_t)snprintf(name, sizeof name, "%s", type);
+            for (size_t j = 0; fields && j < json_object_array_length(fields) && len < sizeof name; j++)
+                len += (size_t)snprintf(name + len, sizeof name - len, "%s%s", j ? "," : ": ",
+                                        json_object_get_string(json_object_array_get_idx(fields, j)));
+            if (field && len < sizeof name)
+                snprintf(name + len, sizeof name - len, ": %s", field);
+            class_add(fc, name);
+        }
     }
 }
 
-static void diff_cell(cf_strbuf *out, const tally *t)
+static int by_count(const void *a, const void *b)
 {
-    if (!t->diff_ran) {
-        cf_sb_puts(out, " — |");
-        return;
+    const fclass *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count < y->count ? 1 : -1;
+    return strcmp(x->name, y->name);
+}
+
+static void unwinder_classes(cf_strbuf *out, json_object *cases, const char *unwinder)
+{
+    fclasses fc = {0};
+    for (size_t i = 0; i < json_object_array_length(cases); i++) {
+        json_object *cfgs = cf_json_array(json_object_array_get_idx(cases, i), "unwinders");
+        for (size_t g = 0; cfgs && g < json_object_array_length(cfgs); g++) {
+            json_object *cfg = json_object_array_get_idx(cfgs, g);
+            if (strcmp(cf_json_str(cfg, "unwinder", ""), unwinder) == 0)
+                classify(&fc, cfg);
+        }
     }
-    cf_sb_printf(out, " %" PRId64 "/%" PRId64, t->agree, t->disagree);
-    if (t->diff_errors)
-        cf_sb_printf(out, " (%" PRId64 " err)", t->diff_errors);
-    cf_sb_puts(out, " |");
+    if (fc.n) {
+        qsort(fc.items, fc.n, sizeof *fc.items, by_count);
+        cf_sb_puts(out, "\nMost frequent failure classes (failed samples x class, all configurations):\n\n");
+        for (size_t i = 0; i < fc.n && i < TOP_CLASSES; i++) {
+            cf_sb_printf(out, "- %" PRId64 " × ", fc.items[i].count);
+            cell(out, fc.items[i].name);
+            cf_sb_puts(out, "\n");
+        }
+    }
+    if (fc.failed)
+        cf_sb_puts(out, "\n(out of memory while classifying failures)\n");
+    free(fc.items);
+}
+
+static void unwinder_section(cf_strbuf *out, json_object *report, const char *unwinder)
+{
+    json_object *cases = cf_json_array(report, "cases");
+    json_object *interps = cf_json_array(report, "interpreters");
+    json_object *scens = cf_json_array(report, "scenarios");
+    size_t ni = json_object_array_length(interps), ns = json_object_array_length(scens);
+    cf_sb_printf(out, "\n## %s\n\n", unwinder);
+    header(out, "scenario", interps);
+    tally total = {0};
+    for (size_t s = 0; s < ns; s++) {
+        const char *scen = json_object_get_string(json_object_array_get_idx(scens, s));
+        cf_sb_puts(out, "| ");
+        cell(out, scen);
+        cf_sb_puts(out, " |");
+        for (size_t i = 0; i < ni; i++) {
+            const char *id = cf_json_str(json_object_array_get_idx(interps, i), "id", "?");
+            const char *v = case_verdict(find_case(cases, id, scen), unwinder);
+            add(&total, v);
+            cf_sb_printf(out, " %s |", verdict(v));
+        }
+        cf_sb_puts(out, "\n");
+    }
+    cf_sb_printf(out, "\n**%s:** %" PRId64 " pass, %" PRId64 " FAIL, %" PRId64 " error, %" PRId64
+                      " skip (scenario does not apply), %" PRId64 " n/a (unwinder does not apply)",
+                 unwinder, total.pass, total.fail, total.error, total.skip, total.na);
+    if (total.not_run)
+        cf_sb_printf(out, ", %" PRId64 " not run", total.not_run);
+    cf_sb_puts(out, ".\n");
+    unwinder_classes(out, cases, unwinder);
+    size_t listed = 0, problems = 0;
+    for (size_t i = 0; i < json_object_array_length(cases); i++) {
+        json_object *c = json_object_array_get_idx(cases, i);
+        const char *v = case_verdict(c, unwinder);
+        if (strcmp(v, "fail") != 0 && strcmp(v, "error") != 0)
+            continue;
+        problems++;
+        if (listed >= MAX_LISTED_PROBLEMS)
+            continue;
+        if (listed++ == 0)
+            cf_sb_printf(out, "\nFailing cases of %s:\n\n", unwinder);
+        cf_sb_printf(out, "- %s `%s` %s: ", cf_json_str(c, "interpreter", "?"), cf_json_str(c, "scenario", "?"),
+                     strcmp(v, "fail") == 0 ? "FAIL" : "error");
+        cell(out, strcmp(v, "error") == 0 ? cf_json_str(c, "summary", "") : "");
+        json_object *cfgs = cf_json_array(c, "unwinders");
+        const char *sep = "";
+        for (size_t g = 0; strcmp(v, "fail") == 0 && cfgs && g < json_object_array_length(cfgs); g++) {
+            json_object *cfg = json_object_array_get_idx(cfgs, g);
+            if (strcmp(cf_json_str(cfg, "unwinder", ""), unwinder) != 0 ||
+                strcmp(cf_json_str(cfg, "status", ""), "fail") != 0)
+                continue;
+            json_object *f = json_object_array_get_idx(cf_json_array(cfg, "failures"), 0);
+            const char *what = cf_json_str(f, "error", NULL);
+            json_object *mm = cf_json_array(f, "mismatches");
+            if (!what)
+                what = cf_json_str(json_object_array_get_idx(mm, 0), "message", "");
+            cf_sb_printf(out, "%s[%s] ", sep, cf_json_str(cfg, "name", "?"));
+            cell(out, what);
+            sep = "; ";
+            break; /* the first failing configuration tells the story; report.json has all */
+        }
+        cf_sb_puts(out, "\n");
+    }
+    if (problems > listed)
+        cf_sb_printf(out, "- ... and %zu more (see report.json)\n", problems - listed);
 }
 
 int cf_matrix_render(json_object *report, cf_strbuf *out)
@@ -90,13 +316,12 @@ int cf_matrix_render(json_object *report, cf_strbuf *out)
     json_object *cases = cf_json_array(report, "cases");
     json_object *interps = cf_json_array(report, "interpreters");
     json_object *scens = cf_json_array(report, "scenarios");
+    json_object *names = cf_json_array(report, "unwinder_names");
     json_object *opts = NULL;
     json_object_object_get_ex(report, "options", &opts);
-    size_t ni = interps ? json_object_array_length(interps) : 0;
-    size_t ns = scens ? json_object_array_length(scens) : 0;
-    bool differential = cf_json_bool(opts, "differential", false);
-    if (!cases)
+    if (!cases || !interps || !scens || !names)
         return CF_E_FORMAT;
+    size_t ni = json_object_array_length(interps);
 
     cf_sb_puts(out, "# frameproof conform\n\n");
     if (cf_json_bool(report, "interrupted", false))
@@ -104,96 +329,38 @@ int cf_matrix_render(json_object *report, cf_strbuf *out)
     const char *fault = cf_json_str(opts, "inject_fault", NULL);
     if (fault)
         cf_sb_printf(out, "**Self-test: fault `%s` injected into every sample.**\n\n", fault);
-    cf_sb_puts(out, "| scenario |");
     for (size_t i = 0; i < ni; i++) {
-        cf_sb_puts(out, " ");
-        cell(out, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"));
-        cf_sb_puts(out, " |");
+        json_object *in = json_object_array_get_idx(interps, i);
+        if (cf_json_bool(in, "untested", false))
+            cf_sb_printf(out, "**%s is newer than the supported versions: unwound from its own debug offsets, "
+                              "untested.**\n\n",
+                         cf_json_str(in, "id", "?"));
     }
-    if (differential)
-        cf_sb_puts(out, " differential agree/disagree |");
-    cf_sb_puts(out, "\n|---|");
-    for (size_t i = 0; i < ni; i++)
-        cf_sb_puts(out, "---|");
-    if (differential)
-        cf_sb_puts(out, "---|");
-    cf_sb_puts(out, "\n");
-
-    tally total = {0};
-    for (size_t s = 0; s < ns; s++) {
-        const char *scen = json_object_get_string(json_object_array_get_idx(scens, s));
-        tally row = {0};
+    cf_sb_puts(out, "## State of the field\n\nCases passed/FAILED per unwinder and interpreter (a case passes "
+                    "when every sample of every configuration of the unwinder matched the ground truth).\n\n");
+    header(out, "unwinder", interps);
+    for (size_t u = 0; u < json_object_array_length(names); u++) {
+        const char *unwinder = json_object_get_string(json_object_array_get_idx(names, u));
         cf_sb_puts(out, "| ");
-        cell(out, scen);
+        cell(out, unwinder);
         cf_sb_puts(out, " |");
         for (size_t i = 0; i < ni; i++) {
-            const char *id = cf_json_str(json_object_array_get_idx(interps, i), "id", "?");
-            json_object *c = find_case(cases, id, scen);
-            add(&row, c);
-            add(&total, c);
-            cf_sb_printf(out, " %s |", verdict(c ? cf_json_str(c, "status", "not_run") : "not_run"));
+            tally t = column(cases, scens, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"), unwinder);
+            tally_cell(out, &t);
         }
-        if (differential)
-            diff_cell(out, &row);
         cf_sb_puts(out, "\n");
     }
-    /* Totals per interpreter: pass/FAIL/skip/error. */
-    cf_sb_puts(out, "| **pass/FAIL/skip/error** |");
-    for (size_t i = 0; i < ni; i++) {
-        const char *id = cf_json_str(json_object_array_get_idx(interps, i), "id", "?");
-        tally col = {0};
-        for (size_t s = 0; s < ns; s++)
-            add(&col, find_case(cases, id, json_object_get_string(json_object_array_get_idx(scens, s))));
-        cf_sb_printf(out, " %" PRId64 "/%" PRId64 "/%" PRId64 "/%" PRId64 " |", col.pass, col.fail, col.skip,
-                     col.error);
-    }
-    if (differential)
-        diff_cell(out, &total);
-    cf_sb_puts(out, "\n");
-    if (differential) {
-        cf_sb_puts(out, "| **differential agree/disagree** |");
-        for (size_t i = 0; i < ni; i++) {
-            const char *id = cf_json_str(json_object_array_get_idx(interps, i), "id", "?");
-            tally col = {0};
-            for (size_t s = 0; s < ns; s++)
-                add(&col, find_case(cases, id, json_object_get_string(json_object_array_get_idx(scens, s))));
-            diff_cell(out, &col);
-        }
-        diff_cell(out, &total);
-        cf_sb_puts(out, "\n");
-    }
-
-    int64_t cases_n = total.pass + total.fail + total.skip + total.error + total.not_run;
-    cf_sb_printf(out, "\n**Totals:** %" PRId64 " case%s: %" PRId64 " pass, %" PRId64 " FAIL, %" PRId64
-                      " skip, %" PRId64 " error",
-                 cases_n, cases_n == 1 ? "" : "s", total.pass, total.fail, total.skip, total.error);
+    tally total = {0};
+    for (size_t i = 0; i < json_object_array_length(cases); i++)
+        add(&total, cf_json_str(json_object_array_get_idx(cases, i), "status", "not_run"));
+    int64_t n = (int64_t)json_object_array_length(cases);
+    cf_sb_printf(out, "\n**Totals:** %" PRId64 " case%s (scenario x interpreter): %" PRId64 " pass, %" PRId64
+                      " FAIL, %" PRId64 " skip, %" PRId64 " error",
+                 n, n == 1 ? "" : "s", total.pass, total.fail, total.skip, total.error);
     if (total.not_run)
         cf_sb_printf(out, ", %" PRId64 " not run", total.not_run);
     cf_sb_printf(out, " (%.1f s).\n", cf_json_double(report, "seconds", 0));
-    if (differential)
-        cf_sb_printf(out,
-                     "\n**Differential** (CPython's RemoteUnwinder vs the ground truth on function, file and "
-                     "line; informational): %" PRId64 " parked threads agree, %" PRId64 " disagree, %" PRId64
-                     " runs failed.\n",
-                     total.agree, total.disagree, total.diff_errors);
-
-    size_t listed = 0, problems = 0;
-    for (size_t i = 0; i < json_object_array_length(cases); i++) {
-        json_object *c = json_object_array_get_idx(cases, i);
-        const char *st = cf_json_str(c, "status", "");
-        if (strcmp(st, "fail") != 0 && strcmp(st, "error") != 0)
-            continue;
-        problems++;
-        if (listed >= MAX_LISTED_PROBLEMS)
-            continue;
-        if (listed++ == 0)
-            cf_sb_puts(out, "\n## Failures and errors\n\n");
-        cf_sb_printf(out, "- %s `%s` %s: ", cf_json_str(c, "interpreter", "?"), cf_json_str(c, "scenario", "?"),
-                     strcmp(st, "fail") == 0 ? "FAIL" : "error");
-        cell(out, cf_json_str(c, "summary", ""));
-        cf_sb_puts(out, "\n");
-    }
-    if (problems > listed)
-        cf_sb_printf(out, "- ... and %zu more (see report.json)\n", problems - listed);
+    for (size_t u = 0; u < json_object_array_length(names); u++)
+        unwinder_section(out, report, json_object_get_string(json_object_array_get_idx(names, u)));
     return out->failed ? CF_E_NOMEM : CF_OK;
 }

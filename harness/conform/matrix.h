@@ -1,6 +1,6 @@
-/* matrix.h — matrix.md: a Markdown table of scenarios x
- * interpreters with the verdict of every case, totals, the differential
- * column and a list of the failing cases. */
+/* matrix.h — matrix.md: the state of the field (cases passed/failed per
+ * unwinder x interpreter), a scenarios x interpreters table per unwinder
+ * with its most frequent failure classes and failing cases. */
 #ifndef FP_CONFORM_MATRIX_H
 #define FP_CONFORM_MATRIX_H
 

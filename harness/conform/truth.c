@@ -32,14 +32,14 @@ static int get_u64(json_object *o, const char *key, uint64_t *out)
     return CF_OK;
 }
 
-/* A position: an int or null (FP_POS_NONE). */
+/* A position: an int or null (CF_POS_NONE). */
 static int get_pos(json_object *o, const char *key, int32_t *out)
 {
     if (!has(o, key))
         return CF_E_FORMAT;
     json_object *v = get(o, key);
     if (!v) {
-        *out = FP_POS_NONE;
+        *out = CF_POS_NONE;
         return CF_OK;
     }
     if (!json_object_is_type(v, json_type_int))
@@ -51,7 +51,7 @@ static int get_pos(json_object *o, const char *key, int32_t *out)
     return CF_OK;
 }
 
-static int parse_frame(json_object *f, fp_frame *out, char *err, size_t errlen)
+static int parse_frame(json_object *f, cf_frame *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->function = cf_json_str(f, "function", NULL);
@@ -63,9 +63,9 @@ static int parse_frame(json_object *f, fp_frame *out, char *err, size_t errlen)
         return CF_E_FORMAT;
     }
     if (strcmp(kind, "python") == 0)
-        out->kind = FP_FRAME_PYTHON;
+        out->kind = CF_KIND_PYTHON;
     else if (strcmp(kind, "generator") == 0)
-        out->kind = FP_FRAME_GENERATOR;
+        out->kind = CF_KIND_GENERATOR;
     else {
         snprintf(err, errlen, "frame kind \"%s\" is neither python nor generator", kind);
         return CF_E_FORMAT;

@@ -1,5 +1,5 @@
 /* truth.h — a checkpoint message of the ground-truth channel,
- * decoded into the unwinder's own frame type for comparison. */
+ * decoded into the harness frame type for comparison. */
 #ifndef FP_CONFORM_TRUTH_H
 #define FP_CONFORM_TRUTH_H
 
@@ -9,14 +9,14 @@
 
 #include <json-c/json.h>
 
-#include "frameproof/frameproof.h"
+#include "sample.h"
 
 typedef struct cf_truth_thread {
     uint64_t native_id;
     uint64_t thread_id;
     bool main;
     bool exception;
-    fp_frame *frames;      /* innermost first; strings borrowed from the message */
+    cf_frame *frames;      /* innermost first; strings borrowed from the message */
     size_t nframes;
 } cf_truth_thread;
 

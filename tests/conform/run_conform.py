@@ -1,5 +1,5 @@
 """Runs `frameproof conform` on a selection and reports every case x
-configuration as a TAP test (from the JSON report), so the test suite
+unwinder configuration as a TAP test (from the JSON report), so the test suite
 counts what was really compared.
 usage: run_conform.py FRAMEPROOF REPORT_DIR [conform options...]
 With --expect-mismatch, the run must FAIL with readable diffs instead (used
@@ -32,7 +32,7 @@ def main(argv):
         if case["status"] == "skip":
             lines.append(("skip", name, case.get("summary", "")))
             continue
-        configs = case.get("configurations") or []
+        configs = [c for c in case.get("unwinders") or [] if c["status"] != "n/a"]
         if case["status"] == "error" or not configs:
             lines.append(("fail", name + " (harness error)", case.get("summary", "")))
             continue

@@ -1,0 +1,148 @@
+/* frameproof.c — libframeproof as an unwinder under test: its reader x
+ * code-cache configurations, declared as data, each one session kept
+ * across the checkpoints of a case. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter.h"
+#include "conform.h"
+#include "frameproof/frameproof.h"
+
+#define INFO_LEN 160u
+
+typedef struct fp_config {
+    int reader;            /* enum fp_reader_kind */
+    bool cache_code;
+} fp_config;
+
+typedef struct fp_state {
+    fp_session *s;
+    fp_sample *sm;
+    char info[INFO_LEN];
+} fp_state;
+
+/* Everything libframeproof reports. */
+#define FRAMEPROOF_FIELDS CF_FIELDS_ALL
+
+static const fp_config CONFIGS[] = {
+    {FP_READER_VM, true},
+    {FP_READER_VM, false},
+    {FP_READER_MEM, true},
+    {FP_READER_MEM, false},
+};
+
+static void detach(void *state)
+{
+    fp_state *st = state;
+    if (!st)
+        return;
+    fp_sample_free(st->sm);
+    fp_session_free(st->s);
+    free(st);
+}
+
+static int attach(const cf_adapter_def *d, const cf_target *t, void **state, char *err, size_t errlen)
+{
+    const fp_config *cfg = d->data;
+    fp_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return CF_E_NOMEM;
+    fp_options o;
+    fp_options_init(&o);
+    o.reader = cfg->reader;
+    o.cache_code = cfg->cache_code;
+    if (fp_session_new(&o, &st->s) != FP_OK || fp_sample_new(&st->sm) != FP_OK) {
+        detach(st);
+        return CF_E_NOMEM;
+    }
+    int rc = fp_session_attach_pid(st->s, t->pid);
+    if (rc != FP_OK) {
+        snprintf(err, errlen, "attach failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
+        detach(st);
+        return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
+    }
+    fp_python_info py;
+    if (fp_session_python(st->s, &py) == FP_OK)
+        snprintf(st->info, sizeof st->info, "libframeproof %s, %s, CPython %s", FP_VERSION_STRING,
+                 fp_session_reader_name(st->s), py.version);
+    *state = st;
+    return CF_OK;
+}
+
+/* Copies the session's sample; strings stay the session's until its next
+ * sample, which comes after the comparison. */
+static int convert(const fp_sample *sm, cf_sample *out)
+{
+    size_t nt = fp_sample_thread_count(sm);
+    for (size_t i = 0; i < nt; i++) {
+        const fp_thread *th = fp_sample_thread(sm, i);
+        cf_thread proto = {
+            .native_id = th->native_id,
+            .thread_id = th->thread_id,
+            .interp_id = th->interp_id,
+            .main = th->main,
+            .exception = th->exception == FP_YES ? CF_YES : th->exception == FP_NO ? CF_NO : CF_UNKNOWN,
+            .error = th->error ? fp_strerror(th->error) : NULL,
+        };
+        if (cf_sample_add_thread(out, &proto, NULL))
+            return CF_E_NOMEM;
+        for (size_t k = 0; k < th->frame_count; k++) {
+            const fp_frame *f = fp_sample_frame(sm, th->first_frame + k);
+            cf_frame cf = {
+                .function = f->function ? f->function : "",
+                .name = f->name ? f->name : "",
+                .file = f->file ? f->file : "",
+                .line = f->line,
+                .end_line = f->end_line,
+                .column = f->column,
+                .end_column = f->end_column,
+                .kind = f->kind == FP_FRAME_GENERATOR ? CF_KIND_GENERATOR : CF_KIND_PYTHON,
+            };
+            if (cf_sample_add_frame(out, &cf))
+                return CF_E_NOMEM;
+        }
+    }
+    return CF_OK;
+}
+
+static int sample(void *state, cf_sample *out, char *err, size_t errlen)
+{
+    fp_state *st = state;
+    int rc = fp_session_sample(st->s, st->sm);
+    /* An incomplete sample still holds every thread; the failed ones carry
+     * their error and are reported per thread. */
+    if (rc != FP_OK && rc != FP_E_INCOMPLETE) {
+        snprintf(err, errlen, "sample failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
+        return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
+    }
+    return convert(st->sm, out);
+}
+
+static const char *info(void *state)
+{
+    const fp_state *st = state;
+    return st && st->info[0] ? st->info : NULL;
+}
+
+#define FP_DEF(label, idx)                                                                             \
+    {                                                                                                  \
+        .unwinder = "frameproof", .config = label, .fields = FRAMEPROOF_FIELDS,                        \
+        .samples_per_checkpoint = CF_SAMPLES_PER_CHECKPOINT, .applies = NULL, .attach = attach,        \
+        .sample = sample, .detach = detach, .info = info, .data = &CONFIGS[idx],                       \
+    }
+
+static const cf_adapter_def DEFS[] = {
+    FP_DEF("vm+cache", 0),
+    FP_DEF("vm+nocache", 1),
+    FP_DEF("mem+cache", 2),
+    FP_DEF("mem+nocache", 3),
+};
+
+size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)
+{
+    size_t n = sizeof DEFS / sizeof DEFS[0];
+    for (size_t i = 0; i < n && i < cap; i++)
+        out[i] = DEFS[i];
+    return n < cap ? n : cap;
+}

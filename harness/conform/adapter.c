@@ -1,0 +1,86 @@
+/* adapter.c — the registry of unwinders under test: which names
+ * --unwinder accepts and the configurations each one contributes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "adapter.h"
+#include "conform.h"
+
+typedef struct unwinder_entry {
+    const char *name;
+    size_t (*defs)(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
+} unwinder_entry;
+
+static size_t frameproof_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o)
+{
+    (void)o;
+    return cf_frameproof_defs(out, cap);
+}
+
+static const unwinder_entry UNWINDERS[] = {
+    {"frameproof", frameproof_defs},
+};
+#define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
+
+static const char UNWINDER_HELP[] =
+    "  frameproof   libframeproof, 4 configurations: reader vm\n"
+    "               (process_vm_readv) or mem (/proc/PID/mem) x code cache on or\n"
+    "               off; one session per configuration kept across the\n"
+    "               checkpoints of a case, 3 samples per checkpoint\n";
+
+const char *cf_unwinder_help(void)
+{
+    return UNWINDER_HELP;
+}
+
+void cf_adapter_label(const cf_adapter_def *d, char *buf, size_t len)
+{
+    if (d->config && d->config[0])
+        snprintf(buf, len, "%s:%s", d->unwinder, d->config);
+    else
+        snprintf(buf, len, "%s", d->unwinder);
+}
+
+static const unwinder_entry *find(const char *name)
+{
+    for (size_t i = 0; i < NUM_UNWINDERS; i++)
+        if (strcmp(UNWINDERS[i].name, name) == 0)
+            return &UNWINDERS[i];
+    return NULL;
+}
+
+int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_opts *o, cf_adapter_set *out,
+                         char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->defs = calloc(n * CF_MAX_CONFIGS_PER_UNWINDER + 1, sizeof *out->defs);
+    if (!out->defs)
+        return CF_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < i; k++)
+            seen |= strcmp(names[k], names[i]) == 0;
+        if (seen)
+            continue;
+        const unwinder_entry *e = find(names[i]);
+        if (!e) {
+            int len = snprintf(err, errlen, "unknown unwinder \"%s\"; known:", names[i]);
+            for (size_t k = 0; k < NUM_UNWINDERS && len >= 0 && (size_t)len < errlen; k++)
+                len += snprintf(err + len, errlen - (size_t)len, " %s", UNWINDERS[k].name);
+            cf_adapter_set_free(out);
+            return CF_E_NOTFOUND;
+        }
+        out->count += e->defs(out->defs + out->count, CF_MAX_CONFIGS_PER_UNWINDER, o);
+    }
+    return CF_OK;
+}
+
+void cf_adapter_set_free(cf_adapter_set *s)
+{
+    for (size_t i = 0; i < s->nowned; i++)
+        free(s->owned[i]);
+    free(s->owned);
+    free(s->defs);
+    memset(s, 0, sizeof *s);
+}

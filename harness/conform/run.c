@@ -1,0 +1,757 @@
+/* run.c — a whole conformance run (see run.h): input selection, the
+ * scheduler that runs each case in a forked worker process, SIGINT/SIGTERM
+ * handling, and the merge of the workers' results into report.json,
+ * junit.xml and matrix.md. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "adapter.h"
+#include "case.h"
+#include "conform.h"
+#include "interrupt.h"
+#include "junit.h"
+#include "manifest.h"
+#include "matrix.h"
+#include "probe.h"
+#include "run.h"
+#include "scenarios.h"
+#include "spawn.h"
+#include "strbuf.h"
+#include "target_sync.h"
+#include "util.h"
+#include "frameproof/frameproof.h"
+
+#define INDEX_RELPATH "scenarios/index.json"
+#define REAP_POLL_NS 20000000L   /* scheduler wake-up interval */
+#define SKIP_REASON_LEN 400u
+
+enum slot_state { SLOT_PENDING, SLOT_RUNNING, SLOT_DONE };
+
+typedef struct case_slot {
+    size_t interp, scen;
+    char skip[SKIP_REASON_LEN];   /* "" when the scenario applies */
+    bool no_unwinder;             /* skip: no selected unwinder applies to the interpreter */
+    int state;
+    pid_t worker;
+    double started;
+    json_object *result;
+} case_slot;
+
+typedef struct conform_run {
+    cf_run_opts o;
+    cf_adapter_set adapters;
+    const char **unwinder_names;   /* distinct, in the order given */
+    size_t nunwinder_names;
+    cf_manifest manifest;
+    cf_index index;
+    size_t *interps;               /* selected manifest indexes */
+    size_t ninterps;
+    size_t *scens;                 /* selected index entries */
+    size_t nscens;
+    case_slot *cases;
+    size_t ncases;
+    char targets[PATH_MAX];        /* absolute */
+    char report[PATH_MAX];         /* absolute */
+    char work[PATH_MAX];           /* report/.work-PID: per-case result files */
+    char manifest_path[PATH_MAX];
+    size_t finished;
+    double started;
+} conform_run;
+
+const char *cf_fault_name(int fault)
+{
+    return fault == CF_FAULT_DROP_FRAME ? "drop-frame" : fault == CF_FAULT_SHIFT_LINE ? "shift-line" : NULL;
+}
+
+static bool listed(const char *const *list, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* The manifest path: --manifest, else $FRAMEPROOF_HOME's. */
+static int manifest_path(conform_run *r)
+{
+    if (r->o.manifest) {
+        snprintf(r->manifest_path, sizeof r->manifest_path, "%s", r->o.manifest);
+        return CF_OK;
+    }
+    const char *home = getenv("FRAMEPROOF_HOME");
+    if (!home || !*home)
+        home = CF_DEFAULT_HOME;
+    return cf_path_join(r->manifest_path, sizeof r->manifest_path, home, CF_MANIFEST_NAME);
+}
+
+/* The distinct unwinder names, in the order given ("frameproof" when none
+ * is). */
+static int select_unwinders(conform_run *r)
+{
+    static const char *const DEFAULT[] = {"frameproof"};
+    const char *const *names = r->o.nunwinders ? r->o.unwinders : DEFAULT;
+    size_t n = r->o.nunwinders ? r->o.nunwinders : 1;
+    char err[CF_ERRMSG_LEN];
+    int rc = cf_adapter_set_build(names, n, &r->o.adapter, &r->adapters, err, sizeof err);
+    if (rc == CF_E_NOMEM) {
+        fprintf(stderr, "frameproof conform: out of memory\n");
+        return CF_EXIT_FAIL;
+    }
+    if (rc) {
+        fprintf(stderr, "frameproof conform: %s\n", err);
+        return CF_EXIT_USAGE;
+    }
+    r->unwinder_names = calloc(n, sizeof *r->unwinder_names);
+    if (!r->unwinder_names) {
+        fprintf(stderr, "frameproof conform: out of memory\n");
+        return CF_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!listed(r->unwinder_names, r->nunwinder_names, names[i]))
+            r->unwinder_names[r->nunwinder_names++] = names[i];
+    return -1;
+}
+
+/* Loads manifest and index and selects interpreters, scenarios and
+ * unwinders.  The manifest is read unless only --python-path binaries are
+ * asked for.  Returns -1 on success, else the exit status. */
+static int load_inputs(conform_run *r)
+{
+    char err[CF_ERRMSG_LEN];
+    const cf_run_opts *o = &r->o;
+    int st = select_unwinders(r);
+    if (st >= 0)
+        return st;
+    bool need_manifest = o->npythons > 0 || o->npython_paths == 0;
+    if (need_manifest) {
+        if (manifest_path(r) != CF_OK) {
+            fprintf(stderr, "frameproof conform: FRAMEPROOF_HOME too long\n");
+            return CF_EXIT_FAIL;
+        }
+        if (cf_manifest_load(r->manifest_path, &r->manifest, err, sizeof err)) {
+            fprintf(stderr, "frameproof conform: %s\n", err);
+            return CF_EXIT_FAIL;
+        }
+    }
+    size_t from_manifest = r->manifest.count;
+    for (size_t i = 0; i < o->npython_paths; i++) {
+        int rc = cf_probe_interpreter(o->python_paths[i], CF_ADAPTER_TIMEOUT_S * o->timeout_scale, &r->manifest,
+                                      err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "frameproof conform: %s\n", rc == CF_E_NOMEM ? "out of memory" : err);
+            return CF_EXIT_FAIL;
+        }
+    }
+    const char *targets = o->targets;
+    if (!targets)
+        targets = getenv("FRAMEPROOF_TARGETS");
+    if (!targets || !*targets)
+        targets = o->default_targets;
+    if (!targets || !realpath(targets, r->targets)) {
+        fprintf(stderr, "frameproof conform: targets directory %s: %s\n", targets ? targets : "(none)",
+                targets ? strerror(errno) : "not found; give --targets DIR");
+        return CF_EXIT_FAIL;
+    }
+    char index_path[PATH_MAX];
+    if (cf_path_join(index_path, sizeof index_path, r->targets, INDEX_RELPATH) ||
+        cf_index_load(index_path, &r->index, err, sizeof err)) {
+        fprintf(stderr, "frameproof conform: %s\n", err);
+        return CF_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < o->npythons; i++) {
+        long k = cf_manifest_find(&r->manifest, o->pythons[i]);
+        if (k < 0 || (size_t)k >= from_manifest) {
+            fprintf(stderr, "frameproof conform: no interpreter \"%s\" in %s; known:", o->pythons[i],
+                    r->manifest_path);
+            for (size_t j = 0; j < from_manifest; j++)
+                fprintf(stderr, " %s", r->manifest.items[j].id);
+            fputc('\n', stderr);
+            return CF_EXIT_USAGE;
+        }
+    }
+    for (size_t i = 0; i < o->nscenarios; i++) {
+        if (cf_index_find(&r->index, o->scenarios[i]) < 0) {
+            fprintf(stderr, "frameproof conform: no scenario \"%s\" in %s\n", o->scenarios[i], index_path);
+            return CF_EXIT_USAGE;
+        }
+    }
+    r->interps = calloc(r->manifest.count + 1, sizeof *r->interps);
+    r->scens = calloc(r->index.count + 1, sizeof *r->scens);
+    if (!r->interps || !r->scens) {
+        fprintf(stderr, "frameproof conform: out of memory\n");
+        return CF_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < r->manifest.count; i++) {
+        bool probed = i >= from_manifest;
+        if (probed || (!o->npythons && !o->npython_paths) ||
+            listed(o->pythons, o->npythons, r->manifest.items[i].id))
+            r->interps[r->ninterps++] = i;
+    }
+    for (size_t i = 0; i < r->index.count; i++) {
+        const cf_scenario *s = &r->index.items[i];
+        if ((o->nscenarios && !listed(o->scenarios, o->nscenarios, s->name)) || (o->fast && !s->fast))
+            continue;
+        r->scens[r->nscens++] = i;
+    }
+    if (r->ninterps == 0 || r->nscens == 0) {
+        fprintf(stderr, "frameproof conform: nothing to run (%zu interpreters, %zu scenarios selected)\n",
+                r->ninterps, r->nscens);
+        return CF_EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Creates the report, logs and work directories. */
+static int prepare_dirs(conform_run *r)
+{
+    if (cf_mkdir_p(r->o.report_dir) != CF_OK || !realpath(r->o.report_dir, r->report)) {
+        fprintf(stderr, "frameproof conform: report directory %s: %s\n", r->o.report_dir, strerror(errno));
+        return CF_E_IO;
+    }
+    char name[64];
+    snprintf(name, sizeof name, ".work-%ld", (long)getpid());
+    if (cf_path_join(r->work, sizeof r->work, r->report, name) || cf_mkdir_p(r->work) != CF_OK) {
+        fprintf(stderr, "frameproof conform: cannot create %s: %s\n", r->work, strerror(errno));
+        r->work[0] = '\0';
+        return CF_E_IO;
+    }
+    for (size_t i = 0; i < r->ninterps; i++) {
+        char safe[NAME_MAX], rel[PATH_MAX], dir[PATH_MAX];
+        cf_sanitize_name(r->manifest.items[r->interps[i]].id, safe, sizeof safe);
+        if (cf_path_join(rel, sizeof rel, "logs", safe) || cf_path_join(dir, sizeof dir, r->report, rel) ||
+            cf_mkdir_p(dir) != CF_OK) {
+            fprintf(stderr, "frameproof conform: cannot create %s/%s: %s\n", r->report, rel, strerror(errno));
+            return CF_E_IO;
+        }
+    }
+    return CF_OK;
+}
+
+/* True when a selected configuration applies to the interpreter; else
+ * why none does, one reason per configuration. */
+static bool any_applies(const conform_run *r, const cf_interp *in, char *why, size_t len)
+{
+    size_t used = 0;
+    why[0] = '\0';
+    for (size_t i = 0; i < r->adapters.count; i++) {
+        const cf_adapter_def *d = &r->adapters.defs[i];
+        char buf[CF_REASON_LEN] = "", label[CF_NAME_SHOWN];
+        const char *reason = d->applies ? d->applies(d, in, buf, sizeof buf) : NULL;
+        if (!reason)
+            return true;
+        cf_adapter_label(d, label, sizeof label);
+        if (used < len) {
+            int n = snprintf(why + used, len - used, "%s%s: %s", used ? "; " : "", label, reason);
+            used += n > 0 ? (size_t)n : 0;
+        }
+    }
+    return false;
+}
+
+static int build_cases(conform_run *r)
+{
+    r->ncases = r->ninterps * r->nscens;
+    r->cases = calloc(r->ncases, sizeof *r->cases);
+    if (!r->cases)
+        return CF_E_NOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < r->ninterps; i++) {
+        for (size_t s = 0; s < r->nscens; s++, k++) {
+            case_slot *c = &r->cases[k];
+            c->interp = r->interps[i];
+            c->scen = r->scens[s];
+            const char *why = cf_scenario_skip_reason(&r->index.items[c->scen], &r->manifest.items[c->interp],
+                                                      c->skip, sizeof c->skip);
+            if (!why)
+                c->skip[0] = '\0';
+            if (!why && !any_applies(r, &r->manifest.items[c->interp], c->skip, sizeof c->skip))
+                c->no_unwinder = true;
+        }
+    }
+    return CF_OK;
+}
+
+/* The result of a case that is not run: the scenario does not apply to
+ * the interpreter, or no selected unwinder does (then every unwinder's
+ * verdict is "n/a"). */
+static json_object *skip_stub(const conform_run *r, const case_slot *c)
+{
+    json_object *o = cf_case_stub(&r->manifest.items[c->interp], &r->index.items[c->scen], "skip", c->skip);
+    if (!o || !c->no_unwinder)
+        return o;
+    json_object *v = json_object_new_object();
+    for (size_t i = 0; v && i < r->nunwinder_names; i++)
+        if (cf_json_add(v, r->unwinder_names[i], json_object_new_string("n/a")))
+            goto fail;
+    if (cf_json_add(o, "verdicts", v) == CF_OK)
+        return o;
+    v = NULL;
+fail:
+    json_object_put(v);
+    json_object_put(o);
+    return NULL;
+}
+
+/* Copies the in-target files into every chroot that has cases to run; on
+ * failure that interpreter's cases become harness errors. */
+static int sync_roots(conform_run *r)
+{
+    for (size_t i = 0; i < r->ninterps; i++) {
+        const cf_interp *in = &r->manifest.items[r->interps[i]];
+        if (!cf_interp_chrooted(in))
+            continue;
+        bool needed = false, done_before = false;
+        for (size_t k = 0; k < r->ncases; k++)
+            needed |= r->cases[k].interp == r->interps[i] && !r->cases[k].skip[0];
+        for (size_t j = 0; j < i; j++)
+            done_before |= strcmp(r->manifest.items[r->interps[j]].root, in->root) == 0;
+        if (!needed || done_before)
+            continue;
+        char err[CF_ERRMSG_LEN], why[CF_ERRMSG_LEN + 64];
+        if (cf_sync_targets(r->targets, in->root, err, sizeof err) == CF_OK)
+            continue;
+        snprintf(why, sizeof why, "cannot copy the targets into %s: %s", in->root, err);
+        for (size_t k = 0; k < r->ncases; k++) {
+            case_slot *c = &r->cases[k];
+            if (strcmp(r->manifest.items[c->interp].root, in->root) != 0 || c->skip[0] || c->result)
+                continue;
+            c->result = cf_case_stub(&r->manifest.items[c->interp], &r->index.items[c->scen], "error", why);
+            if (!c->result)
+                return CF_E_NOMEM;
+        }
+    }
+    return CF_OK;
+}
+
+static void case_file(const conform_run *r, size_t k, const char *ext, char *out, size_t len)
+{
+    char name[64];
+    snprintf(name, sizeof name, "case-%zu.%s", k, ext);
+    if (cf_path_join(out, len, r->work, name))
+        out[0] = '\0';
+}
+
+/* Body of a worker process: runs case k and writes its result file.
+ * Returns the worker's exit status. */
+static int worker_main(conform_run *r, size_t k)
+{
+    case_slot *c = &r->cases[k];
+    const cf_interp *in = &r->manifest.items[c->interp];
+    char safe[NAME_MAX], rel[PATH_MAX], dir[PATH_MAX], pgid[PATH_MAX], out[PATH_MAX];
+    cf_sanitize_name(in->id, safe, sizeof safe);
+    if (cf_path_join(rel, sizeof rel, "logs", safe) || cf_path_join(dir, sizeof dir, r->report, rel))
+        return CF_EXIT_FAIL;
+    case_file(r, k, "pgid", pgid, sizeof pgid);
+    case_file(r, k, "json", out, sizeof out);
+    cf_case_params p = {
+        .interp = in,
+        .scen = &r->index.items[c->scen],
+        .targets_dir = r->targets,
+        .log_dir = dir,
+        .log_rel = rel,
+        .pgid_path = pgid,
+        .timeout_scale = r->o.timeout_scale,
+        .adapters = &r->adapters,
+        .fault = r->o.fault,
+    };
+    json_object *result = NULL;
+    if (cf_case_run(&p, &result) != CF_OK)
+        return CF_EXIT_FAIL;
+    char err[CF_ERRMSG_LEN];
+    int rc = cf_json_write_file(out, result, false, false, err, sizeof err);
+    json_object_put(result);
+    return rc == CF_OK ? CF_EXIT_OK : CF_EXIT_FAIL;
+}
+
+static void progress(conform_run *r, case_slot *c)
+{
+    r->finished++;
+    const char *status = cf_json_str(c->result, "status", "error");
+    const char *word = strcmp(status, "fail") == 0 ? "FAIL" : status;
+    double secs = cf_json_double(c->result, "seconds", 0);
+    fprintf(stderr, "[%zu/%zu] %s %s ... %s", r->finished, r->ncases, r->manifest.items[c->interp].id,
+            r->index.items[c->scen].name, word);
+    if (strcmp(status, "skip") != 0)
+        fprintf(stderr, " (%.1fs)", secs);
+    const char *summary = cf_json_str(c->result, "summary", "");
+    if (strcmp(status, "pass") != 0 && *summary)
+        fprintf(stderr, ": %s", summary);
+    fputc('\n', stderr);
+}
+
+static int launch_worker(conform_run *r, size_t k)
+{
+    case_slot *c = &r->cases[k];
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid < 0) {
+        char why[CF_ERRMSG_LEN];
+        snprintf(why, sizeof why, "cannot fork a worker: %s", strerror(errno));
+        c->result = cf_case_stub(&r->manifest.items[c->interp], &r->index.items[c->scen], "error", why);
+        c->state = SLOT_DONE;
+        return c->result ? CF_OK : CF_E_NOMEM;
+    }
+    if (pid == 0)
+        _exit(worker_main(r, k));
+    c->worker = pid;
+    c->state = SLOT_RUNNING;
+    c->started = cf_now();
+    return CF_OK;
+}
+
+/* Reads a finished worker's result; if there is none (the worker crashed),
+ * kills the target group it left behind and records a harness error. */
+static int collect(conform_run *r, size_t k, int status)
+{
+    case_slot *c = &r->cases[k];
+    char path[PATH_MAX], pgid_path[PATH_MAX], err[CF_ERRMSG_LEN];
+    case_file(r, k, "json", path, sizeof path);
+    case_file(r, k, "pgid", pgid_path, sizeof pgid_path);
+    c->state = SLOT_DONE;
+    int rc = cf_json_read_file(path, &c->result, err, sizeof err);
+    unlink(path);
+    FILE *f = fopen(pgid_path, "re");
+    if (f) {
+        long pg = 0;
+        if (fscanf(f, "%ld", &pg) == 1 && pg > 1)
+            (void)killpg((pid_t)pg, SIGKILL);
+        fclose(f);
+        unlink(pgid_path);
+    }
+    if (rc == CF_OK)
+        return CF_OK;
+    if (rc == CF_E_NOMEM)
+        return rc;
+    char st[128], why[CF_ERRMSG_LEN + 256];
+    cf_describe_status(status, st, sizeof st);
+    snprintf(why, sizeof why,
+             "the worker process running this case ended (%s) without a result: a crash in libframeproof or "
+             "the harness; its target was killed",
+             st);
+    c->result = cf_case_stub(&r->manifest.items[c->interp], &r->index.items[c->scen], "error", why);
+    if (c->result)
+        cf_json_add(c->result, "seconds", cf_json_seconds(cf_now() - c->started));
+    return c->result ? CF_OK : CF_E_NOMEM;
+}
+
+/* Runs every case, at most --jobs at a time.  Returns CF_OK or
+ * CF_E_NOMEM; an interruption leaves later cases pending. */
+static int schedule(conform_run *r)
+{
+    size_t next = 0, running = 0;
+    bool stop_sent = false;
+    int rc = CF_OK;
+    for (;;) {
+        if (cf_interrupted() && !stop_sent) {
+            stop_sent = true;
+            for (size_t k = 0; k < r->ncases; k++)
+                if (r->cases[k].state == SLOT_RUNNING)
+                    kill(r->cases[k].worker, SIGTERM);
+        }
+        while (rc == CF_OK && !cf_interrupted() && running < r->o.jobs && next < r->ncases) {
+            case_slot *c = &r->cases[next];
+            size_t k = next++;
+            if (c->skip[0] || c->result) {
+                if (!c->result)
+                    c->result = skip_stub(r, c);
+                c->state = SLOT_DONE;
+                if (!c->result)
+                    rc = CF_E_NOMEM;
+                else
+                    progress(r, c);
+                continue;
+            }
+            rc = launch_worker(r, k);
+            if (c->state == SLOT_RUNNING)
+                running++;
+            else if (rc == CF_OK)
+                progress(r, c);
+        }
+        if (running == 0)
+            break;
+        int status;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            struct timespec ts = {0, REAP_POLL_NS};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        for (size_t k = 0; k < r->ncases; k++) {
+            case_slot *c = &r->cases[k];
+            if (c->state != SLOT_RUNNING || c->worker != pid)
+                continue;
+            running--;
+            int crc = collect(r, k, status);
+            if (crc == CF_OK)
+                progress(r, c);
+            else
+                rc = crc;
+            break;
+        }
+    }
+    return rc;
+}
+
+static json_object *options_json(const conform_run *r)
+{
+    json_object *o = json_object_new_object();
+    if (!o)
+        return NULL;
+    const char *fault = cf_fault_name(r->o.fault);
+    if (cf_json_add(o, "manifest", json_object_new_string(r->manifest_path)) ||
+        cf_json_add(o, "targets", json_object_new_string(r->targets)) ||
+        cf_json_add(o, "jobs", json_object_new_int64(r->o.jobs)) ||
+        cf_json_add(o, "timeout_scale", cf_json_seconds(r->o.timeout_scale)) ||
+        cf_json_add(o, "fast", json_object_new_boolean(r->o.fast)) ||
+        (r->o.adapter.command && cf_json_add(o, "unwinder_cmd", json_object_new_string(r->o.adapter.command))) ||
+        cf_json_add(o, "allow_untested_version", json_object_new_boolean(r->o.adapter.allow_untested)) ||
+        json_object_object_add(o, "inject_fault", fault ? json_object_new_string(fault) : NULL) != 0) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The selected configurations: unwinder, configuration, name, fields. */
+static json_object *unwinders_json(const conform_run *r)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; a && i < r->adapters.count; i++) {
+        const cf_adapter_def *d = &r->adapters.defs[i];
+        char label[CF_NAME_SHOWN];
+        cf_adapter_label(d, label, sizeof label);
+        json_object *o = json_object_new_object(), *fields = json_object_new_array();
+        for (unsigned b = 0; fields && b < CF_FIELD_COUNT; b++)
+            if ((d->fields & (1u << b)) && cf_json_push(fields, json_object_new_string(cf_field_name(1u << b))))
+                fields = NULL;
+        if (!o || cf_json_add(o, "unwinder", json_object_new_string(d->unwinder)) ||
+            cf_json_add(o, "configuration", json_object_new_string(d->config ? d->config : "")) ||
+            cf_json_add(o, "name", json_object_new_string(label)) || cf_json_add(o, "fields", fields) ||
+            cf_json_push(a, o)) {
+            json_object_put(o);
+            json_object_put(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_object *unwinder_names_json(const conform_run *r)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; a && i < r->nunwinder_names; i++) {
+        if (cf_json_push(a, json_object_new_string(r->unwinder_names[i]))) {
+            json_object_put(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static json_object *interpreters_json(const conform_run *r)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; a && i < r->ninterps; i++) {
+        const cf_interp *in = &r->manifest.items[r->interps[i]];
+        json_object *o = json_object_new_object();
+        if (!o || cf_json_add(o, "id", json_object_new_string(in->id)) ||
+            cf_json_add(o, "version", json_object_new_string(in->version)) ||
+            cf_json_add(o, "free_threaded", json_object_new_boolean(in->free_threaded)) ||
+            cf_json_add(o, "debug", json_object_new_boolean(in->debug)) ||
+            cf_json_add(o, "root", json_object_new_string(in->root)) ||
+            cf_json_add(o, "untested", json_object_new_boolean(cf_interp_untested(in))) || cf_json_push(a, o)) {
+            json_object_put(o);
+            json_object_put(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+typedef struct totals {
+    int64_t pass, fail, skip, error, not_run;
+} totals;
+
+/* Builds the report object; marks never-started cases "not_run". */
+static int build_report(conform_run *r, bool interrupted, json_object **out, totals *t)
+{
+    json_object *root = json_object_new_object(), *cases = json_object_new_array(), *scens = json_object_new_array();
+    json_object *tot = json_object_new_object();
+    int rc = CF_E_NOMEM;
+    memset(t, 0, sizeof *t);
+    if (!root || !cases || !scens || !tot)
+        goto fail;
+    for (size_t s = 0; s < r->nscens; s++)
+        if (cf_json_push(scens, json_object_new_string(r->index.items[r->scens[s]].name)))
+            goto fail;
+    for (size_t k = 0; k < r->ncases; k++) {
+        case_slot *c = &r->cases[k];
+        if (!c->result) {
+            c->result = cf_case_stub(&r->manifest.items[c->interp], &r->index.items[c->scen], "not_run",
+                                     "not started: interrupted");
+            if (!c->result)
+                goto fail;
+        }
+        const char *st = cf_json_str(c->result, "status", "");
+        if (strcmp(st, "pass") == 0)
+            t->pass++;
+        else if (strcmp(st, "fail") == 0)
+            t->fail++;
+        else if (strcmp(st, "skip") == 0)
+            t->skip++;
+        else if (strcmp(st, "error") == 0)
+            t->error++;
+        else
+            t->not_run++;
+        if (cf_json_push(cases, json_object_get(c->result)))
+            goto fail;
+    }
+    if (cf_json_add(tot, "cases", json_object_new_int64((int64_t)r->ncases)) ||
+        cf_json_add(tot, "pass", json_object_new_int64(t->pass)) ||
+        cf_json_add(tot, "fail", json_object_new_int64(t->fail)) ||
+        cf_json_add(tot, "skip", json_object_new_int64(t->skip)) ||
+        cf_json_add(tot, "error", json_object_new_int64(t->error)) ||
+        cf_json_add(tot, "not_run", json_object_new_int64(t->not_run)))
+        goto fail;
+    if (cf_json_add(root, "frameproof_version", json_object_new_string(FP_VERSION_STRING)) ||
+        cf_json_add(root, "interrupted", json_object_new_boolean(interrupted)) ||
+        cf_json_add(root, "seconds", cf_json_seconds(cf_now() - r->started)) ||
+        cf_json_add(root, "options", options_json(r)) ||
+        cf_json_add(root, "interpreters", interpreters_json(r)) ||
+        cf_json_add(root, "unwinder_names", unwinder_names_json(r)) ||
+        cf_json_add(root, "unwinders", unwinders_json(r)))
+        goto fail;
+    rc = cf_json_add(root, "scenarios", scens);
+    scens = NULL;
+    if (rc == CF_OK)
+        rc = cf_json_add(root, "totals", tot);
+    tot = NULL;
+    if (rc == CF_OK)
+        rc = cf_json_add(root, "cases", cases);
+    cases = NULL;
+    if (rc)
+        goto fail;
+    *out = root;
+    return CF_OK;
+fail:
+    json_object_put(root);
+    json_object_put(cases);
+    json_object_put(scens);
+    json_object_put(tot);
+    return CF_E_NOMEM;
+}
+
+static int write_reports(conform_run *r, json_object *report)
+{
+    char path[PATH_MAX], err[CF_ERRMSG_LEN];
+    int rc = CF_OK;
+    cf_strbuf junit, md;
+    cf_sb_init(&junit);
+    cf_sb_init(&md);
+    if (cf_path_join(path, sizeof path, r->report, "report.json") ||
+        cf_json_write_file(path, report, true, true, err, sizeof err)) {
+        fprintf(stderr, "frameproof conform: %s\n", err);
+        rc = CF_E_IO;
+    }
+    if (cf_junit_render(report, &junit) != CF_OK || cf_path_join(path, sizeof path, r->report, "junit.xml") ||
+        cf_write_text_file(path, cf_sb_str(&junit), junit.len, err, sizeof err)) {
+        fprintf(stderr, "frameproof conform: cannot write junit.xml: %s\n", err);
+        rc = CF_E_IO;
+    }
+    if (cf_matrix_render(report, &md) != CF_OK || cf_path_join(path, sizeof path, r->report, "matrix.md") ||
+        cf_write_text_file(path, cf_sb_str(&md), md.len, err, sizeof err)) {
+        fprintf(stderr, "frameproof conform: cannot write matrix.md: %s\n", err);
+        rc = CF_E_IO;
+    }
+    fputs(cf_sb_str(&md), stdout);
+    printf("\nReports: %s/report.json, %s/junit.xml, %s/matrix.md (target logs in %s/logs/)\n", r->report,
+           r->report, r->report, r->report);
+    fflush(stdout);
+    cf_sb_free(&junit);
+    cf_sb_free(&md);
+    return rc;
+}
+
+static void remove_work_dir(conform_run *r)
+{
+    if (!r->work[0])
+        return;
+    for (size_t k = 0; k < r->ncases; k++) {
+        char path[PATH_MAX];
+        case_file(r, k, "json", path, sizeof path);
+        unlink(path);
+        case_file(r, k, "pgid", path, sizeof path);
+        unlink(path);
+    }
+    rmdir(r->work);
+}
+
+int cf_run(const cf_run_opts *o)
+{
+    conform_run r;
+    memset(&r, 0, sizeof r);
+    r.o = *o;
+    if (!r.o.report_dir)
+        r.o.report_dir = CF_DEFAULT_REPORT_DIR;
+    if (!r.o.jobs)
+        r.o.jobs = 1;
+    if (!(r.o.timeout_scale > 0))
+        r.o.timeout_scale = 1.0;
+    json_object *report = NULL;
+    int status = CF_EXIT_FAIL;
+    int st = load_inputs(&r);
+    if (st >= 0) {
+        status = st;
+        goto out;
+    }
+    if (cf_signal_install() != CF_OK) {
+        fprintf(stderr, "frameproof conform: cannot install signal handlers: %s\n", strerror(errno));
+        goto out;
+    }
+    r.started = cf_now();
+    if (prepare_dirs(&r) != CF_OK)
+        goto out;
+    if (build_cases(&r) != CF_OK || sync_roots(&r) != CF_OK || schedule(&r) != CF_OK) {
+        fprintf(stderr, "frameproof conform: out of memory\n");
+        /* Still write what is known below. */
+    }
+    bool interrupted = cf_interrupted();
+    totals t;
+    if (build_report(&r, interrupted, &report, &t) != CF_OK) {
+        fprintf(stderr, "frameproof conform: out of memory building the report\n");
+        goto out;
+    }
+    int wrc = write_reports(&r, report);
+    if (interrupted)
+        status = CF_EXIT_INTERRUPTED;
+    else if (t.fail || t.error || t.not_run || wrc != CF_OK)
+        status = CF_EXIT_FAIL;
+    else
+        status = CF_EXIT_OK;
+out:
+    remove_work_dir(&r);
+    json_object_put(report);
+    for (size_t k = 0; k < r.ncases; k++)
+        json_object_put(r.cases[k].result);
+    free(r.cases);
+    free(r.interps);
+    free(r.scens);
+    free(r.unwinder_names);
+    cf_adapter_set_free(&r.adapters);
+    cf_manifest_free(&r.manifest);
+    cf_index_free(&r.index);
+    return status;
+}
