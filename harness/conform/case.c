@@ -1,7 +1,7 @@
 /* case.c — runs one case: launches the scenario, speaks the
  * ground-truth protocol, samples the target at each checkpoint with every
- * unwinder configuration, compares, optionally runs the differential
- * check, and always kills and reaps the target's process group. */
+ * unwinder configuration, compares, and always kills and reaps the
+ * target's process group. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -17,7 +17,6 @@
 #include "case.h"
 #include "channel.h"
 #include "compare.h"
-#include "differential.h"
 #include "interrupt.h"
 #include "spawn.h"
 #include "strbuf.h"
@@ -73,7 +72,6 @@ typedef struct case_run {
     json_object *notes;
     config_state cfg[CF_NUM_CONFIGS];
     cf_view view;
-    cf_diff_stats diff;
     cf_strbuf error;       /* harness error; empty when none */
     bool interrupted;
     bool done;
@@ -283,14 +281,6 @@ static int on_checkpoint(case_run *cr, json_object *msg)
     rc = cf_json_push(cr->checkpoints, json_object_new_string(truth.name));
     for (int i = 0; i < CF_NUM_CONFIGS && rc == CF_OK && !cf_interrupted(); i++)
         rc = sample_config(cr, &cr->cfg[i], &truth);
-    if (rc == CF_OK && cr->p->differential && cf_differential_applies(cr->p->interp) && !cr->diff.unavailable &&
-        !cf_interrupted()) {
-        double t = CF_DIFFERENTIAL_TIMEOUT_S * cr->p->timeout_scale *
-                   (cr->p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0);
-        rc = cf_differential_check(cr->p->interp, cr->sample_pid, &truth, t, &cr->diff);
-        if (rc == CF_E_INTERRUPTED)
-            rc = CF_OK;
-    }
     cf_truth_free(&truth);
     if (rc)
         return rc;
@@ -417,7 +407,7 @@ static int init_run(case_run *cr, const cf_case_params *p)
     cf_sb_init(&cr->error);
     cr->checkpoints = json_object_new_array();
     cr->notes = json_object_new_array();
-    if (!cr->checkpoints || !cr->notes || cf_diff_stats_init(&cr->diff))
+    if (!cr->checkpoints || !cr->notes)
         return CF_E_NOMEM;
     for (int i = 0; i < CF_NUM_CONFIGS; i++) {
         config_state *c = &cr->cfg[i];
@@ -451,7 +441,6 @@ static void free_run(case_run *cr)
     json_object_put(cr->hello);
     json_object_put(cr->checkpoints);
     json_object_put(cr->notes);
-    cf_diff_stats_free(&cr->diff);
     cf_view_free(&cr->view);
     cf_linebuf_free(&cr->lb);
     cf_sb_free(&cr->error);
@@ -622,11 +611,6 @@ static int build_result(case_run *cr, json_object **result)
     if (cf_json_add(o, "configurations", configs))
         goto out_configs_owned;
     configs = NULL;
-    const char *not_run = !p->differential ? "disabled"
-                          : cf_differential_applies(p->interp) ? "not_run"
-                                                               : "not_applicable";
-    if (cf_json_add(o, "differential", cf_diff_stats_to_json(&cr->diff, not_run)))
-        goto out;
     *result = o;
     o = NULL;
     rc = CF_OK;

@@ -35,9 +35,6 @@ enum cf_rc {
 #define CF_POLL_SLICE_MS 100               /* longest uninterrupted wait */
 #define CF_ERRMSG_LEN 1024u                /* error message buffers */
 #define CF_REASON_LEN 400u                 /* inner reasons quoted in an error message */
-#define CF_DIFFERENTIAL_TIMEOUT_S 30.0     /* one _remote_debugging run (scaled) */
-#define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
-#define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
 #define CF_CPYTHON_MIN_MAJOR 3             /* _remote_debugging.RemoteUnwinder first shipped in 3.14 */
 #define CF_CPYTHON_MIN_MINOR 14
 #define CF_CPYTHON_CACHE_MIN_MINOR 15      /* RemoteUnwinder(cache_frames=True) since 3.15 */
