@@ -15,7 +15,8 @@
  *          frame_info), a flat list of threads.
  *   3.15:  FrameInfo.location = LocationInfo(lineno, end_lineno,
  *          col_offset, end_col_offset), -1 where co_positions() gives
- *          None; ThreadInfo.status with THREAD_STATUS_MAIN_THREAD and
+ *          None, or None when it could not read the line table (all four
+ *          unknown); ThreadInfo.status with THREAD_STATUS_MAIN_THREAD and
  *          THREAD_STATUS_HAS_EXCEPTION; a list of InterpreterInfo.
  * The helper announces which of these its module has, and the sample
  * declares exactly those fields. */
@@ -68,10 +69,12 @@ static const char HELPER[] =
     "def flag(t, bit):\n"
     "    s = getattr(t, 'status', None)\n"
     "    return None if s is None or bit is None else bool(s & bit)\n"
+    "LOC = hasattr(rd.FrameInfo, 'location')\n"
     "def frame(f):\n"
-    "    loc = getattr(f, 'location', None)\n"
-    "    return [f.funcname, f.filename] + ([f.lineno] if loc is None else list(loc))\n"
-    "out({'ready': {'location': hasattr(rd.FrameInfo, 'location'),\n"
+    "    if not LOC:\n"
+    "        return [f.funcname, f.filename, f.lineno]\n"
+    "    return [f.funcname, f.filename] + (list(f.location) if f.location is not None else [None] * 4)\n"
+    "out({'ready': {'location': LOC,\n"
     "               'main': MAIN is not None, 'exception': EXC is not None}})\n"
     "while sys.stdin.readline():\n"
     "    try:\n"
