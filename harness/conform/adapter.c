@@ -18,8 +18,15 @@ static size_t frameproof_defs(cf_adapter_def *out, size_t cap, const cf_adapter_
     return cf_frameproof_defs(out, cap);
 }
 
+static size_t cpython_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o)
+{
+    (void)o;
+    return cf_cpython_defs(out, cap);
+}
+
 static const unwinder_entry UNWINDERS[] = {
     {"frameproof", frameproof_defs},
+    {"cpython", cpython_defs},
 };
 #define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
 
@@ -27,7 +34,13 @@ static const char UNWINDER_HELP[] =
     "  frameproof   libframeproof, 4 configurations: reader vm\n"
     "               (process_vm_readv) or mem (/proc/PID/mem) x code cache on or\n"
     "               off; one session per configuration kept across the\n"
-    "               checkpoints of a case, 3 samples per checkpoint\n";
+    "               checkpoints of a case, 3 samples per checkpoint\n"
+    "  cpython      CPython's own _remote_debugging.RemoteUnwinder, run by the\n"
+    "               target's own interpreter in its root as one helper process\n"
+    "               per case: cache-off on 3.14 and 3.15, cache-on\n"
+    "               (cache_frames=True, which writes into the target) on 3.15;\n"
+    "               compared on function (co_qualname), file, line and native\n"
+    "               id, and on 3.15 also end line, columns, main and exception\n";
 
 const char *cf_unwinder_help(void)
 {

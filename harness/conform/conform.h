@@ -35,10 +35,11 @@ enum cf_rc {
 #define CF_POLL_SLICE_MS 100               /* longest uninterrupted wait */
 #define CF_ERRMSG_LEN 1024u                /* error message buffers */
 #define CF_REASON_LEN 400u                 /* inner reasons quoted in an error message */
-#define CF_DIFFERENTIAL_TIMEOUT_S 30.0     /* one _remote_debugging run (scaled) */
 #define CF_ADAPTER_TIMEOUT_S 30.0          /* one foreign unwinder request (scaled) */
-#define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
-#define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
+#define CF_CPYTHON_MIN_MAJOR 3             /* _remote_debugging.RemoteUnwinder first shipped in 3.14 */
+#define CF_CPYTHON_MIN_MINOR 14
+#define CF_CPYTHON_CACHE_MIN_MINOR 15      /* RemoteUnwinder(cache_frames=True) since 3.15 */
+#define CF_CPYTHON_EXIT_WAIT_S 2.0         /* wait for the helper to exit after its stdin closes */
 #define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
 #define CF_MAX_CONFIGS_PER_UNWINDER 8u     /* configurations one adapter may declare */
 #define CF_INFO_LEN 256u                   /* what an adapter says it attached to */

@@ -1,6 +1,6 @@
 /* spawn.c — fork/exec of interpreters in their own process group,
- * channel pipes, exec-failure reporting, kill and reap (see
- * conform_spawn.h). */
+ * channel pipes, the stdin pipe, exec-failure reporting, kill and reap (see
+ * spawn.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -77,7 +77,7 @@ static void child_fail(int errfd, int code)
     _exit(code);
 }
 
-static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd, int wfd, int errfd)
+static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd, int wfd, int infd, int errfd)
 {
     /* New process group, so that the whole target can be killed at once. */
     if (setpgid(0, 0) != 0)
@@ -104,6 +104,7 @@ static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd,
         child_fail(errfd, 126);
     int out = req->stdout_fd >= 0 ? req->stdout_fd : devnull;
     int errout = req->stderr_fd >= 0 ? req->stderr_fd : devnull;
+    int in = infd >= 0 ? infd : devnull;
     /* Park the channel ends above the standard and target descriptors. */
     if (req->channel) {
         rfd = fcntl(rfd, F_DUPFD_CLOEXEC, FD_SCRATCH_MIN);
@@ -111,11 +112,13 @@ static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd,
         if (rfd < 0 || wfd < 0)
             child_fail(errfd, 126);
     }
+    if (in < 3 && in != 0)
+        in = fcntl(in, F_DUPFD_CLOEXEC, FD_SCRATCH_MIN);
     if (out < 3 && out != 1)
         out = fcntl(out, F_DUPFD_CLOEXEC, FD_SCRATCH_MIN);
     if (errout < 3 && errout != 2)
         errout = fcntl(errout, F_DUPFD_CLOEXEC, FD_SCRATCH_MIN);
-    if (out < 0 || errout < 0 || dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(errout, 2) < 0)
+    if (in < 0 || out < 0 || errout < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errout, 2) < 0)
         child_fail(errfd, 126);
     if (req->channel) {
         if (dup2(rfd, CF_TARGET_RFD) < 0 || dup2(wfd, CF_TARGET_WFD) < 0)
@@ -135,11 +138,15 @@ static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd,
 
 int cf_spawn(const cf_spawn_req *req, cf_child *out, char *err, size_t errlen)
 {
-    int to[2] = {-1, -1}, from[2] = {-1, -1}, ep[2] = {-1, -1};
+    int to[2] = {-1, -1}, from[2] = {-1, -1}, in[2] = {-1, -1}, ep[2] = {-1, -1};
     int rc = CF_E_IO;
     memset(out, 0, sizeof *out);
     out->from_child = out->to_child = -1;
     if (req->channel && (pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0)) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+    if (req->stdin_writer && pipe2(in, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         goto fail;
     }
@@ -155,7 +162,7 @@ int cf_spawn(const cf_spawn_req *req, cf_child *out, char *err, size_t errlen)
     }
     if (pid == 0) {
         close(ep[0]);
-        child_setup_and_exec(req, parent, to[0], from[1], ep[1]);
+        child_setup_and_exec(req, parent, to[0], from[1], in[0], ep[1]);
     }
     /* Also from this side, so that the group exists before any killpg. */
     (void)setpgid(pid, pid);
@@ -178,6 +185,10 @@ int cf_spawn(const cf_spawn_req *req, cf_child *out, char *err, size_t errlen)
         out->to_child = to[1];
         out->from_child = from[0];
     }
+    if (req->stdin_writer) {
+        close(in[0]);
+        *req->stdin_writer = in[1];
+    }
     close(ep[0]);
     return CF_OK;
 fail:
@@ -186,6 +197,8 @@ fail:
             close(to[i]);
         if (from[i] >= 0)
             close(from[i]);
+        if (in[i] >= 0)
+            close(in[i]);
         if (ep[i] >= 0)
             close(ep[i]);
     }

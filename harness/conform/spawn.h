@@ -1,6 +1,7 @@
 /* spawn.h — starting interpreter processes for `frameproof
- * conform` (each in its own process group, optionally through chroot and
- * with the ground-truth channel pipes) and killing and reaping them. */
+ * conform` (each in its own process group, optionally through chroot, with
+ * the ground-truth channel pipes or a stdin pipe) and killing and reaping
+ * them. */
 #ifndef FP_CONFORM_SPAWN_H
 #define FP_CONFORM_SPAWN_H
 
@@ -17,6 +18,8 @@ typedef struct cf_spawn_req {
     int stdout_fd;         /* descriptor for the child's stdout, -1 = /dev/null */
     int stderr_fd;         /* descriptor for the child's stderr, -1 = /dev/null */
     bool channel;          /* create the ground-truth pipes and set FP_GT_* */
+    int *stdin_writer;     /* non-NULL: the child's stdin is a pipe whose write
+                              end (close-on-exec) is stored here; NULL: /dev/null */
 } cf_spawn_req;
 
 typedef struct cf_child {
@@ -35,7 +38,8 @@ int cf_argv_build(const char *root, char *const *argv, size_t argc, const char *
 void cf_argv_free(char **argv);
 
 /* Starts the child in a new process group.  The child gets SIGKILL if the
- * calling process dies (PR_SET_PDEATHSIG), has stdin on /dev/null, and
+ * calling process dies (PR_SET_PDEATHSIG), has stdin on /dev/null or on the
+ * pipe of req->stdin_writer, and
  * does not see PYTHONPATH, PYTHONHOME or FP_GT_AUTO_CONTINUE.  Exec
  * failures are reported here (CF_E_IO with the reason in err). */
 int cf_spawn(const cf_spawn_req *req, cf_child *out, char *err, size_t errlen);

@@ -37,18 +37,7 @@ static int get_pos(json_object *o, const char *key, int32_t *out)
 {
     if (!has(o, key))
         return CF_E_FORMAT;
-    json_object *v = get(o, key);
-    if (!v) {
-        *out = CF_POS_NONE;
-        return CF_OK;
-    }
-    if (!json_object_is_type(v, json_type_int))
-        return CF_E_FORMAT;
-    int64_t x = json_object_get_int64(v);
-    if (x < INT32_MIN || x > INT32_MAX)
-        return CF_E_FORMAT;
-    *out = (int32_t)x;
-    return CF_OK;
+    return cf_json_int32(get(o, key), CF_POS_NONE, out);
 }
 
 static int parse_frame(json_object *f, cf_frame *out, char *err, size_t errlen)

@@ -312,6 +312,21 @@ double cf_json_double(json_object *obj, const char *key, double dflt)
     return dflt;
 }
 
+int cf_json_int32(json_object *v, int32_t null_value, int32_t *out)
+{
+    if (!v) {
+        *out = null_value;
+        return CF_OK;
+    }
+    if (!json_object_is_type(v, json_type_int))
+        return CF_E_FORMAT;
+    int64_t x = json_object_get_int64(v);
+    if (x < INT32_MIN || x > INT32_MAX)
+        return CF_E_FORMAT;
+    *out = (int32_t)x;
+    return CF_OK;
+}
+
 json_object *cf_json_array(json_object *obj, const char *key)
 {
     json_object *v;

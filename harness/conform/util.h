@@ -47,6 +47,9 @@ const char *cf_json_str(json_object *obj, const char *key, const char *dflt);
 int64_t cf_json_int(json_object *obj, const char *key, int64_t dflt);
 bool cf_json_bool(json_object *obj, const char *key, bool dflt);
 double cf_json_double(json_object *obj, const char *key, double dflt);
+/* An int32 value, or null_value for JSON null (v == NULL); CF_E_FORMAT for
+ * anything else. */
+int cf_json_int32(json_object *v, int32_t null_value, int32_t *out);
 /* Returns the array under key, or NULL. */
 json_object *cf_json_array(json_object *obj, const char *key);
 
