@@ -39,6 +39,10 @@ enum cf_rc {
 #define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
 #define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
 #define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
+#define CF_COMMAND_MAX_OUTPUT (64u << 20)  /* stdout of one --unwinder-cmd run */
+#define CF_COMMAND_DRAIN_S 1.0             /* reading on after the command exits (its children may hold stdout) */
+#define CF_COMMAND_SHELL "/bin/sh"         /* runs the --unwinder-cmd template */
+#define CF_PROTOCOL_PATH_LEN 160u          /* a JSON path named in a protocol error */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"
