@@ -341,6 +341,7 @@ static int command_sample(void *state, cf_sample *out, char *err, size_t errlen)
         return CF_E_UNWINDER;
     }
     char why[CF_ERRMSG_LEN];
+    cf_sample_reset(out, out->fields);
     /* cf_sb_str is "" for an empty buffer: give the parser a writable one. */
     if (!st->out.data && cf_sb_append(&st->out, "", 0) != CF_OK)
         return CF_E_NOMEM;
