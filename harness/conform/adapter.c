@@ -5,10 +5,14 @@
 #include <string.h>
 
 #include "adapter.h"
+#include "command.h"
 #include "conform.h"
 
 typedef struct unwinder_entry {
     const char *name;
+    /* Checks the options the unwinder needs (NULL: none): CF_OK, or an error
+     * with a message. */
+    int (*check)(const cf_adapter_opts *o, char *err, size_t errlen);
     size_t (*defs)(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
 } unwinder_entry;
 
@@ -25,8 +29,9 @@ static size_t cpython_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opt
 }
 
 static const unwinder_entry UNWINDERS[] = {
-    {"frameproof", frameproof_defs},
-    {"cpython", cpython_defs},
+    {"frameproof", NULL, frameproof_defs},
+    {"cpython", NULL, cpython_defs},
+    {"command", cf_command_check_opts, cf_command_defs},
 };
 #define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
 
@@ -40,7 +45,15 @@ static const char UNWINDER_HELP[] =
     "               per case: cache-off on 3.14 and 3.15, cache-on\n"
     "               (cache_frames=True, which writes into the target) on 3.15;\n"
     "               compared on function (co_qualname), file, line and native\n"
-    "               id, and on 3.15 also end line, columns, main and exception\n";
+    "               id, and on 3.15 also end line, columns, main and exception\n"
+    "  command      any external unwinder: --unwinder-cmd 'CMD ... {pid}' is run\n"
+    "               through /bin/sh once per sample with {pid} replaced by the\n"
+    "               target's pid; it prints one JSON document in the protocol of\n"
+    "               docs/unwinder-protocol.md (`frameproof dump --json` is one);\n"
+    "               the fields it reports are the keys its output carries, or\n"
+    "               --unwinder-cmd-fields LIST (comma-separated: function, name,\n"
+    "               file, line, end_line, column, end_column, kind, native_id,\n"
+    "               thread_id, main, exception, all_threads)\n";
 
 const char *cf_unwinder_help(void)
 {
@@ -83,6 +96,11 @@ int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_op
                 len += snprintf(err + len, errlen - (size_t)len, " %s", UNWINDERS[k].name);
             cf_adapter_set_free(out);
             return CF_E_NOTFOUND;
+        }
+        int rc = e->check ? e->check(o, err, errlen) : CF_OK;
+        if (rc) {
+            cf_adapter_set_free(out);
+            return rc == CF_E_NOMEM ? rc : CF_E_NOTFOUND;
         }
         out->count += e->defs(out->defs + out->count, CF_MAX_CONFIGS_PER_UNWINDER, o);
     }

@@ -128,8 +128,7 @@ static long escape_at(const char *p, size_t avail)
     return v;
 }
 
-/* Rewrites lone surrogate escapes in place; the text only shrinks. */
-static size_t fix_lone_surrogates(char *s, size_t len)
+size_t cf_fix_lone_surrogates(char *s, size_t len)
 {
     size_t r = 0, w = 0;
     while (r < len) {
@@ -182,7 +181,7 @@ int cf_channel_parse(char *line, size_t len, json_object **out, char *err, size_
     }
     /* The fix-up only rewrites \udXXX escapes: valid JSON stays valid and
      * an invalid line stays recognisable in the error message. */
-    size_t fixed_len = fix_lone_surrogates(line, len);
+    size_t fixed_len = cf_fix_lone_surrogates(line, len);
     json_tokener *tok = json_tokener_new();
     if (!tok) {
         snprintf(err, errlen, "out of memory");

@@ -25,6 +25,14 @@ void cf_linebuf_free(cf_linebuf *lb);
  * CF_E_NOMEM or CF_E_IO. */
 int cf_linebuf_read(cf_linebuf *lb, int fd, double deadline, char **line, size_t *len);
 
+/* Rewrites lone surrogate escapes (\udXXX not part of a pair) of JSON
+ * text in place into their 3-byte encoding, the form libframeproof reports
+ * them in (json-c would turn them into U+FFFD).  Other escapes, escaped
+ * backslashes included, are left alone; the text only shrinks and is
+ * NUL-terminated at the returned length (s must have room for len + 1
+ * bytes). */
+size_t cf_fix_lone_surrogates(char *s, size_t len);
+
 /* Parses one channel line into a JSON object.  Lone surrogate escapes
  * (\udXXX not part of a pair) are first turned into their 3-byte
  * encoding, the form libframeproof reports them in.  On CF_E_FORMAT, err

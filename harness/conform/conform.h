@@ -43,6 +43,10 @@ enum cf_rc {
 #define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
 #define CF_MAX_CONFIGS_PER_UNWINDER 8u     /* configurations one adapter may declare */
 #define CF_INFO_LEN 256u                   /* what an adapter says it attached to */
+#define CF_COMMAND_MAX_OUTPUT (64u << 20)  /* stdout of one --unwinder-cmd run */
+#define CF_COMMAND_DRAIN_S 1.0             /* reading on after the command exits (its children may hold stdout) */
+#define CF_COMMAND_SHELL "/bin/sh"         /* runs the --unwinder-cmd template */
+#define CF_PROTOCOL_PATH_LEN 160u          /* a JSON path named in a protocol error */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"
