@@ -6,9 +6,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Default manifest directory when FRAMEPROOF_HOME is unset. */
-#define CF_DEFAULT_HOME "/var/cache/frameproof"
-#define CF_MANIFEST_NAME "interpreters.json"
+#include "fp_facts.h"
+
+/* Default manifest directory when FRAMEPROOF_HOME is unset (facts.env). */
+#define CF_DEFAULT_HOME FP_FACT_FRAMEPROOF_HOME_DEFAULT
+#define CF_MANIFEST_NAME FP_FACT_MANIFEST_NAME
 
 typedef struct cf_interp {
     char *id;              /* "3.15", "3.13t", ... */
