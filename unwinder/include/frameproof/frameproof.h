@@ -19,12 +19,11 @@
 #include <stdint.h>
 
 #include "frameproof/reader.h"
+#include "frameproof/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FP_VERSION_STRING "0.1.0"
 
 /* Stable error codes (never renumbered). */
 enum fp_error {
