@@ -30,15 +30,12 @@
 #include "spawn.h"
 #include "strbuf.h"
 #include "target_sync.h"
+#include "install_paths.h"
 #include "conform.h"
 #include "util.h"
 #include "sample.h"
 #include "frameproof/frameproof.h"
 
-/* The source tree's targets/ directory, set by harness/meson.build. */
-#ifndef FP_SOURCE_TARGETS
-#define FP_SOURCE_TARGETS "targets"
-#endif
 
 #define DEFAULT_REPORT_DIR "conform-report"
 #define INDEX_RELPATH "scenarios/index.json"
@@ -70,9 +67,9 @@ static const char CONFORM_USAGE_HEAD[] =
     "  --manifest PATH      interpreter manifest (default:\n"
     "                       ${FRAMEPROOF_HOME:-" CF_DEFAULT_HOME "}/" CF_MANIFEST_NAME ")\n"
     "  --targets DIR        directory holding scenarios/index.json and groundtruth/\n"
-    "                       (default: $FRAMEPROOF_TARGETS, else the targets/\n"
-    "                       directory of the source tree this binary was built\n"
-    "                       from: %s)\n"
+    "                       (default: $FRAMEPROOF_TARGETS, else the first of\n"
+    "                       these that holds scenarios/index.json:\n"
+    "%s)\n"
     "  --report-dir DIR     reports and logs (default: ./" DEFAULT_REPORT_DIR ")\n"
     "  --jobs N             cases run in parallel, each in a forked worker process\n"
     "                       (default 1, at most %u)\n"
@@ -191,7 +188,10 @@ static const char *fault_name(int fault)
 
 static void print_usage(FILE *f)
 {
-    fprintf(f, CONFORM_USAGE_HEAD, FP_SOURCE_TARGETS, CF_MAX_JOBS, CF_DEBUG_TIMEOUT_FACTOR);
+    char defaults[4 * PATH_MAX];
+    if (cf_default_targets_describe(defaults, sizeof defaults, "                         "))
+        snprintf(defaults, sizeof defaults, "(paths too long)");
+    fprintf(f, CONFORM_USAGE_HEAD, defaults, CF_MAX_JOBS, CF_DEBUG_TIMEOUT_FACTOR);
     fputs(CONFORM_USAGE_TAIL, f);
 }
 
@@ -308,9 +308,12 @@ static int load_inputs(conform_run *r)
     const char *targets = o->targets;
     if (!targets)
         targets = getenv("FRAMEPROOF_TARGETS");
-    if (!targets || !*targets)
-        targets = FP_SOURCE_TARGETS;
-    if (!realpath(targets, r->targets)) {
+    if (!targets || !*targets) {
+        if (cf_default_targets_dir(r->targets, sizeof r->targets, err, sizeof err)) {
+            fprintf(stderr, "frameproof conform: %s\n", err);
+            return FP_EXIT_ERROR;
+        }
+    } else if (!realpath(targets, r->targets)) {
         fprintf(stderr, "frameproof conform: targets directory %s: %s\n", targets, strerror(errno));
         return FP_EXIT_ERROR;
     }
