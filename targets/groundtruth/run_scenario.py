@@ -11,7 +11,7 @@ Interpreters:
   -p/--python CMD   a command line, e.g. "/usr/bin/python3.11" or
                     "chroot ROOT /usr/bin/python3.15" (repeatable)
   -i/--interp ID    an id from $FRAMEPROOF_HOME/interpreters.json (default
-                    home /var/cache/frameproof); "all" = every entry
+                    home in facts/facts.env); "all" = every entry
                     (repeatable)
 For an interpreter living in a root other than "/", targets/groundtruth and
 targets/scenarios are copied to ROOT/tmp/frameproof-targets/ and the copy runs.
