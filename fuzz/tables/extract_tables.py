@@ -12,7 +12,6 @@ Tables that are byte-identical are kept once.  Stdlib only; run from any
 directory after targets/capture_images.
 """
 import os
-import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -20,26 +19,19 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 IMAGES = os.path.join(REPO, "corpora", "images")
 TEST_TABLES = os.path.join(REPO, "tests", "data", "debug_offsets")
 SEEDS = os.path.join(REPO, "corpora", "fuzz", "fuzz_debug_offsets")
+sys.path.insert(0, os.path.join(REPO, "facts"))
+import fpimg  # noqa: E402  (the .fpimg layout)
 TABLE_BYTES = 1024          # covers every known table (888 bytes for 3.15)
 FULL_BYTES = 8192           # what the library reads at the runtime address
-HEADER_SIZE_V1 = 80
 
 
 def regions(path):
-    data = open(path, "rb").read()
-    if data[:8] != b"FPIMG\0\0\0":
-        raise ValueError("%s: not an image" % path)
-    hsize, = struct.unpack_from("<I", data, 12)
-    nthreads, = struct.unpack_from("<I", data, 28)
-    runtime, nregions = struct.unpack_from("<QQ", data, 32)
-    pos = hsize + 16 * nthreads
-    out = []
-    for _ in range(nregions):
-        addr, ln = struct.unpack_from("<QQ", data, pos)
-        pos += 16
-        out.append((addr, data[pos:pos + ln]))
-        pos += ln
-    return runtime, out
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return fpimg.regions(data)
+    except ValueError as e:
+        raise ValueError("%s: %s" % (path, e))
 
 
 def read(regs, addr, n):

@@ -2,6 +2,7 @@
  * conformance library (harness/conform): option parsing and --help; the
  * run itself is cf_run(). */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,15 +12,11 @@
 #include "cli.h"
 #include "conform.h"
 #include "conform_cli.h"
-#include "frameproof/frameproof.h"
+#include "fp_facts.h"
+#include "install_paths.h"
 #include "manifest.h"
 #include "run.h"
 #include "sample.h"
-
-/* The source tree's targets/ directory, set by harness/cli/meson.build. */
-#ifndef FP_SOURCE_TARGETS
-#define FP_SOURCE_TARGETS "targets"
-#endif
 
 static const char CONFORM_USAGE_HEAD[] =
     "usage: frameproof conform [--unwinder NAME ...] [--unwinder-cmd CMD]\n"
@@ -52,7 +49,7 @@ static const char CONFORM_USAGE_HEAD[] =
     "                       tree's python (repeatable); its version and build are\n"
     "                       detected by running it; no manifest needed\n"
     "  --allow-untested-version\n"
-    "                       let libframeproof unwind a CPython newer than 3.%d\n"
+    "                       let libframeproof unwind a CPython newer than %d.%d\n"
     "                       from its own _Py_DebugOffsets; such interpreters are\n"
     "                       marked untested in every report\n"
     "  --scenario NAME      scenario name from the index (repeatable; default: all)\n"
@@ -60,9 +57,9 @@ static const char CONFORM_USAGE_HEAD[] =
     "  --manifest PATH      interpreter manifest (default:\n"
     "                       ${FRAMEPROOF_HOME:-" CF_DEFAULT_HOME "}/" CF_MANIFEST_NAME ")\n"
     "  --targets DIR        directory holding scenarios/index.json and groundtruth/\n"
-    "                       (default: $FRAMEPROOF_TARGETS, else the targets/\n"
-    "                       directory of the source tree this binary was built\n"
-    "                       from: %s)\n"
+    "                       (default: $FRAMEPROOF_TARGETS, else the first of\n"
+    "                       these that holds scenarios/index.json:\n"
+    "%s)\n"
     "  --report-dir DIR     reports and logs (default: ./" CF_DEFAULT_REPORT_DIR ")\n"
     "  --jobs N             cases run in parallel, each in a forked worker process\n"
     "                       (default 1, at most %u)\n"
@@ -138,8 +135,11 @@ typedef struct cli_lists {
 
 static void print_usage(FILE *f)
 {
-    fprintf(f, CONFORM_USAGE_HEAD, cf_unwinder_help(), FP_PY_NEWEST_MINOR, FP_SOURCE_TARGETS, CF_MAX_JOBS,
-            CF_ADAPTER_TIMEOUT_S, CF_DEBUG_TIMEOUT_FACTOR);
+    char defaults[4 * PATH_MAX];
+    if (cf_default_targets_describe(defaults, sizeof defaults, "                         "))
+        snprintf(defaults, sizeof defaults, "(paths too long)");
+    fprintf(f, CONFORM_USAGE_HEAD, cf_unwinder_help(), FP_FACT_PY_MAJOR, FP_FACT_PY_MINOR_MAX, defaults,
+            CF_MAX_JOBS, CF_ADAPTER_TIMEOUT_S, CF_DEBUG_TIMEOUT_FACTOR);
     fputs(CONFORM_USAGE_TAIL, f);
 }
 
@@ -279,7 +279,6 @@ int fp_cmd_conform(int argc, char **argv)
     o.nscenarios = l.nscenarios;
     o.unwinders = l.unwinders;
     o.nunwinders = l.nunwinders;
-    o.default_targets = FP_SOURCE_TARGETS;
     status = cf_run(&o);
 out:
     free(l.pythons);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fp_facts.h"
 #include "frameproof/frameproof.h"
 #include "sample_output.h"
 
@@ -13,7 +14,7 @@ static const char DUMP_USAGE[] =
     "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
-    "(CPython 3.11-3.15, GIL, free-threaded or debug builds).\n"
+    "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
     "\n"
     "  --pid PID        process to sample (required)\n"
     "  --json           print the documented JSON form instead of text\n"

@@ -10,7 +10,6 @@
 #include "manifest.h"
 #include "conform.h"
 #include "util.h"
-#include "frameproof/frameproof.h"
 
 int cf_parse_version(const char *s, int *major, int *minor)
 {
@@ -31,7 +30,7 @@ int cf_parse_version(const char *s, int *major, int *minor)
 
 bool cf_interp_untested(const cf_interp *in)
 {
-    return in->major > FP_PY_NEWEST_MAJOR || (in->major == FP_PY_NEWEST_MAJOR && in->minor > FP_PY_NEWEST_MINOR);
+    return in->major > (int)FP_FACT_PY_MAJOR || (in->major == (int)FP_FACT_PY_MAJOR && in->minor > (int)FP_FACT_PY_MINOR_MAX);
 }
 
 bool cf_interp_chrooted(const cf_interp *in)
@@ -119,6 +118,14 @@ static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, siz
 nomem:
     snprintf(err, errlen, "out of memory");
     return CF_E_NOMEM;
+}
+
+int cf_manifest_default_path(char *out, size_t len)
+{
+    const char *home = getenv("FRAMEPROOF_HOME");
+    if (!home || !*home)
+        home = CF_DEFAULT_HOME;
+    return cf_path_join(out, len, home, CF_MANIFEST_NAME);
 }
 
 int cf_manifest_add(cf_manifest *m, json_object *e, char *err, size_t errlen)

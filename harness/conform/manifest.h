@@ -8,9 +8,11 @@
 
 #include <json-c/json.h>
 
-/* Default manifest directory when FRAMEPROOF_HOME is unset. */
-#define CF_DEFAULT_HOME "/var/cache/frameproof"
-#define CF_MANIFEST_NAME "interpreters.json"
+#include "fp_facts.h"
+
+/* Default manifest directory when FRAMEPROOF_HOME is unset (facts.env). */
+#define CF_DEFAULT_HOME FP_FACT_FRAMEPROOF_HOME_DEFAULT
+#define CF_MANIFEST_NAME FP_FACT_MANIFEST_NAME
 
 typedef struct cf_interp {
     char *id;              /* "3.15", "3.13t", ... */
@@ -29,6 +31,10 @@ typedef struct cf_manifest {
 } cf_manifest;
 
 int cf_manifest_load(const char *path, cf_manifest *out, char *err, size_t errlen);
+
+/* $FRAMEPROOF_HOME/interpreters.json, with the default home when the
+ * variable is unset or empty; CF_E_LIMIT when it does not fit. */
+int cf_manifest_default_path(char *out, size_t len);
 
 /* Validates one entry object and appends it (ids must stay unique). */
 int cf_manifest_add(cf_manifest *m, json_object *entry, char *err, size_t errlen);

@@ -21,6 +21,7 @@
 #include "adapter.h"
 #include "case.h"
 #include "conform.h"
+#include "install_paths.h"
 #include "interrupt.h"
 #include "junit.h"
 #include "manifest.h"
@@ -91,10 +92,7 @@ static int manifest_path(conform_run *r)
         snprintf(r->manifest_path, sizeof r->manifest_path, "%s", r->o.manifest);
         return CF_OK;
     }
-    const char *home = getenv("FRAMEPROOF_HOME");
-    if (!home || !*home)
-        home = CF_DEFAULT_HOME;
-    return cf_path_join(r->manifest_path, sizeof r->manifest_path, home, CF_MANIFEST_NAME);
+    return cf_manifest_default_path(r->manifest_path, sizeof r->manifest_path);
 }
 
 /* The distinct unwinder names, in the order given ("frameproof" when none
@@ -158,11 +156,13 @@ static int load_inputs(conform_run *r)
     const char *targets = o->targets;
     if (!targets)
         targets = getenv("FRAMEPROOF_TARGETS");
-    if (!targets || !*targets)
-        targets = o->default_targets;
-    if (!targets || !realpath(targets, r->targets)) {
-        fprintf(stderr, "frameproof conform: targets directory %s: %s\n", targets ? targets : "(none)",
-                targets ? strerror(errno) : "not found; give --targets DIR");
+    if (!targets || !*targets) {
+        if (cf_default_targets_dir(r->targets, sizeof r->targets, err, sizeof err)) {
+            fprintf(stderr, "frameproof conform: %s\n", err);
+            return CF_EXIT_FAIL;
+        }
+    } else if (!realpath(targets, r->targets)) {
+        fprintf(stderr, "frameproof conform: targets directory %s: %s\n", targets, strerror(errno));
         return CF_EXIT_FAIL;
     }
     char index_path[PATH_MAX];

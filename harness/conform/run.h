@@ -31,8 +31,7 @@ typedef struct cf_run_opts {
     bool fast;                         /* only the scenarios marked fast */
     const char *report_dir;            /* NULL: CF_DEFAULT_REPORT_DIR */
     const char *manifest;              /* NULL: $FRAMEPROOF_HOME's manifest */
-    const char *targets;               /* NULL: $FRAMEPROOF_TARGETS, else the default */
-    const char *default_targets;       /* the front end's default targets directory */
+    const char *targets;               /* NULL: $FRAMEPROOF_TARGETS, else cf_default_targets_dir() */
     unsigned jobs;
     double timeout_scale;
     int fault;                         /* enum cf_fault */

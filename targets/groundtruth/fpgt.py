@@ -11,9 +11,9 @@ change, so an out-of-process unwinder sampling the process must see exactly
 the frames reported here.
 
 Locating the module (PYTHONPATH does not survive a chroot), first lines of
-every scenario::
+every scenario (its metadata -- versions, builds, timeout -- is in
+scenarios/index.json)::
 
-    # fp-scenario: min_version=3.11 builds=any timeout=20
     import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))
     import fpgt
 

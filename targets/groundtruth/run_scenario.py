@@ -11,14 +11,16 @@ Interpreters:
   -p/--python CMD   a command line, e.g. "/usr/bin/python3.11" or
                     "chroot ROOT /usr/bin/python3.15" (repeatable)
   -i/--interp ID    an id from $FRAMEPROOF_HOME/interpreters.json (default
-                    home /var/cache/frameproof); "all" = every entry
+                    home in facts/facts.env); "all" = every entry
                     (repeatable)
 For an interpreter living in a root other than "/", targets/groundtruth and
 targets/scenarios are copied to ROOT/tmp/frameproof-targets/ and the copy runs.
 
 Scenarios: names (from targets/scenarios/) or paths; --all for every scenario
 in index.json that the interpreter's version and build accept, --fast for the
-"fast" ones.  Scenarios that do not apply to an interpreter are skipped.
+"fast" ones.  Scenarios that do not apply to an interpreter are skipped.  A
+scenario's versions, builds and timeout come from the index.json next to it
+(a script no index lists runs on any interpreter with a 20 s timeout).
 
 Other options:
   --at-checkpoint CMD  run CMD at each checkpoint; {pid}, {name}, {seq} and
@@ -48,35 +50,37 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.dirname(HERE)
 SCENARIOS = os.path.join(TARGETS, "scenarios")
 CHROOT_TARGETS = "/tmp/frameproof-targets"
+sys.path.insert(0, os.path.join(os.path.dirname(TARGETS), "facts"))
+import fpfacts  # noqa: E402  (the shared facts)
 
-HEADER_RE = re.compile(r"^#\s*fp-scenario:\s*(.*?)\s*$")
+# Metadata of a script that no index.json lists (an ad-hoc scenario).
+UNLISTED_META = {"min_version": None, "max_version": None, "builds": "any",
+                 "timeout": 20.0}
 
 
 # ---------------------------------------------------------------------------
-# Scenario metadata
+# Scenario metadata: index.json is its one source
 
-def parse_header(path):
-    """The key=value pairs of the ``# fp-scenario:`` line of a scenario."""
-    with open(path, encoding="utf-8") as f:
-        for _ in range(20):
-            line = f.readline()
-            if not line:
-                break
-            m = HEADER_RE.match(line)
-            if m:
-                meta = {"min_version": "3.11", "max_version": None,
-                        "builds": "any", "timeout": 20}
-                for item in m.group(1).split():
-                    key, _, value = item.partition("=")
-                    meta[key] = value
-                meta["timeout"] = float(meta["timeout"])
-                return meta
-    raise ValueError("%s: no '# fp-scenario:' header" % path)
-
-
-def load_index():
-    with open(os.path.join(SCENARIOS, "index.json"), encoding="utf-8") as f:
+def load_index(directory=SCENARIOS):
+    with open(os.path.join(directory, "index.json"), encoding="utf-8") as f:
         return json.load(f)["scenarios"]
+
+
+def scenario_meta(path):
+    """The index.json entry of a scenario (min_version, max_version, builds,
+    timeout, ...), from the index next to the script; UNLISTED_META for a
+    script that no index lists."""
+    directory, name = os.path.split(os.path.abspath(path))
+    try:
+        entries = load_index(directory)
+    except FileNotFoundError:
+        entries = []
+    for entry in entries:
+        if entry["file"] == name:
+            meta = dict(entry)
+            meta["timeout"] = float(meta["timeout"])
+            return meta
+    return dict(UNLISTED_META)
 
 
 def version_tuple(text):
@@ -86,7 +90,7 @@ def version_tuple(text):
 def applies(meta, info):
     """None if the scenario applies to the interpreter, else a reason."""
     ver = (info["hexversion"] >> 24, (info["hexversion"] >> 16) & 0xff)
-    if ver < version_tuple(meta["min_version"]):
+    if meta.get("min_version") and ver < version_tuple(meta["min_version"]):
         return "needs >= %s" % meta["min_version"]
     if meta.get("max_version") and ver > version_tuple(meta["max_version"]):
         return "needs <= %s" % meta["max_version"]
@@ -150,8 +154,7 @@ class Interpreter:
 
 
 def manifest_path():
-    home = os.environ.get("FRAMEPROOF_HOME") or "/var/cache/frameproof"
-    return os.path.join(home, "interpreters.json")
+    return fpfacts.manifest_path(fpfacts.load())
 
 
 def load_manifest():
@@ -256,7 +259,7 @@ def check_checkpoint(msg, hello):
 def run_once(interp, scenario_path, *, timeout=None, at_checkpoint=None,
              quiet=False, raw=False, out=sys.stdout):
     """Run a scenario; returns {"hello", "checkpoints", "returncode", ...}."""
-    meta = parse_header(scenario_path)
+    meta = scenario_meta(scenario_path)
     limit = timeout if timeout is not None else meta["timeout"]
     script = interp.script_path(scenario_path)
     to_target_r, to_target_w = os.pipe()
@@ -527,7 +530,7 @@ def main(argv=None):
             continue
         for path in paths:
             name = os.path.splitext(os.path.basename(path))[0]
-            meta = parse_header(path)
+            meta = scenario_meta(path)
             why = applies(meta, info)
             if why:
                 skipped += 1

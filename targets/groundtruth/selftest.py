@@ -8,7 +8,7 @@ interpreter for the targets: hello and checkpoint contents, exact frames of
 known code (names, lines, columns, kinds, exception flag), determinism, the
 error paths (uncaught exceptions, protocol errors, exiting without done(),
 done() with parked threads), EOF handling, the stdout/stdin fallback, and the
-consistency of scenarios/index.json with the scenario headers.  It also runs
+consistency of scenarios/index.json with the scenario files.  It also runs
 every "fast" scenario that applies to this interpreter (--all: every one).
 
 Ends with a line "N passed, N failed, N skipped"; exit status 1 on failure.
@@ -36,11 +36,11 @@ RUN_ALL = False
 PRELUDE = ("import sys, os; sys.path.insert(0, %r)\nimport fpgt\n" % HERE)
 
 
-def write_scenario(tmpdir, name, body, header="min_version=3.11 builds=any "
-                   "timeout=20"):
+def write_scenario(tmpdir, name, body):
+    """An unlisted scenario: any interpreter, run_scenario's default timeout."""
     path = os.path.join(tmpdir, name + ".py")
     with open(path, "w", encoding="utf-8") as f:
-        f.write("# fp-scenario: %s\n%s%s" % (header, PRELUDE, body))
+        f.write("%s%s" % (PRELUDE, body))
     return path
 
 
@@ -367,7 +367,7 @@ class TestProtocol(Base):
 
 
 class TestScenarios(Base):
-    def test_index_matches_files_and_headers(self):
+    def test_index_matches_files(self):
         index = run_scenario.load_index()
         names = [e["name"] for e in index]
         self.assertEqual(len(names), len(set(names)))
@@ -379,14 +379,14 @@ class TestScenarios(Base):
                  "dirname(os.path.abspath(__file__)), '..', 'groundtruth'))")
         for e in index:
             path = os.path.join(SCENARIOS, e["file"])
-            meta = run_scenario.parse_header(path)
-            for key in ("min_version", "max_version", "builds"):
-                self.assertEqual(meta.get(key), e[key], (e["name"], key))
-            self.assertEqual(meta["timeout"], e["timeout"], e["name"])
+            meta = run_scenario.scenario_meta(path)
+            self.assertEqual(meta["name"], e["name"])
+            self.assertGreater(meta["timeout"], 0, e["name"])
+            run_scenario.version_tuple(e["min_version"])
             self.assertIn(e["builds"], ("any", "gil", "ft"))
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-            self.assertTrue(text.startswith("# fp-scenario: "), e["name"])
+            self.assertNotIn("# fp-scenario:", text, e["name"])
             self.assertIn("\n" + first + "\nimport fpgt\n", text, e["name"])
             self.assertIn("fpgt.start(%r)" % e["name"],
                           text.replace('"', "'"), e["name"])
@@ -395,7 +395,7 @@ class TestScenarios(Base):
 def _make_scenario_test(entry):
     def test(self):
         info = INTERP.probe()
-        meta = run_scenario.parse_header(os.path.join(SCENARIOS,
+        meta = run_scenario.scenario_meta(os.path.join(SCENARIOS,
                                                       entry["file"]))
         why = run_scenario.applies(meta, info)
         if why:

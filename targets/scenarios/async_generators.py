@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Async generators: parked in the body of one iterated by "async for" under
 # asyncio, in one driven by hand through asend().send(), in an async
 # generator expression, and in an async comprehension.

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # asyncio tasks: the event-loop thread parked inside a coroutine run by
 # gather(), inside a TaskGroup task, inside a nested await chain, and a
 # worker thread of asyncio.to_thread parked while the loop waits.

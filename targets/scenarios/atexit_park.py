@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Parked inside an atexit callback during interpreter finalisation (after the
 # main module finished; the callback is called from C with no Python frame
 # below it), then done() from there.

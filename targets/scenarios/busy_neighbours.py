@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Parked threads next to threads that keep running Python code (not parked,
 # so not in "threads" but in "all_threads"); in free-threaded builds they
 # run truly in parallel with the sampler.

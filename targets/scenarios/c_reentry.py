@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Python called back from C: sorted/list.sort keys, map, filter,
 # functools.reduce, min with a key, functools.partial, re.sub with a
 # function, json object hooks and itertools.starmap.

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Thirty checkpoints in a row reusing two labels, at depths 0..29, alternating
 # between the main thread alone and the main thread plus a worker.
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Parked while class bodies execute: a module-level class, a class nested in
 # a class, a class body inside a function, and the C->Python calls made while
 # a class is created (__prepare__, metaclass __new__, __set_name__,

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Nested functions and lambdas: outer.<locals>.inner.<locals>.innermost,
 # module-level and nested lambdas, a closure inside a method, and a
 # functools.wraps wrapper (its code keeps its own qualname).

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # List, dict and set comprehensions (own frames up to 3.11, inlined into the
 # enclosing frame from 3.12), nested comprehensions and a comprehension in a
 # class body.

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Context managers: __enter__ and __exit__ methods, the generator of a
 # contextlib.contextmanager (entered from C-level code in contextlib), the
 # with-body, ExitStack callbacks, and an async context manager.

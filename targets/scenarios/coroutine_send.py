@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Coroutines without an event loop, driven by send(): an await chain down to
 # a custom awaitable whose __await__ is a generator, a types.coroutine
 # generator, and a coroutine resumed by send() that parks after resuming.

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Finalisers: __del__ run by gc.collect() on a reference cycle, __del__ run
 # when the last reference goes away, a weakref callback and a
 # weakref.finalize callback.

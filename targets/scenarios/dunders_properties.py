@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Special methods and descriptors called from C: __getitem__, __add__,
 # __eq__ (list.index), __len__, __iter__/__next__, __hash__ (dict insert),
 # __getattr__, property getter and setter, a data descriptor's __get__,

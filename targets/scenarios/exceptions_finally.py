@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Exception handling: parked inside except blocks (flat and nested), in a
 # finally block while an exception propagates, in a finally block on the
 # normal path, in except* (exception groups), in __exit__ while an exception

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Code run by exec() and eval(): functions defined by exec (file
 # "<string>"), an eval'd expression (a "<module>" code object on the
 # stack), compile() with a custom file name, exec with separate locals

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Code compiled at run time with far-away line numbers: a function after a
 # million blank lines, and functions moved by ast.increment_lineno to line
 # ~123 million and to just below 2**31, calling each other so all are on

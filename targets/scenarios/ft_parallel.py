@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.13 builds=ft timeout=30
 # Free-threaded builds only: eight threads compute in parallel and park
 # together, five rounds in a row, each round at a different depth; the main
 # thread only joins them.

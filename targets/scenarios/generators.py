@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Generator frames: parked inside a generator driven by a for loop, by next()
 # from another generator, after a send(), and in a worker thread.
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=gil timeout=30
 # GIL builds only: a tiny switch interval and CPU-bound threads fighting
 # for the GIL while four other threads park together, three rounds.
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

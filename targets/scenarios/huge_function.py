@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # A generated function of 20000 lines (big line table, lasti beyond 64 KiB),
 # parked near its end at a column beyond 1000; another with a 300000-line
 # gap inside its body (large line-number deltas in one line table).

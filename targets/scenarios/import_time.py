@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Parked while modules are being imported: a generated module that parks at
 # import time (frames of <frozen importlib._bootstrap> appear below it), a
 # chain where one generated module imports another that parks, and

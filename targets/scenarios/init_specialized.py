@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # __init__ called through a call site that has been specialised (the class is
 # called 300 times first; on 3.13 this runs __init__ through the init cleanup
 # shim), a super().__init__ chain, __new__, and a dataclass __init__ (code

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Very long names: qualnames longer than 1024 and 70000 characters (nested
 # functions with long names, built by exec), a 70000-character co_name, and
 # file names longer than 4096 and 100000 characters given to compile().

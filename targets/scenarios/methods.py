@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Qualified names of methods: instance, static and class methods, a method
 # of a nested class, a method reached through super(), and __call__.
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

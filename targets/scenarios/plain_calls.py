@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # A plain chain of module-level function calls in the main thread, parked at
 # the bottom; then a multi-line call expression (line != end_line) and a
 # parked module-level frame.

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Threads started with _thread.start_new_thread: no threading.Thread
 # bootstrap frames, unknown to threading.enumerate().
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

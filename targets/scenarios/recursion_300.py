@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Recursion 300 deep in the main thread (a few 16 KiB data-stack chunks),
 # parked on the way down at depth 150 and at the bottom.
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Deep recursion spanning many data-stack chunks: the main thread goes 3000
 # deep (parked at 1000 and at 3000), then the main thread (mutual recursion,
 # 2000 deep) and a thread with a 64 MiB stack (5000 deep) park together.

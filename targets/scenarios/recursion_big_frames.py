@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Recursion through generated functions with many locals, so data-stack
 # chunks hold only a few frames (300 locals) or a single frame is bigger than
 # a whole 16 KiB chunk (2500 and 12000 locals).

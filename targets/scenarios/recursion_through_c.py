@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Deep alternation of Python and C frames: 60 levels of Python -> sorted()
 # -> key lambda -> Python, then 25 map and 25 functools.reduce layers (debug
 # builds have a low C recursion limit), in a thread with a 64 MiB stack;

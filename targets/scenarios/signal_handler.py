@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # A Python signal handler runs on top of the frame that raised the signal
 # (signal.raise_signal runs pending handlers before returning); parked in the
 # handler, and in a handler of a second signal raised from inside the first.

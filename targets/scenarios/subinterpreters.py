@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=30
 # Sub-interpreters (low-level _interpreters, or _xxsubinterpreters before
 # 3.13): a thread of the main interpreter runs code in a sub-interpreter,
 # which blocks in os.read() three calls deep, while the main thread and a

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Tracing and profiling hooks: parked in a function traced by sys.settrace,
 # inside the trace function itself (called from C for a "call" event),
 # inside a sys.setprofile function on a "c_call" event, and (3.12+) inside a

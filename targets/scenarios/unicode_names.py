@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # Non-ASCII identifiers and file names of every PEP 393 kind: latin-1
 # (café), BMP (函数, Ωmega) and astral (𠀋 survives NFKC normalisation; code
 # objects renamed to 𝔣𝔲𝔫𝔠 with code.replace).  Generated module files named

@@ -1,4 +1,3 @@
-# fp-scenario: min_version=3.11 builds=any timeout=20
 # yield from chains six generators deep: parked in the innermost one while
 # iterating, while a value is sent through the chain, and in an except
 # handler reached by gen.throw() travelling down the chain.

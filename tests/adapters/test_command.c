@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,8 +449,8 @@ static void run_option_checks(tap *t)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s FRAMEPROOF MANIFEST TARGETS_DIR\n", argv[0]);
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s FRAMEPROOF TARGETS_DIR\n", argv[0]);
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -468,11 +469,13 @@ int main(int argc, char **argv)
         report(&t, false, "the dump template is accepted");
     } else {
         cf_manifest m;
-        if (cf_manifest_load(argv[2], &m, err, sizeof err) != CF_OK) {
+        char manifest[PATH_MAX];
+        if (cf_manifest_default_path(manifest, sizeof manifest) != CF_OK ||
+            cf_manifest_load(manifest, &m, err, sizeof err) != CF_OK) {
             report(&t, true, "real interpreters # SKIP no manifest: %s", err);
         } else {
             for (size_t i = 0; i < m.count; i++)
-                run_interpreter(&t, &m.items[i], argv[3], &def);
+                run_interpreter(&t, &m.items[i], argv[2], &def);
             cf_manifest_free(&m);
         }
     }

@@ -5,7 +5,8 @@ of the matrix that are not provisioned are skipped), so must the stored
 documents of tests/data/protocol/, and documents that break the protocol
 must be rejected.  TAP.
 
-usage: test_protocol_schema.py FRAMEPROOF MANIFEST TARGETS_DIR SCHEMA DATA_DIR SCRATCH_DIR
+usage: test_protocol_schema.py FRAMEPROOF TARGETS_DIR SCHEMA DATA_DIR SCRATCH_DIR
+(the manifest is $FRAMEPROOF_HOME's, read at run time)
 """
 
 import copy
@@ -21,6 +22,9 @@ import jsonschema
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 from tap_results import check, report, skip  # noqa: E402
+
+sys.path.insert(0, os.path.join(HERE, "..", "..", "facts"))
+import fpfacts  # noqa: E402  (the shared facts)
 
 # README's interpreter matrix.
 MATRIX = ["3.11", "3.11-pyenv", "3.12-pyenv", "3.13.0-pyenv", "3.13", "3.13-dbg", "3.13t",
@@ -155,9 +159,10 @@ def check_rejected(v):
 
 
 def main():
-    if len(sys.argv) != 7:
+    if len(sys.argv) != 6:
         sys.exit(__doc__)
-    frameproof, manifest, targets, schema, data_dir, scratch = sys.argv[1:]
+    frameproof, targets, schema, data_dir, scratch = sys.argv[1:]
+    manifest = fpfacts.manifest_path(fpfacts.load())
     v = validator(schema)
     check_rejected(v)
     check_stored(v, data_dir)

@@ -1,9 +1,10 @@
 """Live tests of `frameproof snapshot` (TAP): the target is always resumed,
 whether the capture succeeds, fails or this tool is killed in the middle of
 it, and the image replays to exactly the live stack.
-usage: test_snapshot.py FRAMEPROOF_BINARY MANIFEST CAPTURE_IMAGES_SCRIPT
+usage: test_snapshot.py FRAMEPROOF_BINARY CAPTURE_IMAGES_SCRIPT
 
-1. every provisioned interpreter, parked (targets/images/park_basic.py):
+1. every interpreter of the provisioning matrix (facts/facts.env; the
+   manifest is read at run time, an id not provisioned is skipped), parked (targets/images/park_basic.py):
    snapshot, then no thread of the target is still stopped or traced, and
    `replay --json` of the image equals `dump --json` of the process;
 2. a busy target with many threads: once the snapshot is seen tracing the
@@ -15,7 +16,6 @@ usage: test_snapshot.py FRAMEPROOF_BINARY MANIFEST CAPTURE_IMAGES_SCRIPT
    and leave the target running."""
 import importlib.machinery
 import importlib.util
-import json
 import os
 import re
 import shutil
@@ -25,11 +25,13 @@ import sys
 import tempfile
 import time
 
-from tap_results import check, one_line_error, report
+from tap_results import check, one_line_error, report, skip
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "facts"))
+import fpfacts  # noqa: E402  (the shared facts)
 
 FP = os.path.abspath(sys.argv[1])
-MANIFEST = sys.argv[2]
-CAPTURE = os.path.abspath(sys.argv[3])
+CAPTURE = os.path.abspath(sys.argv[2])
 TIMEOUT = 60
 # Threads of the busy target: enough that stopping them all takes a few ms.
 BUSY_THREADS = 150
@@ -128,10 +130,14 @@ def heartbeat_advances(path):
 
 
 def parked_interpreters(cap, tmp):
-    with open(MANIFEST, encoding="utf-8") as f:
-        interps = json.load(f)["interpreters"]
-    for interp in interps:
-        name = f"parked {interp['id']}"
+    facts = fpfacts.load()
+    manifest, provisioned = fpfacts.provisioned(facts)
+    for ident in facts["MATRIX_IDS"].split():
+        name = f"parked {ident}"
+        interp = provisioned.get(ident)
+        if interp is None:
+            skip(name, f"not provisioned (no entry in {manifest})")
+            continue
         installed = cap.install_scripts(interp.get("root", "/"))
         try:
             proc = cap.start(interp, "basic")

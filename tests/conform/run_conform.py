@@ -3,20 +3,49 @@ unwinder configuration as a TAP test (from the JSON report), so the test suite
 counts what was really compared.
 usage: run_conform.py FRAMEPROOF REPORT_DIR [conform options...]
 With --expect-mismatch, the run must FAIL with readable diffs instead (used
-with --inject-fault to prove the harness catches a wrong unwinder)."""
+with --inject-fault to prove the harness catches a wrong unwinder).
+The manifest is read when the test runs (--manifest, else
+$FRAMEPROOF_HOME/interpreters.json): when an interpreter named by --python
+is not provisioned, the whole test is skipped (TAP "1..0 # SKIP").
+--first-provisioned stands for --python with the manifest's first id."""
 import json
 import os
 import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "facts"))
+import fpfacts  # noqa: E402  (the shared facts)
+
 TIMEOUT = 1200
+
+
+def resolve_interpreters(rest):
+    """(conform arguments, None) with --first-provisioned replaced, or
+    (None, skip reason) when a requested interpreter is not provisioned."""
+    given = rest[rest.index("--manifest") + 1] if "--manifest" in rest[:-1] else None
+    manifest, entries = fpfacts.provisioned(fpfacts.load(), given)
+    out = []
+    for i, arg in enumerate(rest):
+        if arg == "--first-provisioned":
+            if not entries:
+                return None, "no interpreter provisioned (no entries in %s)" % manifest
+            out += ["--python", next(iter(entries))]
+            continue
+        if i > 0 and rest[i - 1] == "--python" and arg not in entries:
+            return None, "interpreter %s not provisioned (no entry in %s)" % (arg, manifest)
+        out.append(arg)
+    return out, None
 
 
 def main(argv):
     fp, report_dir, rest = argv[1], argv[2], argv[3:]
     expect_mismatch = "--expect-mismatch" in rest
     rest = [a for a in rest if a != "--expect-mismatch"]
+    rest, why = resolve_interpreters(rest)
+    if why:
+        print("1..0 # SKIP %s" % why)
+        return 0
     shutil.rmtree(report_dir, ignore_errors=True)
     proc = subprocess.run([fp, "conform", "--report-dir", report_dir, *rest],
                           capture_output=True, text=True, timeout=TIMEOUT)

@@ -4,7 +4,9 @@ crashes, and one that exits before saying "done" are each reported as a
 harness error, the run exits 1, reports are still written, and no process
 of those targets survives; Ctrl-C stops a run with status 130, partial
 reports and no stray processes.
-usage: test_robustness.py FRAMEPROOF MANIFEST TARGETS_DIR WORK_DIR"""
+The manifest is read when the test runs; without a host interpreter in it
+the test is skipped.
+usage: test_robustness.py FRAMEPROOF TARGETS_DIR WORK_DIR"""
 import json
 import os
 import shutil
@@ -12,7 +14,10 @@ import subprocess
 import sys
 import time
 
-FP, MANIFEST, TARGETS, WORK = sys.argv[1:5]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "facts"))
+import fpfacts  # noqa: E402  (the shared facts)
+
+FP, TARGETS, WORK = sys.argv[1:4]
 MARK = "fp-robustness-marker"
 PROLOGUE = ("import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "
             "'..', 'groundtruth'))\nimport fpgt\n")
@@ -46,15 +51,15 @@ def marker_processes():
     return found
 
 
-manifest = json.load(open(MANIFEST))
-host = [e for e in manifest["interpreters"] if e["root"] == "/"]
+MANIFEST, provisioned = fpfacts.provisioned(fpfacts.load())
+host = [e for e in provisioned.values() if e["root"] == "/"]
 shutil.rmtree(WORK, ignore_errors=True)
 os.makedirs(os.path.join(WORK, "targets", "scenarios"))
 shutil.copytree(os.path.join(TARGETS, "groundtruth"), os.path.join(WORK, "targets", "groundtruth"))
 index = {"scenarios": []}
 for name, src in SCENARIOS.items():
     with open(os.path.join(WORK, "targets", "scenarios", name + ".py"), "w") as f:
-        f.write("# fp-scenario: min_version=3.11 builds=any timeout=3\n" + src)
+        f.write(src)
     index["scenarios"].append({"name": name, "file": name + ".py", "min_version": "3.11", "max_version": None,
                                "builds": "any", "timeout": 3, "fast": True, "description": name})
 json.dump(index, open(os.path.join(WORK, "targets", "scenarios", "index.json"), "w"))

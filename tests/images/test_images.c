@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "fp_facts.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
 
@@ -29,17 +30,18 @@
 #define OUT_MAX (64u * 1024u * 1024u)
 #define READ_CHUNK 65536
 
-/* Header offsets of format version 1 (docs/image-format.md). */
-#define H_FORMAT 8
-#define H_HEADER_SIZE 12
-#define H_FLAGS 16
-#define H_PID 24
-#define H_THREAD_COUNT 28
-#define H_REGION_COUNT 40
-#define H_VERSION 48
-#define H_SIZE 80
-#define REGION_HEADER 16
-#define THREAD_ENTRY 16
+/* Header offsets of format version 1 (facts/facts.env; the captured images
+ * under corpora/images keep the layout honest). */
+#define H_FORMAT FP_FACT_FPIMG_OFF_FORMAT
+#define H_HEADER_SIZE FP_FACT_FPIMG_OFF_HEADER_SIZE
+#define H_FLAGS FP_FACT_FPIMG_OFF_FLAGS
+#define H_PID FP_FACT_FPIMG_OFF_PID
+#define H_THREAD_COUNT FP_FACT_FPIMG_OFF_THREAD_COUNT
+#define H_REGION_COUNT FP_FACT_FPIMG_OFF_REGION_COUNT
+#define H_VERSION FP_FACT_FPIMG_OFF_PYVERSION
+#define H_SIZE FP_FACT_FPIMG_HEADER_SIZE
+#define REGION_HEADER FP_FACT_FPIMG_REGION_HEADER
+#define THREAD_ENTRY FP_FACT_FPIMG_THREAD_ENTRY
 
 typedef struct image_case {
     const char *exe; /* the frameproof CLI */

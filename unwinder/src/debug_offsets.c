@@ -7,6 +7,7 @@
 
 #include "frameproof/frameproof.h"
 #include "debug_offsets.h"
+#include "fp_facts.h"
 
 /* Upper bounds for structure sizes reported by a table. */
 #define MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
@@ -152,7 +153,7 @@ int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_
     size_t nfields, need;
     if (major != 3 || minor < 13 || minor > 15) {
         if (major == 3 && minor > 15)
-            return fp_err(eb, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", major, minor);
+            return fp_err(eb, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", major, minor);
         return fp_err(eb, FP_E_CORRUPT, "debug offsets carry an impossible version 0x%08x", hex);
     }
     if (ft != 0 && ft != 1)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frameproof/frameproof.h"
+#include "fp_facts.h"
 #include "layout.h"
 
 /* Enumerations that are not offsets. */
@@ -113,7 +114,7 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
             x = &extras_table[i];
     if (!x) {
         if (err)
-            snprintf(err, errlen, "CPython 3.%u is not supported (3.11–3.15 are)", l->minor);
+            snprintf(err, errlen, "CPython 3.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", l->minor);
         return FP_E_UNSUPPORTED;
     }
     int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;

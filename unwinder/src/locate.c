@@ -12,14 +12,15 @@
 #include <unistd.h>
 
 #include "debug_offsets.h"
+#include "fp_facts.h"
 #include "locate.h"
 #include "locate_elf.h"
 #include "maps.h"
 #include "proc_state.h"
 
 #define MAX_CANDIDATES 64
-#define MIN_MINOR 11
-#define MAX_MINOR 15
+#define MIN_MINOR FP_FACT_PY_MINOR_MIN
+#define MAX_MINOR FP_FACT_PY_MINOR_MAX
 
 void fp_format_version(uint32_t hex, char *buf, size_t len)
 {
@@ -57,7 +58,7 @@ int fp_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool
     char ver[32];
     if (hexversion && (hexversion >> 24 != 3 || minor < MIN_MINOR || minor > MAX_MINOR)) {
         fp_format_version(hexversion, ver, sizeof ver);
-        return fp_err(why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)",
+        return fp_err(why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)",
                       hexversion >> 24, minor);
     }
     fp_layout l;
@@ -159,7 +160,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
         if (named && ((named >> 24) != 3 || ((named >> 16) & 0xff) < MIN_MINOR)) {
             fp_err_append(log, "%s%s: CPython %u.%u", log->msg[0] ? "; " : "", m->path, named >> 24, (named >> 16) & 0xff);
             *best = FP_E_UNSUPPORTED;
-            fp_err(&why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", named >> 24,
+            fp_err(&why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", named >> 24,
                    (named >> 16) & 0xff);
             s->err = why;
             return FP_E_UNSUPPORTED;

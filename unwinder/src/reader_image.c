@@ -17,34 +17,42 @@
 #include <unistd.h>
 
 #include "frameproof/image.h"
+#include "fp_facts.h"
 
-/* Fixed header of format version 1 (all integers little-endian). */
-#define IMG_MAGIC "FPIMG\0\0\0"
-#define IMG_MAGIC_LEN 8u
-#define IMG_OFF_FORMAT 8u
-#define IMG_OFF_HEADER_SIZE 12u
-#define IMG_OFF_FLAGS 16u
-#define IMG_OFF_HEXVERSION 20u
-#define IMG_OFF_PID 24u
-#define IMG_OFF_THREAD_COUNT 28u
-#define IMG_OFF_RUNTIME 32u
-#define IMG_OFF_REGION_COUNT 40u
-#define IMG_OFF_PYVERSION 48u
-#define IMG_V1_HEADER_SIZE 80u
+/* Fixed header of format version 1 (all integers little-endian); the
+ * layout is one of the shared facts (facts/facts.env). */
+#define IMG_MAGIC ((const char[IMG_MAGIC_LEN]){FP_FACT_FPIMG_MAGIC}) /* NUL-padded */
+#define IMG_MAGIC_LEN FP_FACT_FPIMG_MAGIC_LEN
+#define IMG_OFF_FORMAT FP_FACT_FPIMG_OFF_FORMAT
+#define IMG_OFF_HEADER_SIZE FP_FACT_FPIMG_OFF_HEADER_SIZE
+#define IMG_OFF_FLAGS FP_FACT_FPIMG_OFF_FLAGS
+#define IMG_OFF_HEXVERSION FP_FACT_FPIMG_OFF_HEXVERSION
+#define IMG_OFF_PID FP_FACT_FPIMG_OFF_PID
+#define IMG_OFF_THREAD_COUNT FP_FACT_FPIMG_OFF_THREAD_COUNT
+#define IMG_OFF_RUNTIME FP_FACT_FPIMG_OFF_RUNTIME
+#define IMG_OFF_REGION_COUNT FP_FACT_FPIMG_OFF_REGION_COUNT
+#define IMG_OFF_PYVERSION FP_FACT_FPIMG_OFF_PYVERSION
+#define IMG_V1_HEADER_SIZE FP_FACT_FPIMG_HEADER_SIZE
 /* Room for fields a later minor revision may append to the header. */
-#define IMG_MAX_HEADER_SIZE 4096u
+#define IMG_MAX_HEADER_SIZE FP_FACT_FPIMG_MAX_HEADER_SIZE
 /* Smallest prefix that tells the magic, format version and header size. */
-#define IMG_PREAMBLE 16u
+#define IMG_PREAMBLE (FP_FACT_FPIMG_OFF_HEADER_SIZE + 4u)
 
-#define IMG_FLAG_FREE_THREADED 0x1u
-#define IMG_FLAG_DEBUG 0x2u
+#define IMG_FLAG_FREE_THREADED FP_FACT_FPIMG_FLAG_FREE_THREADED
+#define IMG_FLAG_DEBUG FP_FACT_FPIMG_FLAG_DEBUG
 #define IMG_KNOWN_FLAGS (IMG_FLAG_FREE_THREADED | IMG_FLAG_DEBUG)
 
 /* Thread entry: u64 native id, u8 state, 7 zero bytes. */
-#define IMG_THREAD_ENTRY 16u
-#define IMG_THREAD_OFF_STATE 8u
+#define IMG_THREAD_ENTRY FP_FACT_FPIMG_THREAD_ENTRY
+#define IMG_THREAD_OFF_STATE FP_FACT_FPIMG_THREAD_OFF_STATE
 /* Region header: u64 address, u64 length; the bytes follow. */
-#define IMG_REGION_HEADER 16u
+#define IMG_REGION_HEADER FP_FACT_FPIMG_REGION_HEADER
+
+/* The public API states the same facts. */
+_Static_assert(FP_IMAGE_FORMAT_VERSION == FP_FACT_FPIMG_FORMAT_VERSION, "image format version");
+_Static_assert(FP_IMAGE_VERSION_LEN == FP_FACT_FPIMG_PYVERSION_LEN, "image version field size");
+_Static_assert(FP_FACT_FPIMG_OFF_PYVERSION + FP_FACT_FPIMG_PYVERSION_LEN == FP_FACT_FPIMG_HEADER_SIZE,
+               "the version string field ends the version 1 header");
 
 /* Largest file fp_image_open accepts. */
 #define IMG_MAX_FILE_SIZE                                                                  \

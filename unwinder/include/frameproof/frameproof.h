@@ -19,16 +19,11 @@
 #include <stdint.h>
 
 #include "frameproof/reader.h"
+#include "frameproof/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define FP_VERSION_STRING "0.1.0"
-
-/* The newest CPython the unwinder supports (3.11 up to it). */
-#define FP_PY_NEWEST_MAJOR 3
-#define FP_PY_NEWEST_MINOR 15
 
 /* Stable error codes (never renumbered). */
 enum fp_error {
