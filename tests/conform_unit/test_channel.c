@@ -161,6 +161,8 @@ static void test_line_limit(void **state)
     assert_int_equal(read_file_line(channel_file(CF_MAX_LINE_BYTES, "\nnext\n"), &len), CF_OK);
     assert_int_equal(len, CF_MAX_LINE_BYTES);
     assert_int_equal(read_file_line(channel_file(CF_MAX_LINE_BYTES + 1, ""), &len), CF_E_LIMIT);
+    /* The newline comes in the same read as the byte over the limit. */
+    assert_int_equal(read_file_line(channel_file(CF_MAX_LINE_BYTES + 1, "\n"), &len), CF_E_LIMIT);
 }
 
 static void parse_ok(const char *text, const char *key, const char *expected, size_t expected_len)
