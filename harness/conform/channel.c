@@ -60,6 +60,9 @@ int cf_linebuf_read(cf_linebuf *lb, int fd, double deadline, char **line, size_t
     for (;;) {
         char *nl = lb->len > lb->scanned ? memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned) : NULL;
         if (nl) {
+            /* The newline may arrive in the read that passed the limit. */
+            if ((size_t)(nl - lb->buf) > CF_MAX_LINE_BYTES)
+                return CF_E_LIMIT;
             *nl = '\0';
             *line = lb->buf;
             *len = (size_t)(nl - lb->buf);

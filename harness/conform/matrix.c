@@ -182,32 +182,60 @@ static void error_class(const char *error, char *buf, size_t len)
     buf[k] = '\0';
 }
 
+/* A mismatch's class: its type with the fields that differ. */
+static void mismatch_class(json_object *m, char *name, size_t size)
+{
+    const char *type = cf_json_str(m, "type", "?");
+    json_object *fields = cf_json_array(m, "fields");
+    const char *field = cf_json_str(m, "field", NULL);
+    size_t len = (size_t)snprintf(name, size, "%s", type);
+    for (size_t j = 0; fields && j < json_object_array_length(fields) && len < size; j++)
+        len += (size_t)snprintf(name + len, size - len, "%s%s", j ? "," : ": ",
+                                json_object_get_string(json_object_array_get_idx(fields, j)));
+    if (field && len < size)
+        snprintf(name + len, size - len, ": %s", field);
+}
+
+/* The mismatches of a failed sample; a sample recorded as "the same as
+ * sample N" has those of sample N of the same checkpoint. */
+static json_object *sample_mismatches(json_object *fails, json_object *f)
+{
+    int64_t same = cf_json_int(f, "same_as_sample", -1);
+    if (same < 0)
+        return cf_json_array(f, "mismatches");
+    int64_t seq = cf_json_int(f, "seq", -1);
+    for (size_t i = 0; i < json_object_array_length(fails); i++) {
+        json_object *g = json_object_array_get_idx(fails, i);
+        if (cf_json_int(g, "sample", -1) == same && cf_json_int(g, "seq", -1) == seq &&
+            cf_json_int(g, "same_as_sample", -1) < 0)
+            return cf_json_array(g, "mismatches");
+    }
+    return NULL;
+}
+
 /* Every failure of a configuration counted once per sample and class. */
 static void classify(fclasses *fc, json_object *cfg)
 {
     json_object *fails = cf_json_array(cfg, "failures");
     for (size_t i = 0; fails && i < json_object_array_length(fails); i++) {
         json_object *f = json_object_array_get_idx(fails, i);
-        char name[CLASS_LEN];
+        char name[CLASS_LEN], other[CLASS_LEN];
         const char *error = cf_json_str(f, "error", NULL);
         if (error) {
             error_class(error, name, sizeof name);
             class_add(fc, name);
             continue;
         }
-        json_object *mm = cf_json_array(f, "mismatches");
+        json_object *mm = sample_mismatches(fails, f);
         for (size_t k = 0; mm && k < json_object_array_length(mm); k++) {
-            json_object *m = json_object_array_get_idx(mm, k);
-            const char *type = cf_json_str(m, "type", "?");
-            json_object *fields = cf_json_array(m, "fields");
-            const char *field = cf_json_str(m, "field", NULL);
-            size_t len = (size_t)snprintf(name, sizeof name, "%s", type);
-            for (size_t j = 0; fields && j < json_object_array_length(fields) && len < sizeof name; j++)
-                len += (size_t)snprintf(name + len, sizeof name - len, "%s%s", j ? "," : ": ",
-                                        json_object_get_string(json_object_array_get_idx(fields, j)));
-            if (field && len < sizeof name)
-                snprintf(name + len, sizeof name - len, ": %s", field);
-            class_add(fc, name);
+            mismatch_class(json_object_array_get_idx(mm, k), name, sizeof name);
+            bool seen = false;
+            for (size_t j = 0; j < k && !seen; j++) {
+                mismatch_class(json_object_array_get_idx(mm, j), other, sizeof other);
+                seen = strcmp(name, other) == 0;
+            }
+            if (!seen)
+                class_add(fc, name);
         }
     }
 }
