@@ -156,10 +156,14 @@ static void testcase(cf_strbuf *out, json_object *c, const char *unwinder, const
         cf_sb_free(&msg);
     } else if (strcmp(status, "fail") == 0) {
         failure_text(cfg, &text);
-        char msg[128];
-        snprintf(msg, sizeof msg, "%" PRId64 " mismatch(es) in %" PRId64 "/%" PRId64 " samples",
-                 cf_json_int(cfg, "mismatches", 0), cf_json_int(cfg, "failed_samples", 0),
-                 cf_json_int(cfg, "samples", 0));
+        char msg[CF_ERRMSG_LEN];
+        json_object *first = json_object_array_get_idx(cf_json_array(cfg, "failures"), 0);
+        if (cf_json_int(cfg, "samples", 0) == 0 && cf_json_str(first, "error", NULL))
+            snprintf(msg, sizeof msg, "%s", cf_json_str(first, "error", ""));
+        else
+            snprintf(msg, sizeof msg, "%" PRId64 " mismatch(es) in %" PRId64 "/%" PRId64 " samples",
+                     cf_json_int(cfg, "mismatches", 0), cf_json_int(cfg, "failed_samples", 0),
+                     cf_json_int(cfg, "samples", 0));
         cf_sb_puts(out, ">\n      <failure type=\"mismatch\"");
         attr(out, "message", msg);
         cf_sb_puts(out, ">");
