@@ -39,6 +39,10 @@ enum cf_rc {
 #define CF_DIFFERENTIAL_MAX_OUTPUT (16u << 20)
 #define CF_DIFFERENTIAL_MAX_EXAMPLES 8u    /* disagreements described per case */
 #define CF_JUNIT_MAX_TEXT 65536u           /* failure text per JUnit testcase */
+#define CF_MOJO_MAX_BYTES (64u << 20)      /* longest MOJO stream read from austin */
+#define CF_MOJO_MAX_STRING (1u << 20)      /* longest string in a MOJO stream */
+#define CF_MOJO_MAX_ITEMS (1u << 22)       /* MOJO strings, frame definitions, frames or stacks, each */
+#define CF_MOJO_MAX_VARINT_BYTES 10u       /* a MOJO varint (6 + 9 * 7 bits >= 64 bits) */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"
