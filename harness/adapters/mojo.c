@@ -274,8 +274,8 @@ static int own_string(decoder *d, const char *str, size_t n, const char **out, s
 
 static int read_owned_string(decoder *d, const char *what, const char **out)
 {
-    const char *str;
-    size_t n;
+    const char *str = NULL;
+    size_t n = 0;
     int rc = read_cstr(d, what, &str, &n);
     return rc != CF_OK ? rc : own_string(d, str, n, out, NULL);
 }
@@ -347,8 +347,8 @@ static int ev_stack(decoder *d)
 {
     mojo_stream *s = d->s;
     mojo_stack st = {0};
-    const char *tid;
-    size_t n;
+    const char *tid = NULL;
+    size_t n = 0;
     int rc;
     if ((rc = read_uint(d, "pid", &st.pid)) != CF_OK || (rc = read_uint(d, "interpreter id", &st.iid)) != CF_OK ||
         (rc = read_cstr(d, "thread id", &tid, &n)) != CF_OK || (rc = parse_tid(d, tid, n, &st.tid)) != CF_OK)
@@ -403,9 +403,9 @@ static int ev_frame_ref(decoder *d)
 
 static int ev_string(decoder *d)
 {
-    uint64_t key;
-    const char *str, *copy;
-    size_t n, index;
+    uint64_t key = 0;
+    const char *str = NULL, *copy = NULL;
+    size_t n = 0, index = 0;
     int rc = read_uint(d, "string key", &key);
     if (rc == CF_OK)
         rc = read_cstr(d, "string", &str, &n);
