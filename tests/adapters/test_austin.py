@@ -7,7 +7,8 @@ Runs scenarios on each interpreter of the manifest (or the ids given) with
 targets/groundtruth/run_scenario.py; at every checkpoint ADAPTER_SAMPLE
 (tests/adapters/adapter_sample.c) attaches the austin adapter to the parked
 target and takes one sample, which is compared here with the checkpoint's
-ground truth.  Prints TAP: one test per interpreter and scenario, asserting
+ground truth.  The same for TARGETS/adapters/austin_dump (austin through the
+command-unwinder protocol) on plain_calls.  Prints TAP: one test per interpreter and scenario, asserting
 the outcome that austin 3.7.0 is known to give there (EXPECTED below), so
 that a fault of the adapter (a frame dropped, a column off by one, a thread
 id misread, an error lost) fails a test.  --report prints every difference
@@ -23,6 +24,14 @@ SCENARIOS = ["plain_calls", "methods", "named_threads"]
 TIMEOUT_S = 20
 FRAME_KEYS = ("function", "file", "line", "end_line", "column", "end_column")
 
+# What austin_dump prints where the adapter does not apply or fails.
+EXPECTED_DUMP = {
+    "3.13t": "austin_dump: austin killed by signal 6",
+    "3.14": "austin_dump: austin exit status 32",
+    "3.14-dbg": "austin_dump: austin exit status 32",
+    "3.15": "austin_dump: austin exit status 32",
+    "3.15-dbg": "austin_dump: austin exit status 32",
+}
 # What austin 3.7.0 does, per interpreter id: "match" (every parked thread's
 # frames equal the truth in every reported field), "not supported" (the
 # adapter does not apply), or the start of the adapter's error.
@@ -64,16 +73,29 @@ def only_positions(diffs):
     return all(d.split(": ", 1)[1].split(" ", 1)[0] in POSITION_KEYS for ds in diffs.values() for d in ds)
 
 
+def from_dump(text):
+    """austin_dump's document in adapter_sample's shape."""
+    doc = json.loads(text)
+    return json.dumps({"threads": [dict(t, interp_id=i["id"]) for i in doc["interpreters"]
+                                   for t in i["threads"]]})
+
+
 def hook(argv):
-    """At a checkpoint: sample with the adapter, append the outcome."""
-    exe, manifest, ident, pid, truth_path, out_path = argv
-    proc = subprocess.run([exe, "austin", manifest, ident, pid, str(TIMEOUT_S)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """At a checkpoint: sample with the adapter or austin_dump, append the outcome."""
+    how, exe, manifest, ident, pid, truth_path, out_path = argv
+    cmd = [exe, pid] if how == "dump" else [exe, "austin", manifest, ident, pid, str(TIMEOUT_S)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     with open(truth_path, encoding="utf-8") as f:
         truth = json.load(f)
     rec = {"checkpoint": truth["name"], "truth": truth, "rc": proc.returncode,
            "stdout": proc.stdout.decode("utf-8", "replace"),
            "stderr": proc.stderr.decode("utf-8", "replace")}
+    if how == "dump":
+        if proc.returncode == 0:
+            rec["stdout"] = from_dump(rec["stdout"])
+        else:
+            rec["rc"] = 3
+            rec["stdout"] = ""
     with open(out_path, "a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
     return 0
@@ -132,15 +154,16 @@ def main(argv):
     if argv[3:]:
         ids = [i for i in ids if i in argv[3:]]
     runner = os.path.join(targets, "groundtruth", "run_scenario.py")
-    plan = [(i, s) for i in ids for s in SCENARIOS]
+    dump = os.path.join(targets, "adapters", "austin_dump")
+    plan = [(i, s, "adapter", exe) for i in ids for s in SCENARIOS] + [(i, "plain_calls", "dump", dump) for i in ids]
     print("1..%d" % (len(plan) + (0 if report else len(FAULTS))))
     failed = 0
     matched = None
     with tempfile.TemporaryDirectory() as tmp:
-        for n, (ident, scen) in enumerate(plan, 1):
-            out = os.path.join(tmp, "%s-%s.jsonl" % (ident, scen))
+        for n, (ident, scen, how, tool) in enumerate(plan, 1):
+            out = os.path.join(tmp, "%s-%s-%s.jsonl" % (ident, scen, how))
             open(out, "w").close()
-            hook_cmd = " ".join([sys.executable, os.path.abspath(__file__), "--hook", exe, manifest, ident,
+            hook_cmd = " ".join([sys.executable, os.path.abspath(__file__), "--hook", how, tool, manifest, ident,
                                  "{pid}", "{json}", out])
             env = dict(os.environ, FRAMEPROOF_HOME=os.path.dirname(os.path.abspath(manifest)))
             run = subprocess.run([sys.executable, runner, "-q", "-i", ident, "--at-checkpoint", hook_cmd, scen],
@@ -151,7 +174,7 @@ def main(argv):
             if got == "match" and matched is None:
                 matched = records[0]
             if report:
-                print("# %s %s: %s" % (ident, scen, got))
+                print("# %s %s %s: %s" % (how, ident, scen, got))
                 for cp, ds in diffs.items():
                     for d in ds:
                         print("#   %s: %s" % (cp, d))
@@ -164,9 +187,11 @@ def main(argv):
                 ok, why = got == "differences" and only_positions(diffs), "got %r: %r" % (got, diffs)
             else:
                 want = EXPECTED.get(ident, "match")
+                if how == "dump":
+                    want = EXPECTED_DUMP.get(ident, want)
                 ok = got.startswith(want)
                 why = "got %r (%r), expected %r" % (got, diffs, want)
-            print("%s %d - austin on %s, %s" % ("ok" if ok else "not ok", n, ident, scen))
+            print("%s %d - austin (%s) on %s, %s" % ("ok" if ok else "not ok", n, how, ident, scen))
             if not ok:
                 failed += 1
                 print("# " + why.replace("\n", "\n# "))
