@@ -31,6 +31,7 @@ static size_t cpython_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opt
 static const unwinder_entry UNWINDERS[] = {
     {"frameproof", NULL, frameproof_defs},
     {"cpython", NULL, cpython_defs},
+    {"austin", NULL, cf_austin_defs},
     {"command", cf_command_check_opts, cf_command_defs},
 };
 #define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
@@ -46,6 +47,12 @@ static const char UNWINDER_HELP[] =
     "               (cache_frames=True, which writes into the target) on 3.15;\n"
     "               compared on function (co_qualname), file, line and native\n"
     "               id, and on 3.15 also end line, columns, main and exception\n"
+    "  austin       Debian's austin 3.7 (installed in the sid root by\n"
+    "               targets/provision), one `austin -b -x 1 -i 1s -p PID` run per\n"
+    "               sample (its MOJO stream's first pass), 1 sample per\n"
+    "               checkpoint; applies where austin 3.7 claims support (3.8 to\n"
+    "               3.13); compared on function (qualname), file, line, end\n"
+    "               line, columns and native id\n"
     "  command      any external unwinder: --unwinder-cmd 'CMD ... {pid}' is run\n"
     "               through /bin/sh once per sample with {pid} replaced by the\n"
     "               target's pid; it prints one JSON document in the protocol of\n"

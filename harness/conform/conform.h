@@ -47,6 +47,15 @@ enum cf_rc {
 #define CF_COMMAND_DRAIN_S 1.0             /* reading on after the command exits (its children may hold stdout) */
 #define CF_COMMAND_SHELL "/bin/sh"         /* runs the --unwinder-cmd template */
 #define CF_PROTOCOL_PATH_LEN 160u          /* a JSON path named in a protocol error */
+#define CF_MOJO_MAX_BYTES (64u << 20)      /* longest MOJO stream read from austin */
+#define CF_MOJO_MAX_STRING (1u << 20)      /* longest string in a MOJO stream */
+#define CF_MOJO_MAX_ITEMS (1u << 22)       /* MOJO strings, frame definitions, frames or stacks, each */
+#define CF_MOJO_MAX_VARINT_BYTES 10u       /* a MOJO varint (6 + 9 * 7 bits >= 64 bits) */
+#define CF_AUSTIN_SAMPLES_PER_CHECKPOINT 1u /* each austin sample is a run with a 1 s exposure */
+#define CF_AUSTIN_DEFAULT_EXE "/opt/austin/usr/bin/austin" /* inside the root (targets/provision) */
+#define CF_AUSTIN_HOST_ROOT "sid"          /* root under FRAMEPROOF_HOME whose glibc runs austin for host targets */
+#define CF_AUSTIN_LOADER "/lib64/ld-linux-x86-64.so.2" /* that root's dynamic loader */
+#define CF_AUSTIN_LIBDIR "/usr/lib/x86_64-linux-gnu"   /* and its library directory */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"

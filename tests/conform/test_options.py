@@ -49,7 +49,7 @@ def main():
     r = conform(fp, "--python-path", os.path.join(work, "missing"), env=env)
     check("--python-path on a missing file", *one_line_error(r, 1, "No such file or directory"))
     r = conform(fp, "--unwinder", "nosuch", "--python-path", HOST_PYTHON, env=env)
-    check("unknown unwinder", *one_line_error(r, 2, 'unknown unwinder "nosuch"; known: frameproof cpython command'))
+    check("unknown unwinder", *one_line_error(r, 2, 'unknown unwinder "nosuch"; known: frameproof cpython austin command'))
     r = conform(fp, "--unwinder", "command", env=env)
     lines = r.stderr.strip().splitlines()
     check("--unwinder command without --unwinder-cmd",
