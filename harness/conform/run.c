@@ -241,7 +241,8 @@ static int prepare_dirs(conform_run *r)
 }
 
 /* True when a selected configuration applies to the interpreter; else
- * why none does, one reason per configuration. */
+ * why none does, one reason per configuration (why is scratch space
+ * either way). */
 static bool any_applies(const conform_run *r, const cf_interp *in, char *why, size_t len)
 {
     size_t used = 0;
@@ -277,8 +278,11 @@ static int build_cases(conform_run *r)
                                                       c->skip, sizeof c->skip);
             if (!why)
                 c->skip[0] = '\0';
-            if (!why && !any_applies(r, &r->manifest.items[c->interp], c->skip, sizeof c->skip))
+            char none[SKIP_REASON_LEN];
+            if (!why && !any_applies(r, &r->manifest.items[c->interp], none, sizeof none)) {
                 c->no_unwinder = true;
+                snprintf(c->skip, sizeof c->skip, "%s", none);
+            }
         }
     }
     return CF_OK;

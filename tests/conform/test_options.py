@@ -42,6 +42,18 @@ def main():
                   and all(u["samples"] > 0 for u in case["unwinders"]), json.dumps(case)[:800])
         except (OSError, ValueError, KeyError, IndexError) as e:
             check("--python-path report", False, repr(e))
+        # Regression: an unwinder that does not apply (cpython on 3.11) must
+        # not turn the case into a skip for the one that does.
+        rep = os.path.join(work, "mixed")
+        r = conform(fp, "--unwinder", "cpython", "--unwinder", "frameproof", "--python-path", HOST_PYTHON,
+                    "--scenario", "plain_calls", "--report-dir", rep, env=env)
+        try:
+            case = json.load(open(os.path.join(rep, "report.json"), encoding="utf-8"))["cases"][0]
+            check("an inapplicable unwinder is n/a while the other runs",
+                  r.returncode == 0 and case["status"] == "pass"
+                  and case["verdicts"] == {"cpython": "n/a", "frameproof": "pass"}, json.dumps(case)[:800])
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            check("an inapplicable unwinder is n/a while the other runs", False, repr(e))
     else:
         skip("--python-path runs without a manifest", HOST_PYTHON + " is not installed")
     r = conform(fp, "--python-path", "/bin/true", "--report-dir", os.path.join(work, "true"), env=env)
