@@ -1,4 +1,4 @@
-/* fuzz_debug_offsets.c — fp_debug_offsets_parse on any blob of up to 8 KiB
+/* fuzz_debug_offsets.c — fpi_debug_offsets_parse on any blob of up to 8 KiB
  * (zero-padded to the FP_DEBUG_OFFSETS_READ bytes the library reads).
  *
  * Oracle: when the parser accepts a table, every offset the resulting
@@ -144,7 +144,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_layout l;
     fp_errbuf eb;
     eb.msg[0] = 0;
-    int rc = fp_debug_offsets_parse(table, sizeof table, &l, &eb);
+    int rc = fpi_debug_offsets_parse(table, sizeof table, &l, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_NOT_PYTHON || rc == FP_E_UNSUPPORTED || rc == FP_E_CORRUPT,
                "unexpected code %d", rc);
     FUZZ_CHECK(memchr(eb.msg, 0, sizeof eb.msg) != NULL, "unterminated message");
@@ -152,12 +152,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * length up to the input's own (ASan watches the reads). */
     if (size < FP_DEBUG_OFFSETS_SIZE_315 + 1) {
         fp_layout t;
-        int trc = fp_debug_offsets_parse(data, size, &t, NULL);
+        int trc = fpi_debug_offsets_parse(data, size, &t, NULL);
         (void)trc;
     }
     uint32_t hex;
     int ft;
-    FUZZ_CHECK(fp_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) == 0 && fz_le64(table + 8) <= UINT32_MAX),
+    FUZZ_CHECK(fpi_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) == 0 && fz_le64(table + 8) <= UINT32_MAX),
                "peek disagrees with the cookie");
     if (rc != FP_OK)
         return 0;

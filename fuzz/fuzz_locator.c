@@ -1,12 +1,12 @@
 /* fuzz_locator.c — the locator's parsers of untrusted input: ELF files
- * (fp_elf_inspect_mem, over libelf) and /proc/PID/maps text (fp_maps_parse,
- * fp_maps_contains).
+ * (fpi_elf_inspect_mem, over libelf) and /proc/PID/maps text (fpi_maps_parse,
+ * fpi_maps_contains).
  *
  * Input: ELF bytes, then optionally the separator SEPARATOR and maps text.
  * Without a separator the whole input goes to both parsers.  Checked: no
  * crash or over-read, documented codes only, and a parsed maps table whose
  * entries are well-formed (start <= end, bounded paths) and whose
- * fp_maps_contains answers agree with a linear reference.
+ * fpi_maps_contains answers agree with a linear reference.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -34,13 +34,13 @@ static void fuzz_elf(const uint8_t *data, size_t size)
     fp_elf_info ei;
     fp_errbuf eb;
     eb.msg[0] = 0;
-    int rc = fp_elf_inspect_mem(data, size, &ei, &eb);
+    int rc = fpi_elf_inspect_mem(data, size, &ei, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT,
                "ELF inspection returned %d", rc);
     FUZZ_CHECK(memchr(eb.msg, 0, sizeof eb.msg) != NULL, "unterminated message");
 }
 
-/* Reference for fp_maps_contains: the first readable mapping holding addr
+/* Reference for fpi_maps_contains: the first readable mapping holding addr
  * decides. */
 static bool ref_contains(const fp_maps *m, uint64_t addr, uint64_t len)
 {
@@ -57,7 +57,7 @@ static void fuzz_maps(const uint8_t *data, size_t size)
 {
     fp_maps m;
     fp_errbuf eb;
-    int rc = fp_maps_parse((const char *)data, size, &m, &eb);
+    int rc = fpi_maps_parse((const char *)data, size, &m, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_LIMIT || rc == FP_E_NOMEM, "maps parse returned %d",
                rc);
     if (rc) {
@@ -78,13 +78,13 @@ static void fuzz_maps(const uint8_t *data, size_t size)
         uint64_t probes[PROBES_PER_MAPPING][2] = {
             {e->start, 1}, {e->end - (e->end > e->start), 1}, {e->start, e->end - e->start}, {e->end, 1}};
         for (size_t k = 0; k < PROBES_PER_MAPPING; k++) {
-            bool got = fp_maps_contains(&m, probes[k][0], probes[k][1]);
+            bool got = fpi_maps_contains(&m, probes[k][0], probes[k][1]);
             bool want = ref_contains(&m, probes[k][0], probes[k][1]);
             FUZZ_CHECK(got == want, "contains(0x%llx, %llu) = %d, reference %d", (unsigned long long)probes[k][0],
                        (unsigned long long)probes[k][1], got, want);
         }
     }
-    fp_maps_free(&m);
+    fpi_maps_free(&m);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,7 +6,7 @@
  * (the layout's table, an interpreter), a type object whose tp_name is
  * "str", "bytes" or a near miss, and the object under test; a session is
  * attached to it through the public fp_session_attach_reader and the
- * internal fp_read_str / fp_read_bytes are called on the object.
+ * internal fpi_read_str / fpi_read_bytes are called on the object.
  *
  * Input: [0] layout, [1] flags, [2..4) declared length (LE), [4] kind bits,
  * [5] n, then n (<= 64) bytes XORed onto the object header, then payload
@@ -170,13 +170,13 @@ static bool pick_layout(unsigned sel, fp_layout *l, fp_target_desc *d, uint8_t *
     memset(d, 0, sizeof *d);
     memset(table, 0, FP_DEBUG_OFFSETS_READ);
     if (sel < BUILTIN_LAYOUTS) {
-        *l = *(sel == 0 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+        *l = *(sel == 0 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         d->hexversion = sel == 0 ? HEX_311 : HEX_312;
         return true;
     }
     memcpy(table, fuzz_tables[sel - BUILTIN_LAYOUTS].bytes, FUZZ_TABLE_BYTES);
     fp_errbuf eb;
-    if (fp_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, l, &eb) != FP_OK)
+    if (fpi_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, l, &eb) != FP_OK)
         return false; /* cannot happen for a captured table */
     return true;
 }
@@ -301,11 +301,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t ngot = 0, nwant = 0;
     bool ref_ok;
     if (is_bytes) {
-        rc = fp_read_bytes(s, OBJ_ADDR, FP_LINETABLE_MAX_BYTES, &got, &ngot);
+        rc = fpi_read_bytes(s, OBJ_ADDR, FP_LINETABLE_MAX_BYTES, &got, &ngot);
         ref_ok = ref_bytes(&s->layout, &m, FP_LINETABLE_MAX_BYTES, &want, &nwant);
     } else {
         char *str = NULL;
-        rc = fp_read_str(s, OBJ_ADDR, &str, &ngot);
+        rc = fpi_read_str(s, OBJ_ADDR, &str, &ngot);
         got = (uint8_t *)str;
         ref_ok = ref_str(&s->layout, &m, &want, &nwant);
         if (rc == FP_OK)

@@ -183,7 +183,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_sample *sm = NULL;
     if (!d)
         return 0;
-    fp_layout probe = *fp_layout_builtin_311();
+    fp_layout probe = *fpi_layout_builtin_311();
     if (has_table(id)) {
         const uint8_t *t = find_table(id);
         if (!t)
@@ -192,7 +192,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!table)
             goto out;
         memcpy(table, t, FUZZ_TABLE_BYTES);
-        if (fp_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, &probe, NULL) != FP_OK)
+        if (fpi_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, &probe, NULL) != FP_OK)
             goto out;
     }
     bool tlbc = probe.co_tlbc != FP_OFF_NONE;

@@ -312,14 +312,14 @@ static int setup_layout(synth_image *im, const char *id, const uint8_t *table, s
     im->compact_bit = ft314 ? 11 : 5;
     im->ascii_bit = ft314 ? 12 : 6;
     if (strcmp(id, "3.11") == 0 || strcmp(id, "3.12") == 0) {
-        im->l = *(strcmp(id, "3.11") == 0 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+        im->l = *(strcmp(id, "3.11") == 0 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         im->hexversion = strcmp(id, "3.11") == 0 ? 0x030b07f0u : 0x030c01f0u;
         return FP_OK;
     }
     if (!table)
         return fail(im, "3.13+ layouts need their debug-offsets table");
     fp_errbuf eb = {{0}};
-    int rc = fp_debug_offsets_parse(table, table_len, &im->l, &eb);
+    int rc = fpi_debug_offsets_parse(table, table_len, &im->l, &eb);
     if (rc)
         return fail(im, eb.msg);
     im->hexversion = im->l.hexversion;

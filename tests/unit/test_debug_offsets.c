@@ -74,7 +74,7 @@ static void test_real_tables(void **state)
         load(e->id, t);
         fp_layout l;
         fp_errbuf eb = {{0}};
-        int rc = fp_debug_offsets_parse(t, sizeof t, &l, &eb);
+        int rc = fpi_debug_offsets_parse(t, sizeof t, &l, &eb);
         if (rc)
             fail_msg("%s: %s", e->id, eb.msg);
         assert_int_equal(l.minor, e->minor);
@@ -107,7 +107,7 @@ static void test_bad_cookie(void **state)
     load("3.15", t);
     t[0] = 'X';
     fp_layout l;
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, NULL), FP_E_NOT_PYTHON);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, NULL), FP_E_NOT_PYTHON);
 }
 
 static void test_versions(void **state)
@@ -118,15 +118,15 @@ static void test_versions(void **state)
     fp_errbuf eb = {{0}};
     load("3.15", t);
     put_u64(t, 8, 0x031000f0); /* 3.16 */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_UNSUPPORTED);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_UNSUPPORTED);
     assert_non_null(strstr(eb.msg, "3.16 is not supported"));
     put_u64(t, 8, 0x030c00f0); /* 3.12 never had the table */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
     load("3.15", t);
     put_u64(t, 16, 7); /* free_threaded must be 0 or 1 */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
     load("3.14", t);
-    assert_int_equal(fp_debug_offsets_parse(t, FP_DEBUG_OFFSETS_SIZE_314 - 8, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, FP_DEBUG_OFFSETS_SIZE_314 - 8, &l, &eb), FP_E_CORRUPT);
 }
 
 /* Positions (3.15 table) of fields the walker uses, and what breaks them. */
@@ -156,7 +156,7 @@ static void test_corruptions(void **state)
         put_u64(t, corruptions_315[i].pos, corruptions_315[i].value);
         fp_layout l;
         fp_errbuf eb = {{0}};
-        int rc = fp_debug_offsets_parse(t, sizeof t, &l, &eb);
+        int rc = fpi_debug_offsets_parse(t, sizeof t, &l, &eb);
         if (rc != FP_E_CORRUPT)
             fail_msg("%s: expected FP_E_CORRUPT, got %d (%s)", corruptions_315[i].what, rc, eb.msg);
     }
@@ -178,7 +178,7 @@ static void test_every_word(void **state)
                 load(ids[k], t);
                 put_u64(t, pos, extremes[x]);
                 fp_layout l;
-                if (fp_debug_offsets_parse(t, sizeof t, &l, NULL) == FP_OK) {
+                if (fpi_debug_offsets_parse(t, sizeof t, &l, NULL) == FP_OK) {
                     assert_true(l.ts_current_frame + 8 <= l.ts_size);
                     assert_true(l.ts_datastack_chunk + 8 <= l.ts_size);
                     assert_true(l.fr_owner + 1 <= l.fr_size);
@@ -198,11 +198,11 @@ static void test_builtin_layouts_check(void **state)
 {
     (void)state;
     char err[256] = "";
-    assert_int_equal(fp_layout_check(fp_layout_builtin_311(), err, sizeof err), FP_OK);
-    assert_int_equal(fp_layout_check(fp_layout_builtin_312(), err, sizeof err), FP_OK);
-    fp_layout bad = *fp_layout_builtin_312();
+    assert_int_equal(fpi_layout_check(fpi_layout_builtin_311(), err, sizeof err), FP_OK);
+    assert_int_equal(fpi_layout_check(fpi_layout_builtin_312(), err, sizeof err), FP_OK);
+    fp_layout bad = *fpi_layout_builtin_312();
     bad.co_qualname = bad.co_code_adaptive; /* past the copied header */
-    assert_int_equal(fp_layout_check(&bad, err, sizeof err), FP_E_CORRUPT);
+    assert_int_equal(fpi_layout_check(&bad, err, sizeof err), FP_E_CORRUPT);
     assert_non_null(strstr(err, "co_qualname"));
 }
 

@@ -14,7 +14,7 @@
 #define CACHE_INITIAL_SLOTS 1024u
 #define CODE_HEADER_MAX FP_MAX_STRUCT_READ
 
-void fp_code_cache_init(fp_code_cache *cc)
+void fpi_code_cache_init(fp_code_cache *cc)
 {
     memset(cc, 0, sizeof *cc);
 }
@@ -37,7 +37,7 @@ static void free_retired(fp_code_cache *cc)
     }
 }
 
-void fp_code_cache_free(fp_code_cache *cc)
+void fpi_code_cache_free(fp_code_cache *cc)
 {
     for (size_t i = 0; i < cc->cap && cc->count; i++)
         if (cc->slots[i]) {
@@ -55,7 +55,7 @@ static void retire(fp_code_cache *cc, fp_code_entry *e)
     cc->retired = e;
 }
 
-void fp_code_cache_invalidate(fp_code_cache *cc)
+void fpi_code_cache_invalidate(fp_code_cache *cc)
 {
     cc->epoch++;
     if (cc->count == 0)
@@ -69,13 +69,13 @@ void fp_code_cache_invalidate(fp_code_cache *cc)
     cc->count = 0;
 }
 
-void fp_code_cache_begin_sample(fp_code_cache *cc)
+void fpi_code_cache_begin_sample(fp_code_cache *cc)
 {
     /* Entries replaced during the previous sample may still have been
      * pointed to by that sample's frames: free them only now. */
     free_retired(cc);
     if (cc->count > FP_CODE_CACHE_MAX) {
-        fp_code_cache_invalidate(cc);
+        fpi_code_cache_invalidate(cc);
         free_retired(cc);
     }
 }
@@ -121,28 +121,28 @@ static int ensure_capacity(fp_code_cache *cc)
  * addresses of its name, qualname, filename and line table. */
 static void fingerprint(const fp_layout *l, const uint8_t *hdr, uint64_t *fpv)
 {
-    fpv[0] = fp_load_u64(hdr, l->ob_type);
-    fpv[1] = fp_load_u32(hdr, l->co_flags);
-    fpv[2] = fp_load_u32(hdr, l->co_firstlineno);
-    fpv[3] = fp_load_u64(hdr, l->ob_size);
-    fpv[4] = fp_load_u64(hdr, l->co_filename);
-    fpv[5] = fp_load_u64(hdr, l->co_name);
-    fpv[6] = fp_load_u64(hdr, l->co_qualname);
-    fpv[7] = fp_load_u64(hdr, l->co_linetable);
+    fpv[0] = fpi_load_u64(hdr, l->ob_type);
+    fpv[1] = fpi_load_u32(hdr, l->co_flags);
+    fpv[2] = fpi_load_u32(hdr, l->co_firstlineno);
+    fpv[3] = fpi_load_u64(hdr, l->ob_size);
+    fpv[4] = fpi_load_u64(hdr, l->co_filename);
+    fpv[5] = fpi_load_u64(hdr, l->co_name);
+    fpv[6] = fpi_load_u64(hdr, l->co_qualname);
+    fpv[7] = fpi_load_u64(hdr, l->co_linetable);
 }
 
 static int read_header(fp_session *s, uint64_t addr, uint8_t *hdr, size_t hlen)
 {
-    int rc = fp_read(s, addr, hdr, hlen);
+    int rc = fpi_read(s, addr, hdr, hlen);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
+        return fpi_err(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
     int kind;
-    rc = fp_type_kind(s, fp_load_u64(hdr, s->layout.ob_type), &kind);
+    rc = fpi_type_kind(s, fpi_load_u64(hdr, s->layout.ob_type), &kind);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
+        return fpi_err(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
                       (unsigned long long)addr);
     if (kind != FP_TYPE_CODE)
-        return fp_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx is not a code object",
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx is not a code object",
                       (unsigned long long)addr);
     return FP_OK;
 }
@@ -158,25 +158,25 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_
     e->checked_sample = s->sample_no;
     e->memo_unit = -1;
     fingerprint(l, hdr, e->fingerprint);
-    e->flags = fp_load_u32(hdr, l->co_flags);
-    e->firstlineno = (int32_t)fp_load_u32(hdr, l->co_firstlineno);
-    e->firsttraceable = (int32_t)fp_load_u32(hdr, l->co_firsttraceable);
-    e->code_units = (int64_t)fp_load_u64(hdr, l->ob_size);
+    e->flags = fpi_load_u32(hdr, l->co_flags);
+    e->firstlineno = (int32_t)fpi_load_u32(hdr, l->co_firstlineno);
+    e->firsttraceable = (int32_t)fpi_load_u32(hdr, l->co_firsttraceable);
+    e->code_units = (int64_t)fpi_load_u64(hdr, l->ob_size);
     int rc;
     if (e->code_units < 0 || e->code_units > (int64_t)(FP_LINETABLE_MAX_BYTES)) {
-        rc = fp_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx has %lld code units",
+        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx has %lld code units",
                     (unsigned long long)addr, (long long)e->code_units);
         goto fail;
     }
-    if ((rc = fp_read_str(s, fp_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
-        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_name), &e->name, NULL)) ||
-        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
-        fp_err_append(&s->err, " (code object at 0x%llx)", (unsigned long long)addr);
+    if ((rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
+        (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_name), &e->name, NULL)) ||
+        (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
+        fpi_err_append(&s->err, " (code object at 0x%llx)", (unsigned long long)addr);
         goto fail;
     }
-    rc = fp_read_bytes(s, fp_load_u64(hdr, l->co_linetable), FP_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
+    rc = fpi_read_bytes(s, fpi_load_u64(hdr, l->co_linetable), FP_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
     if (rc) {
-        fp_err_append(&s->err, " (line table of code object at 0x%llx)", (unsigned long long)addr);
+        fpi_err_append(&s->err, " (line table of code object at 0x%llx)", (unsigned long long)addr);
         goto fail;
     }
     *out = e;
@@ -186,14 +186,14 @@ fail:
     return rc;
 }
 
-int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
+int fpi_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
 {
     const fp_layout *l = &s->layout;
     fp_code_cache *cc = &s->cc;
     size_t hlen = (size_t)l->co_code_adaptive;
     uint8_t hdr[CODE_HEADER_MAX];
     if (hlen > sizeof hdr || hlen < (size_t)l->co_qualname + 8)
-        return fp_err(&s->err, FP_E_CORRUPT, "code object header size %zu is invalid", hlen);
+        return fpi_err(&s->err, FP_E_CORRUPT, "code object header size %zu is invalid", hlen);
     int rc = ensure_capacity(cc);
     if (rc)
         return rc;
@@ -234,23 +234,23 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
 static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
 {
     size_t ncap = s->prefetch_n_cap, ncap2 = s->prefetch_n_cap;
-    fp_iov *ni = fp_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
+    fp_iov *ni = fpi_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
     if (ni)
         s->prefetch_iov = ni;
-    fp_code_entry **ne = fp_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
+    fp_code_entry **ne = fpi_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
     if (ne)
         s->prefetch_entries = ne;
     if (!ni || !ne)
         return FP_E_NOMEM;
     s->prefetch_n_cap = ncap < ncap2 ? ncap : ncap2;
-    uint8_t *nb = fp_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
+    uint8_t *nb = fpi_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
     if (!nb)
         return FP_E_NOMEM;
     s->prefetch_buf = nb;
     return FP_OK;
 }
 
-void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n)
+void fpi_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n)
 {
     const fp_layout *l = &s->layout;
     fp_code_cache *cc = &s->cc;
@@ -280,11 +280,11 @@ void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n
             if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0)
                 continue; /* confirmed for this sample */
         }
-        e->checked_sample = 0; /* let fp_code_get re-read it */
+        e->checked_sample = 0; /* let fpi_code_get re-read it */
     }
 }
 
-int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
+int fpi_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
 {
     if (unit < 0) {
         pos->line = pos->end_line = pos->column = pos->end_column = FP_POS_NONE;
@@ -294,7 +294,7 @@ int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
         *pos = e->memo_pos;
         return FP_OK;
     }
-    int rc = fp_linetable_lookup(e->linetable, e->linetable_len, e->firstlineno, (uint32_t)unit, pos);
+    int rc = fpi_linetable_lookup(e->linetable, e->linetable_len, e->firstlineno, (uint32_t)unit, pos);
     if (rc)
         return rc;
     e->memo_unit = unit;

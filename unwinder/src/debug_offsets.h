@@ -23,10 +23,10 @@
  * field the table carries into *out, then the built-in extras.  Returns 0,
  * FP_E_NOT_PYTHON (no cookie), FP_E_UNSUPPORTED (version outside 3.13–3.15)
  * or FP_E_CORRUPT (a size or offset out of bounds). */
-int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb);
+int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb);
 
 /* Reads the cookie and version only: returns 1 and sets *hexversion if the
  * buffer starts with the cookie, else 0. */
-int fp_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded);
+int fpi_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded);
 
 #endif

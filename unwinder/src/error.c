@@ -28,7 +28,7 @@ const char *fp_strerror(int code)
     }
 }
 
-int fp_err(fp_errbuf *eb, int code, const char *fmt, ...)
+int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
 {
     if (eb) {
         va_list ap;
@@ -39,7 +39,7 @@ int fp_err(fp_errbuf *eb, int code, const char *fmt, ...)
     return code;
 }
 
-void fp_err_append(fp_errbuf *eb, const char *fmt, ...)
+void fpi_err_append(fp_errbuf *eb, const char *fmt, ...)
 {
     if (!eb)
         return;
@@ -52,7 +52,7 @@ void fp_err_append(fp_errbuf *eb, const char *fmt, ...)
     va_end(ap);
 }
 
-int fp_errno_code(int err)
+int fpi_errno_code(int err)
 {
     switch (err) {
     case ESRCH:

@@ -11,14 +11,14 @@ typedef struct fp_errbuf {
 } fp_errbuf;
 
 /* Formats the message into eb (when non-NULL) and returns code. */
-int fp_err(fp_errbuf *eb, int code, const char *fmt, ...)
+int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Appends to the message already in eb. */
-void fp_err_append(fp_errbuf *eb, const char *fmt, ...)
+void fpi_err_append(fp_errbuf *eb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Maps an errno from a read or /proc access to an FP_E_* code. */
-int fp_errno_code(int err);
+int fpi_errno_code(int err);
 
 #endif /* FP_ERROR_H */

@@ -82,16 +82,16 @@ typedef struct fp_layout {
 } fp_layout;
 
 /* Built-in tables. */
-const fp_layout *fp_layout_builtin_311(void);
-const fp_layout *fp_layout_builtin_312(void);
+const fp_layout *fpi_layout_builtin_311(void);
+const fp_layout *fpi_layout_builtin_312(void);
 
 /* Fills the fields of a 3.13+ layout that the target's _Py_DebugOffsets
- * does not carry (after fp_debug_offsets_parse filled the rest).  Returns
+ * does not carry (after fpi_debug_offsets_parse filled the rest).  Returns
  * 0 or FP_E_UNSUPPORTED. */
-int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen);
+int fpi_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen);
 
 /* Checks that every field the walker reads lies inside the bytes it copies
  * for its structure.  Returns 0 or FP_E_CORRUPT with a message. */
-int fp_layout_check(const fp_layout *l, char *err, size_t errlen);
+int fpi_layout_check(const fp_layout *l, char *err, size_t errlen);
 
 #endif /* FP_LAYOUT_H */

@@ -88,8 +88,8 @@ static const fp_layout layout_312 = {
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
 };
 
-const fp_layout *fp_layout_builtin_311(void) { return &layout_311; }
-const fp_layout *fp_layout_builtin_312(void) { return &layout_312; }
+const fp_layout *fpi_layout_builtin_311(void) { return &layout_311; }
+const fp_layout *fpi_layout_builtin_312(void) { return &layout_312; }
 
 /* Per-minor facts for 3.13+ that _Py_DebugOffsets does not carry. */
 typedef struct extras {
@@ -105,7 +105,7 @@ static const extras extras_table[] = {
     {15, 264, 144, 288, FP_OFF_NONE /* in the table */, FP_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
 };
 
-int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
+int fpi_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
 {
     const extras *x = NULL;
     for (size_t i = 0; i < sizeof extras_table / sizeof extras_table[0]; i++)
@@ -159,5 +159,5 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
         l->uni_ascii_bit = UNI_ASCII_BIT;
         l->executable_tag_mask = l->minor >= 14 ? STACKREF_TAG_GIL : 0;
     }
-    return fp_layout_check(l, err, errlen);
+    return fpi_layout_check(l, err, errlen);
 }

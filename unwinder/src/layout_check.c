@@ -35,7 +35,7 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-int fp_layout_check(const fp_layout *l, char *err, size_t errlen)
+int fpi_layout_check(const fp_layout *l, char *err, size_t errlen)
 {
     checker c = {err, errlen, 0};
 

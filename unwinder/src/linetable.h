@@ -32,18 +32,18 @@ typedef struct fp_linetable_iter {
     uint32_t unit;       /* start unit of the next entry */
 } fp_linetable_iter;
 
-void fp_linetable_iter_init(fp_linetable_iter *it, const uint8_t *table,
+void fpi_linetable_iter_init(fp_linetable_iter *it, const uint8_t *table,
                             size_t len, int32_t firstlineno);
 
 /* Returns 1 and fills *e for the next entry, 0 at the end of the table, or
  * FP_E_CORRUPT for a malformed table (truncated entry, continuation byte
  * where an entry should start, varint overflow, line out of int32 range). */
-int fp_linetable_next(fp_linetable_iter *it, fp_linetable_entry *e);
+int fpi_linetable_next(fp_linetable_iter *it, fp_linetable_entry *e);
 
 /* Position of code unit `unit`.  Returns 0 (a unit past the end of the
  * table gets all-FP_POS_NONE), or FP_E_CORRUPT if the table is malformed
  * before the entry covering `unit`. */
-int fp_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
+int fpi_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
                         uint32_t unit, fp_position *out);
 
 #endif /* FP_LINETABLE_H */

@@ -51,12 +51,12 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
 {
     memset(out, 0, sizeof *out);
     if (elf_kind(elf) != ELF_K_ELF)
-        return fp_err(eb, FP_E_FORMAT, "not an ELF file");
+        return fpi_err(eb, FP_E_FORMAT, "not an ELF file");
     GElf_Ehdr eh;
     if (!gelf_getehdr(elf, &eh))
-        return fp_err(eb, FP_E_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
-        return fp_err(eb, FP_E_UNSUPPORTED, "not an x86-64 ELF64 file");
+        return fpi_err(eb, FP_E_UNSUPPORTED, "not an x86-64 ELF64 file");
 
     size_t nph = 0;
     if (elf_getphdrnum(elf, &nph) == 0) {
@@ -79,12 +79,12 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
 
     size_t shstrndx;
     if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-        return fp_err(eb, FP_E_FORMAT, "no section name table: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "no section name table: %s", elf_errmsg(-1));
     Elf_Scn *scn = NULL;
     size_t nsec = 0;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
         if (++nsec > FP_ELF_MAX_SECTIONS)
-            return fp_err(eb, FP_E_LIMIT, "more than %u sections", FP_ELF_MAX_SECTIONS);
+            return fpi_err(eb, FP_E_LIMIT, "more than %u sections", FP_ELF_MAX_SECTIONS);
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh))
             continue;
@@ -100,24 +100,24 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
     return FP_OK;
 }
 
-int fp_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb)
+int fpi_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb)
 {
     elf_version(EV_CURRENT);
     /* libelf wants a mutable pointer but does not write through it with ELF_C_READ_MMAP semantics of elf_memory. */
     Elf *elf = elf_memory((char *)(uintptr_t)image, len);
     if (!elf)
-        return fp_err(eb, FP_E_FORMAT, "cannot parse ELF image: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "cannot parse ELF image: %s", elf_errmsg(-1));
     int rc = inspect(elf, out, eb);
     elf_end(elf);
     return rc;
 }
 
-int fp_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb)
+int fpi_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb)
 {
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     if (!elf)
-        return fp_err(eb, FP_E_FORMAT, "cannot parse ELF file: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "cannot parse ELF file: %s", elf_errmsg(-1));
     int rc = inspect(elf, out, eb);
     elf_end(elf);
     return rc;

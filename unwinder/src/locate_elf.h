@@ -25,9 +25,9 @@ typedef struct fp_elf_info {
 } fp_elf_info;
 
 /* Inspects an ELF image held in memory (the buffer is not modified). */
-int fp_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb);
+int fpi_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb);
 
 /* Inspects the ELF file open on fd. */
-int fp_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb);
+int fpi_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb);
 
 #endif

@@ -25,11 +25,11 @@ typedef struct fp_maps {
 } fp_maps;
 
 /* Parses maps text (the content of /proc/PID/maps). */
-int fp_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb);
-int fp_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb);
-void fp_maps_free(fp_maps *m);
+int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb);
+int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb);
+void fpi_maps_free(fp_maps *m);
 
 /* True if [addr, addr+len) lies inside one readable mapping. */
-bool fp_maps_contains(const fp_maps *m, uint64_t addr, uint64_t len);
+bool fpi_maps_contains(const fp_maps *m, uint64_t addr, uint64_t len);
 
 #endif

@@ -28,12 +28,12 @@ static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
             if (errno == EINTR)
                 continue;
             int err = errno;
-            if (fp_proc_is_gone(c->pid))
+            if (fpi_proc_is_gone(c->pid))
                 return FP_E_PROCESS_GONE;
             return err == EPERM || err == EACCES ? FP_E_PERMISSION : FP_E_READ;
         }
         if (n == 0)
-            return fp_proc_is_gone(c->pid) ? FP_E_PROCESS_GONE : FP_E_READ;
+            return fpi_proc_is_gone(c->pid) ? FP_E_PROCESS_GONE : FP_E_READ;
         done += (size_t)n;
     }
     return FP_OK;
@@ -68,7 +68,7 @@ int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen)
         int err = errno;
         if (errbuf)
             snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(err));
-        return fp_errno_code(err);
+        return fpi_errno_code(err);
     }
     mem_ctx *c = calloc(1, sizeof *c);
     if (!c) {

@@ -18,7 +18,7 @@ typedef struct vm_ctx {
 
 static int vm_fail(vm_ctx *c, int err)
 {
-    if (err == ESRCH || fp_proc_is_gone(c->pid))
+    if (err == ESRCH || fpi_proc_is_gone(c->pid))
         return FP_E_PROCESS_GONE;
     if (err == ENOSYS)
         return FP_E_UNSUPPORTED;

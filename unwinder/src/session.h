@@ -25,7 +25,7 @@
 #define FP_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FP_CODE_FINGERPRINT_WORDS 8
 
-enum fp_type_kind { FP_TYPE_OTHER = 0, FP_TYPE_CODE, FP_TYPE_STR, FP_TYPE_BYTES, FP_TYPE_NONE };
+enum fpi_type_kind { FP_TYPE_OTHER = 0, FP_TYPE_CODE, FP_TYPE_STR, FP_TYPE_BYTES, FP_TYPE_NONE };
 
 typedef struct fp_type_slot {
     uint64_t addr;
@@ -135,38 +135,38 @@ struct fp_sample {
 };
 
 /* sample.c */
-int fp_sample_reset(fp_sample *sm);
-fp_interp *fp_sample_push_interp(fp_sample *sm);
-fp_thread *fp_sample_push_thread(fp_sample *sm);
-fp_frame *fp_sample_push_frame(fp_sample *sm);
+int fpi_sample_reset(fp_sample *sm);
+fp_interp *fpi_sample_push_interp(fp_sample *sm);
+fp_thread *fpi_sample_push_thread(fp_sample *sm);
+fp_frame *fpi_sample_push_frame(fp_sample *sm);
 
 /* memory helpers (walk.c) */
-int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len);
-uint64_t fp_load_u64(const uint8_t *base, int32_t off);
-uint32_t fp_load_u32(const uint8_t *base, int32_t off);
-uint8_t fp_load_u8(const uint8_t *base, int32_t off);
+int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len);
+uint64_t fpi_load_u64(const uint8_t *base, int32_t off);
+uint32_t fpi_load_u32(const uint8_t *base, int32_t off);
+uint8_t fpi_load_u8(const uint8_t *base, int32_t off);
 
 /* pystr.c: reads a str object and returns a malloc'd UTF-8 copy. */
-int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
+int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
 /* reads a bytes object into a malloc'd buffer (max bytes). */
-int fp_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len);
+int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len);
 /* classifies a type object by its tp_name (cached per type address). */
-int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind);
+int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind);
 
 /* code_cache.c */
-void fp_code_cache_init(fp_code_cache *cc);
-void fp_code_cache_free(fp_code_cache *cc);
-void fp_code_cache_begin_sample(fp_code_cache *cc);
-void fp_code_cache_invalidate(fp_code_cache *cc);
+void fpi_code_cache_init(fp_code_cache *cc);
+void fpi_code_cache_free(fp_code_cache *cc);
+void fpi_code_cache_begin_sample(fp_code_cache *cc);
+void fpi_code_cache_invalidate(fp_code_cache *cc);
 /* Looks up or reads the code object at addr. */
-int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out);
-int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos);
+int fpi_code_get(fp_session *s, uint64_t addr, fp_code_entry **out);
+int fpi_code_position(fp_code_entry *e, int32_t unit, fp_position *pos);
 /* Re-validates, in one batched read, every cached code object of the chain
  * that needs it this sample (versions without code_object_generation).
- * Best effort: entries it cannot confirm are left to fp_code_get. */
-void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n);
+ * Best effort: entries it cannot confirm are left to fpi_code_get. */
+void fpi_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n);
 
 /* walk.c */
-int fp_walk_all(fp_session *s, fp_sample *sm);
+int fpi_walk_all(fp_session *s, fp_sample *sm);
 
 #endif
