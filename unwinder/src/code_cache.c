@@ -152,7 +152,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_
     const fp_layout *l = &s->layout;
     fp_code_entry *e = calloc(1, sizeof *e);
     if (!e)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a code cache entry for 0x%llx", (unsigned long long)addr);
     e->addr = addr;
     e->epoch = s->cc.epoch;
     e->checked_sample = s->sample_no;
@@ -171,12 +171,12 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_
     if ((rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
         (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_name), &e->name, NULL)) ||
         (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
-        fpi_err_append(&s->err, " (code object at 0x%llx)", (unsigned long long)addr);
+        fpi_err_prefix(&s->err, "code object at 0x%llx", (unsigned long long)addr);
         goto fail;
     }
     rc = fpi_read_bytes(s, fpi_load_u64(hdr, l->co_linetable), FP_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
     if (rc) {
-        fpi_err_append(&s->err, " (line table of code object at 0x%llx)", (unsigned long long)addr);
+        fpi_err_prefix(&s->err, "line table of code object at 0x%llx", (unsigned long long)addr);
         goto fail;
     }
     *out = e;
@@ -241,11 +241,11 @@ static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
     if (ne)
         s->prefetch_entries = ne;
     if (!ni || !ne)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code objects", n);
     s->prefetch_n_cap = ncap < ncap2 ? ncap : ncap2;
     uint8_t *nb = fpi_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
     if (!nb)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code object headers", n);
     s->prefetch_buf = nb;
     return FP_OK;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "frameproof/frameproof.h"
+#include "fp_error.h"
 #include "layout.h"
 
 /* Enumerations that are not offsets. */
@@ -111,11 +112,8 @@ int fpi_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof extras_table / sizeof extras_table[0]; i++)
         if (extras_table[i].minor == l->minor)
             x = &extras_table[i];
-    if (!x) {
-        if (err)
-            snprintf(err, errlen, "CPython 3.%u is not supported (3.11–3.15 are)", l->minor);
-        return FP_E_UNSUPPORTED;
-    }
+    if (!x)
+        return fpi_msg(err, errlen, FP_E_UNSUPPORTED, "CPython 3.%u is not supported (3.11–3.15 are)", l->minor);
     int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;
     l->ts_datastack_top = x->ts_datastack_top;
     l->ts_exc_info = x->ts_exc_info;

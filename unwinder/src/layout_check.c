@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "frameproof/frameproof.h"
+#include "fp_error.h"
 #include "layout.h"
 
 #define PTR 8
@@ -23,9 +24,8 @@ static void need(checker *c, const char *what, int32_t off, int width, int64_t l
     if (c->failed || off == FP_OFF_NONE)
         return;
     if (off < 0 || (int64_t)off + width > limit) {
-        if (c->err)
-            snprintf(c->err, c->errlen, "layout: %s at %d (+%d) lies outside the %lld bytes read for it", what, off,
-                     width, (long long)limit);
+        fpi_msg(c->err, c->errlen, FP_E_CORRUPT, "layout: %s at %d (+%d) lies outside the %lld bytes read for it", what,
+                off, width, (long long)limit);
         c->failed = 1;
     }
 }

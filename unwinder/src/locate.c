@@ -132,7 +132,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     int fd = open_mapped_file(pid, m, used, sizeof used);
     if (fd < 0) {
         int err = errno;
-        fpi_err_append(log, "%s%s @0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));
+        fpi_err_append(log, "%s%s at 0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));
         if (*best == FP_E_NOT_PYTHON && (err == EACCES || err == EPERM))
             *best = FP_E_PERMISSION;
         return FP_E_IO;

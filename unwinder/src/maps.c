@@ -104,7 +104,7 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
                 fp_mapping *nv = realloc(out->v, ncap * sizeof *nv);
                 if (!nv) {
                     fpi_maps_free(out);
-                    return FP_E_NOMEM;
+                    return fpi_err(eb, FP_E_NOMEM, "out of memory: %zu mappings", ncap);
                 }
                 out->v = nv;
                 cap = ncap;
@@ -112,7 +112,7 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
             int rc = parse_line(p, le, &out->v[out->n]);
             if (rc == -2) {
                 fpi_maps_free(out);
-                return FP_E_NOMEM;
+                return fpi_err(eb, FP_E_NOMEM, "out of memory: mapping on maps line %zu", lineno);
             }
             if (rc) {
                 fpi_maps_free(out);
@@ -151,7 +151,7 @@ int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
             if (!nb) {
                 free(buf);
                 close(fd);
-                return FP_E_NOMEM;
+                return fpi_err(eb, FP_E_NOMEM, "out of memory: reading %s", path);
             }
             buf = nb;
             cap = ncap;

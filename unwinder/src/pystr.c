@@ -127,7 +127,8 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     if (!raw || !utf8) {
         free(raw);
         free(utf8);
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: str at 0x%llx (%lld characters)", (unsigned long long)addr,
+                       (long long)length);
     }
     rc = fpi_read(s, data, raw, nbytes);
     if (rc) {
@@ -191,7 +192,8 @@ int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size
                       (unsigned long long)addr, (long long)size, max);
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: bytes at 0x%llx (%lld bytes)", (unsigned long long)addr,
+                       (long long)size);
     rc = fpi_read(s, addr + (uint64_t)l->bytes_sval, buf, (size_t)size);
     if (rc) {
         free(buf);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "frameproof/image.h"
+#include "fp_error.h"
 
 /* Fixed header of format version 1 (all integers little-endian). */
 #define IMG_MAGIC "FPIMG\0\0\0"
@@ -76,12 +77,10 @@ struct fp_image {
 __attribute__((format(printf, 4, 5)))
 static int img_err(char *err, size_t errlen, int code, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(err, errlen, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -166,7 +165,7 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     img->threads = calloc(nthreads ? nthreads : 1, sizeof *img->threads);
     img->regions = calloc(nregions ? (size_t)nregions : 1, sizeof *img->regions);
     if (!img->threads || !img->regions)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: tables of %u threads and %llu regions", nthreads, (unsigned long long)nregions);
     for (uint32_t i = 0; i < nthreads; i++, pos += IMG_THREAD_ENTRY) {
         const uint8_t *t = b + pos;
         uint8_t state = t[IMG_THREAD_OFF_STATE];
@@ -221,7 +220,7 @@ static int image_from_buffer(uint8_t *buf, size_t len, fp_image **out, char *err
     fp_image *img = calloc(1, sizeof *img);
     if (!img) {
         free(buf);
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: an image handle");
     }
     img->buf = buf;
     img->len = len;
@@ -243,7 +242,7 @@ int fp_image_open_mem(const void *buf, size_t len, fp_image **out, char *err, si
         return img_err(err, errlen, FP_E_LIMIT, "image of %zu bytes is too large", len);
     uint8_t *copy = malloc(len ? len : 1);
     if (!copy)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: a copy of the %zu-byte image", len);
     if (len)
         memcpy(copy, buf, len);
     return image_from_buffer(copy, len, out, err, errlen);
@@ -560,7 +559,7 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
         return img_err(err, errlen, FP_E_LIMIT, "image too large");
     uint8_t *buf = calloc(1, (size_t)total);
     if (!buf)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: serialising %llu bytes", (unsigned long long)total);
     memcpy(buf, IMG_MAGIC, IMG_MAGIC_LEN);
     put_u32(buf + IMG_OFF_FORMAT, FP_IMAGE_FORMAT_VERSION);
     put_u32(buf + IMG_OFF_HEADER_SIZE, IMG_V1_HEADER_SIZE);
@@ -612,7 +611,7 @@ int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, siz
     size_t plen = strlen(path) + sizeof ".tmp";
     tmp = malloc(plen);
     if (!tmp) {
-        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory: the temporary name for %s", path);
         goto out;
     }
     snprintf(tmp, plen, "%s.tmp", path);
@@ -840,7 +839,7 @@ int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t e
         uint64_t start = r->v[i].start, len = r->v[i].end - start;
         uint8_t *buf = malloc((size_t)len);
         if (!buf)
-            return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+            return img_err(err, errlen, FP_E_NOMEM, "out of memory: capturing %llu bytes at 0x%llx", (unsigned long long)len, (unsigned long long)start);
         int rc;
         if (fp_reader_read(&r->inner, start, buf, (size_t)len) == FP_OK)
             rc = fp_image_builder_add_region(b, start, buf, (size_t)len);

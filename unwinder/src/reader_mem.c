@@ -56,24 +56,19 @@ static const fp_reader_ops mem_ops = {
 
 int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
-    if (pid <= 0) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "invalid pid %d", pid);
-        return FP_E_INVALID_ARG;
-    }
+    if (pid <= 0)
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "invalid pid %d", pid);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/mem", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        if (errbuf)
-            snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(err));
-        return fpi_errno_code(err);
+        return fpi_msg(errbuf, errlen, fpi_errno_code(err), "cannot open %s: %s", path, strerror(err));
     }
     mem_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
-        return FP_E_NOMEM;
+        return fpi_msg(errbuf, errlen, FP_E_NOMEM, "out of memory: a reader for %s", path);
     }
     c->pid = pid;
     c->fd = fd;

@@ -85,14 +85,11 @@ static const fp_reader_ops vm_ops = {
 
 int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
-    if (pid <= 0) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "invalid pid %d", pid);
-        return FP_E_INVALID_ARG;
-    }
+    if (pid <= 0)
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "invalid pid %d", pid);
     vm_ctx *c = calloc(1, sizeof *c);
     if (!c)
-        return FP_E_NOMEM;
+        return fpi_msg(errbuf, errlen, FP_E_NOMEM, "out of memory: a reader for process %d", pid);
     c->pid = pid;
     out->ops = &vm_ops;
     out->ctx = c;
