@@ -148,6 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_NOT_PYTHON || rc == FP_E_UNSUPPORTED || rc == FP_E_CORRUPT,
                "unexpected code %d", rc);
     FUZZ_CHECK(memchr(eb.msg, 0, sizeof eb.msg) != NULL, "unterminated message");
+    FUZZ_CHECK_MESSAGE(rc, eb.msg);
     /* Truncated copies must be rejected, never over-read: parse every
      * length up to the input's own (ASan watches the reads). */
     if (size < FP_DEBUG_OFFSETS_SIZE_315 + 1) {

@@ -38,6 +38,7 @@ static void fuzz_elf(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT,
                "ELF inspection returned %d", rc);
     FUZZ_CHECK(memchr(eb.msg, 0, sizeof eb.msg) != NULL, "unterminated message");
+    FUZZ_CHECK_MESSAGE(rc, eb.msg);
 }
 
 /* Reference for fpi_maps_contains: the first readable mapping holding addr
@@ -57,9 +58,11 @@ static void fuzz_maps(const uint8_t *data, size_t size)
 {
     fp_maps m;
     fp_errbuf eb;
+    eb.msg[0] = 0;
     int rc = fpi_maps_parse((const char *)data, size, &m, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_LIMIT || rc == FP_E_NOMEM, "maps parse returned %d",
                rc);
+    FUZZ_CHECK_MESSAGE(rc, eb.msg);
     if (rc) {
         FUZZ_CHECK(m.v == NULL && m.n == 0, "a failed parse left %zu entries", m.n);
         return;

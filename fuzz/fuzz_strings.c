@@ -312,6 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(got[ngot] == 0, "str result is not NUL-terminated");
     }
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_READ || rc == FP_E_CORRUPT || rc == FP_E_LIMIT, "unexpected code %d", rc);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
     if (rc == FP_OK) {
         FUZZ_CHECK(ref_ok, "the reader accepted an object the reference rejects");
         FUZZ_CHECK(ngot == nwant && memcmp(got, want, ngot) == 0, "decoded %zu bytes, reference %zu", ngot, nwant);

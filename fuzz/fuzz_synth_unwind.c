@@ -239,6 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
     for (int pass = 0; pass < 2; pass++) {
         rc = fp_session_sample(s, sm);
+        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
         check_sample(id, d, sm, rc, fp_session_errmsg(s));
     }
 out:

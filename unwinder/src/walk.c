@@ -54,6 +54,13 @@ static bool fatal(int rc)
     return rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM;
 }
 
+/* Does [chunk, top) hold a chunk header and something more, without
+ * wrapping around the address space or exceeding a chunk's size bound? */
+static bool live_span(uint64_t chunk, uint64_t top)
+{
+    return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES;
+}
+
 /* Copies the thread's data-stack chunks into s->stack_buf.  `pre` (may be
  * NULL) is the live part of the newest chunk already read for this sample. */
 static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thread_prefetch *pre)
@@ -61,10 +68,13 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
     const fp_layout *l = &s->layout;
     s->nchunks = 0;
     size_t used = 0;
+    if (chunk && top && top < chunk)
+        return fpi_err(&s->err, FP_E_CORRUPT, "data-stack top 0x%llx: below its chunk at 0x%llx",
+                       (unsigned long long)top, (unsigned long long)chunk);
     for (unsigned n = 0; chunk && n < FP_MAX_CHUNKS; n++) {
         /* The newest chunk is live only up to datastack_top: copy that part,
          * header included, in one read; older chunks are copied whole. */
-        bool live_part = n == 0 && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES;
+        bool live_part = n == 0 && live_span(chunk, top);
         uint8_t hdr[CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
         if (!live_part) {
@@ -76,6 +86,10 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
             want = size;
+            if (want > UINT64_MAX - chunk)
+                return fpi_err(&s->err, FP_E_CORRUPT,
+                               "data-stack chunk at 0x%llx: its %llu bytes wrap around the address space",
+                               (unsigned long long)chunk, (unsigned long long)want);
         } else {
             want = top - chunk;
         }
@@ -88,7 +102,8 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
         if (nc)
             s->chunks = nc;
         if (!nb || !nc)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: copying %zu bytes of data-stack chunks",
+                           used + (size_t)want);
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
             memcpy(s->stack_buf + used, s->chunk_bufs + pre->chunkbuf, (size_t)want);
@@ -176,7 +191,7 @@ static int push_pending(fp_session *s, const fp_pending_frame *pf)
 {
     fp_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
     if (!np)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
     s->pending = np;
     s->pending[s->npending++] = *pf;
     return FP_OK;
@@ -250,7 +265,7 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
         fp_code_entry *ce;
         int rc = fpi_code_get(s, pf->code, &ce);
         if (rc) {
-            fpi_err_append(&s->err, " in frame 0x%llx", (unsigned long long)pf->addr);
+            fpi_err_prefix(&s->err, "frame 0x%llx", (unsigned long long)pf->addr);
             return rc;
         }
         uint64_t start;
@@ -270,7 +285,7 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
             continue;
         fp_frame *f = fpi_sample_push_frame(sm);
         if (!f)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
         fp_position pos;
         if ((rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "corrupt line table in %s (%s)", ce->qualname, ce->filename);
@@ -352,7 +367,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     *next = fpi_load_u64(buf, l->ts_next);
     fp_thread *th = fpi_sample_push_thread(sm);
     if (!th)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding thread %zu to the sample", sm->nthreads + 1);
     th->native_id = fpi_load_u64(buf, l->ts_native_thread_id);
     th->thread_id = fpi_load_u64(buf, l->ts_thread_id);
     th->interp_id = ii->id;
@@ -532,8 +547,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
         pf[i].chunk = chunk;
         pf[i].top = top;
         pf[i].chunklen = 0;
-        if (chunk && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES &&
-            total + (top - chunk) <= FP_MAX_STACK_COPY) {
+        if (live_span(chunk, top) && total + (top - chunk) <= FP_MAX_STACK_COPY) {
             pf[i].chunkbuf = total;
             pf[i].chunklen = (size_t)(top - chunk);
             total += pf[i].chunklen;
@@ -560,7 +574,7 @@ static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
 {
     uint64_t *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
     if (!nl)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", s->ncur_ts / 2 + 1);
     s->cur_ts = nl;
     s->cur_ts[s->ncur_ts++] = interp;
     s->cur_ts[s->ncur_ts++] = ts;
@@ -585,7 +599,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     if (s->frame_addrs_cap < s->opts.max_depth) {
         uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
         if (!na)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a walk history of %u frames", s->opts.max_depth);
         s->frame_addrs = na;
         s->frame_addrs_cap = s->opts.max_depth;
     }
@@ -611,7 +625,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             return rc;
         fp_interp *fi = fpi_sample_push_interp(sm);
         if (!fi)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding interpreter %zu to the sample", sm->ninterps + 1);
         fi->id = ii.id;
         fi->first_thread = sm->nthreads;
         size_t interp_index = sm->ninterps - 1;
