@@ -92,7 +92,7 @@ int fp_cmd_dump(int argc, char **argv)
         goto out;
     }
     rc = fp_session_sample(s, sm);
-    if (rc) {
+    if (!fp_output_printable(rc, sm)) {
         fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
         goto out;
     }
@@ -102,7 +102,9 @@ int fp_cmd_dump(int argc, char **argv)
         fp_output_json(stdout, (int)pid, &py, sm);
     else
         fp_output_text(stdout, (int)pid, &py, fp_session_reader_name(s), sm);
-    status = fflush(stdout) == 0 ? FP_EXIT_OK : FP_EXIT_ERROR;
+    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+    if (rc) /* an incomplete sample: printed, and still a failure */
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);

@@ -86,7 +86,8 @@ int fp_cmd_replay(int argc, char **argv)
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
         goto out;
     }
-    if ((rc = fp_session_sample(s, sm))) {
+    rc = fp_session_sample(s, sm);
+    if (!fp_output_printable(rc, sm)) {
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
         goto out;
     }
@@ -96,7 +97,9 @@ int fp_cmd_replay(int argc, char **argv)
         fp_output_json(stdout, meta.pid, &py, sm);
     else
         fp_output_text(stdout, meta.pid, &py, fp_session_reader_name(s), sm);
-    status = fflush(stdout) == 0 ? FP_EXIT_OK : FP_EXIT_ERROR;
+    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+    if (rc) /* an incomplete sample: printed, and still a failure */
+        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);
