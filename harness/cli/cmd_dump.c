@@ -11,6 +11,7 @@
 
 static const char DUMP_USAGE[] =
     "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
+    "                       [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython 3.11-3.15, GIL, free-threaded or debug builds).\n"
@@ -21,6 +22,9 @@ static const char DUMP_USAGE[] =
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
+    "  --allow-untested-version\n"
+    "                   unwind a CPython newer than 3.15 with 3.15's knowledge\n"
+    "                   (its own debug offsets, validated; the output says so)\n"
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
@@ -35,6 +39,7 @@ int fp_cmd_dump(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -64,6 +69,7 @@ int fp_cmd_dump(int argc, char **argv)
             o.max_depth = (uint32_t)v;
             break;
         case 'n': o.cache_code = false; break;
+        case 'U': o.allow_untested = true; break;
         case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
         }

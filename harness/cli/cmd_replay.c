@@ -15,7 +15,7 @@
 #define REPLAY_MSG_MAX 2048
 
 static const char REPLAY_USAGE[] =
-    "usage: frameproof replay FILE [--json] [--max-depth N] [--no-cache]\n"
+    "usage: frameproof replay FILE [--json] [--max-depth N] [--no-cache] [--allow-untested-version]\n"
     "\n"
     "Unwinds the memory image FILE (written by `frameproof snapshot`) and\n"
     "prints what `frameproof dump` printed for the live process.\n"
@@ -23,6 +23,9 @@ static const char REPLAY_USAGE[] =
     "  --json           print the documented JSON form instead of text\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects\n"
+    "  --allow-untested-version\n"
+    "                   unwind a CPython newer than 3.15 with 3.15's knowledge\n"
+    "                   (its own debug offsets, validated; the output says so)\n"
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
@@ -34,6 +37,7 @@ int fp_cmd_replay(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -53,6 +57,7 @@ int fp_cmd_replay(int argc, char **argv)
             o.max_depth = (uint32_t)v;
             break;
         case 'n': o.cache_code = false; break;
+        case 'U': o.allow_untested = true; break;
         case 'h': fputs(REPLAY_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(REPLAY_USAGE, stderr); return FP_EXIT_USAGE;
         }

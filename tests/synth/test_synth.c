@@ -355,12 +355,67 @@ static void test_thread_list_changes(void **state)
     }
 }
 
+/* A 3.15 image whose version says 3.16 (the runtime's _Py_DebugOffsets
+ * version word and the target description): refused by default, unwound
+ * with 3.15's knowledge and marked untested with fp_options.allow_untested. */
+#define UNTESTED_HEX 0x031000f0u
+#define DEBUG_OFFSETS_VERSION_POS 8
+
+static void test_untested_version(void **state)
+{
+    (void)state;
+    static const char *const ids[] = {"3.15", "3.15t"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        scene sc;
+        built b;
+        build_scene(ids[i], 0, &sc, &b); /* attached as 3.15 */
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        uint64_t v = UNTESTED_HEX;
+        memcpy(synth_bytes(b.img, td.runtime_addr + DEBUG_OFFSETS_VERSION_POS, 8), &v, 8);
+        for (int patched_desc = 0; patched_desc < 2; patched_desc++) {
+            td.hexversion = patched_desc ? UNTESTED_HEX : 0;
+            fp_session *s = NULL;
+            fp_options o;
+            fp_options_init(&o);
+            assert_false(o.allow_untested);
+            assert_int_equal(fp_session_new(&o, &s), FP_OK);
+            assert_int_equal(fp_session_attach_reader(s, &b.rd, &td), FP_E_UNSUPPORTED);
+            assert_string_equal(fp_session_errmsg(s),
+                                "CPython 3.16 is not supported (3.11–3.15 are; newer versions only with allow_untested)");
+            fp_session_free(s);
+
+            o.allow_untested = true;
+            assert_int_equal(fp_session_new(&o, &s), FP_OK);
+            if (fp_session_attach_reader(s, &b.rd, &td))
+                fail_msg("%s: attach with allow_untested: %s", ids[i], fp_session_errmsg(s));
+            fp_python_info py;
+            assert_int_equal(fp_session_python(s, &py), FP_OK);
+            assert_true(py.untested);
+            assert_int_equal(py.hexversion, UNTESTED_HEX);
+            assert_string_equal(py.version, "3.16.0");
+            assert_int_equal(py.free_threaded, strchr(ids[i], 't') != NULL);
+            if (fp_session_sample(s, b.sm))
+                fail_msg("%s: untested sample: %s", ids[i], fp_session_errmsg(s));
+            check_thread(ids[i], b.sm, 0, EXPECT_T1, 4);
+            check_thread(ids[i], b.sm, 1, EXPECT_T2, 3);
+            fp_session_free(s);
+        }
+        /* The tested version itself is never marked. */
+        fp_python_info py;
+        assert_int_equal(fp_session_python(b.s, &py), FP_OK);
+        assert_false(py.untested);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layouts_round_trip),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_thread_list_changes),
+        cmocka_unit_test(test_untested_version),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

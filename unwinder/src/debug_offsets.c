@@ -7,6 +7,7 @@
 
 #include "frameproof/frameproof.h"
 #include "debug_offsets.h"
+#include "versions.h"
 
 /* Upper bounds for structure sizes reported by a table. */
 #define MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
@@ -143,16 +144,24 @@ static void set_member(fp_layout *l, int16_t member, int32_t v)
 
 int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb)
 {
+    return fpi_debug_offsets_parse_opt(table, len, false, out, eb);
+}
+
+int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_untested, fp_layout *out,
+                                fp_errbuf *eb)
+{
     uint32_t hex;
     int ft;
     if (!fpi_debug_offsets_peek(table, len, &hex, &ft))
         return fpi_err(eb, FP_E_NOT_PYTHON, "no _Py_DebugOffsets cookie \"%s\" at the runtime address", FP_DEBUG_COOKIE);
-    unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
+    unsigned major = fpi_hex_major(hex), minor = fpi_hex_minor(hex);
     const field_desc *fields;
     size_t nfields, need;
-    if (major != 3 || minor < 13 || minor > 15) {
-        if (major == 3 && minor > 15)
-            return fpi_err(eb, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", major, minor);
+    if (fpi_minor_untested(major, minor)) {
+        if (!allow_untested)
+            return fpi_err_unsupported(eb, major, minor);
+        minor = FPI_MINOR_NEWEST; /* read the table in the newest known shape */
+    } else if (major != FPI_PY_MAJOR || minor < FPI_MINOR_DEBUG_OFFSETS) {
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets carry an impossible version 0x%08x", hex);
     }
     if (ft != 0 && ft != 1)

@@ -25,6 +25,12 @@
  * or FP_E_CORRUPT (a size or offset out of bounds). */
 int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb);
 
+/* The same; with allow_untested a table newer than the newest supported
+ * version is read in the newest version's shape (validated as always) and
+ * out->minor is that version's, so built-in knowledge comes from it. */
+int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_untested, fp_layout *out,
+                                fp_errbuf *eb);
+
 /* Reads the cookie and version only: returns 1 and sets *hexversion if the
  * buffer starts with the cookie, else 0. */
 int fpi_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded);

@@ -19,7 +19,8 @@
 
 typedef struct fp_layout {
     uint32_t hexversion;          /* of the target */
-    uint32_t minor;               /* 11..15 */
+    uint32_t minor;               /* 11..15: whose built-in knowledge applies (the
+                                   * newest for an allowed untested target) */
     bool free_threaded;
     bool debug;
     bool from_debug_offsets;      /* fields came from the target's own table */

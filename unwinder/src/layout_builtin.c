@@ -9,6 +9,7 @@
 #include "frameproof/frameproof.h"
 #include "fp_error.h"
 #include "layout.h"
+#include "versions.h"
 
 /* Enumerations that are not offsets. */
 #define OWNER_THREAD 0
@@ -113,7 +114,7 @@ int fpi_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
         if (extras_table[i].minor == l->minor)
             x = &extras_table[i];
     if (!x)
-        return fpi_msg(err, errlen, FP_E_UNSUPPORTED, "CPython 3.%u is not supported (3.11–3.15 are)", l->minor);
+        return fpi_msg_unsupported(err, errlen, FPI_PY_MAJOR, l->minor);
     int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;
     l->ts_datastack_top = x->ts_datastack_top;
     l->ts_exc_info = x->ts_exc_info;

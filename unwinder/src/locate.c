@@ -16,10 +16,9 @@
 #include "locate_elf.h"
 #include "maps.h"
 #include "proc_state.h"
+#include "versions.h"
 
 #define MAX_CANDIDATES 64
-#define MIN_MINOR 11
-#define MAX_MINOR 15
 
 void fpi_format_version(uint32_t hex, char *buf, size_t len)
 {
@@ -53,20 +52,17 @@ static uint32_t version_from_name(const char *path)
 int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool free_threaded,
                       bool debug, fp_errbuf *why)
 {
-    unsigned minor = hexversion ? (hexversion >> 16) & 0xff : 0;
-    char ver[32];
-    if (hexversion && (hexversion >> 24 != 3 || minor < MIN_MINOR || minor > MAX_MINOR)) {
-        fpi_format_version(hexversion, ver, sizeof ver);
-        return fpi_err(why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)",
-                      hexversion >> 24, minor);
-    }
+    unsigned major = fpi_hex_major(hexversion), minor = hexversion ? fpi_hex_minor(hexversion) : 0;
+    bool untested = hexversion && fpi_minor_untested(major, minor);
+    if (hexversion && (major != FPI_PY_MAJOR || minor < FPI_MINOR_OLDEST || (untested && !s->opts.allow_untested)))
+        return fpi_err_unsupported(why, major, minor);
     fp_layout l;
-    if (hexversion == 0 || minor >= 13) {
+    if (hexversion == 0 || minor >= FPI_MINOR_DEBUG_OFFSETS) {
         uint8_t table[FP_DEBUG_OFFSETS_READ];
         int rc = fp_reader_read(s->rd, runtime, table, sizeof table);
         if (rc)
             return fpi_err(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
-        rc = fpi_debug_offsets_parse(table, sizeof table, &l, why);
+        rc = fpi_debug_offsets_parse_opt(table, sizeof table, s->opts.allow_untested, &l, why);
         if (rc)
             return rc;
         if (hexversion && ((l.hexversion ^ hexversion) & 0xffff0000u))
@@ -100,7 +96,7 @@ int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, boo
     s->info.free_threaded = l.free_threaded;
     s->info.debug = debug;
     s->info.runtime_addr = runtime;
-    (void)ver;
+    s->info.untested = fpi_minor_untested(fpi_hex_major(l.hexversion), fpi_hex_minor(l.hexversion));
     return FP_OK;
 }
 
@@ -156,11 +152,10 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
             hex = (uint32_t)v;
     } else {
         uint32_t named = version_from_name(m->path);
-        if (named && ((named >> 24) != 3 || ((named >> 16) & 0xff) < MIN_MINOR)) {
+        if (named && ((named >> 24) != FPI_PY_MAJOR || ((named >> 16) & 0xff) < FPI_MINOR_OLDEST)) {
             fpi_err_append(log, "%s%s: CPython %u.%u", log->msg[0] ? "; " : "", m->path, named >> 24, (named >> 16) & 0xff);
             *best = FP_E_UNSUPPORTED;
-            fpi_err(&why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (3.11–3.15 are)", named >> 24,
-                   (named >> 16) & 0xff);
+            fpi_err_unsupported(&why, named >> 24, (named >> 16) & 0xff);
             s->err = why;
             return FP_E_UNSUPPORTED;
         }

@@ -67,6 +67,12 @@ typedef struct fp_options {
     uint32_t max_interpreters;
     bool cache_code;         /* cache decoded code objects between samples (default true) */
     bool thread_cpu_state;   /* read /proc/PID/task/TID/stat for on_cpu (default true, live only) */
+    /* Unwind a CPython newer than the newest supported version (default
+     * false: refused with FP_E_UNSUPPORTED).  Its own _Py_DebugOffsets are
+     * read in the newest version's shape and validated as always; fields
+     * the table lacks come from the newest version's built-in knowledge.
+     * fp_python_info.untested says when this happened. */
+    bool allow_untested;
 } fp_options;
 
 FP_API void fp_options_init(fp_options *opts);
@@ -79,6 +85,7 @@ typedef struct fp_python_info {
     bool debug;              /* Py_DEBUG build */
     uint64_t runtime_addr;   /* address of _PyRuntime in the target */
     char binary[4096];       /* file the runtime was found in ("" when not from a file) */
+    bool untested;           /* newer than the newest supported version (fp_options.allow_untested) */
 } fp_python_info;
 
 /* Tri-state for facts a version or build may not be able to tell. */
