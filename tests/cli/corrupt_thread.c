@@ -1,5 +1,6 @@
 /* corrupt_thread.c — writes a copy of a memory image in which one thread's
- * data-stack top lies below its chunk (chunk 0xfffffffffffffff0, top 0x10):
+ * data-stack top lies below its chunk (chunk 0xfffffffffffffff0, top
+ * 0x3fffff0: before the fix, a wrapped 64 MiB copy size):
  * that thread's walk must fail as corrupt data while the others unwind.
  *
  * Usage: corrupt_thread IN.fpimg OUT.fpimg INDEX
@@ -14,7 +15,7 @@
 #include "session.h"
 
 #define BAD_CHUNK 0xfffffffffffffff0ull
-#define BAD_TOP 0x10ull
+#define BAD_TOP 0x3fffff0ull
 #define IMG_OFF_HEADER_SIZE 12
 #define IMG_OFF_THREAD_COUNT 28
 #define IMG_OFF_REGION_COUNT 40

@@ -17,7 +17,7 @@ from tap_results import check, report
 
 CORRUPTED = 1  # index of the corrupted thread in the interpreter's list
 ERROR_NAME = "invalid or corrupt layout or data"
-DETAIL = "data-stack top 0x10: below its chunk at 0xfffffffffffffff0"
+DETAIL = "data-stack top 0x3fffff0: below its chunk at 0xfffffffffffffff0"
 
 
 def run(*args):

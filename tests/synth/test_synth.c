@@ -219,10 +219,21 @@ static void test_layouts_round_trip(void **state)
     }
 }
 
-enum corruption { C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_COUNT };
+enum corruption {
+    C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK, C_COUNT
+};
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
-    "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state"};
+    "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
+    "data-stack top below a chunk that wraps"};
+
+/* A data-stack top below its chunk, where chunk + header wraps around the
+ * address space: once taken for a live part whose size (top - chunk)
+ * wrapped to 64 MiB, copied with a huge allocation (out of memory, without
+ * a message, under a memory limit).  It is corrupt data on that thread. */
+#define WRAP_CHUNK 0xfffffffffffffff0ull
+#define WRAP_TOP 0x3fffff0ull
+#define WRAP_MESSAGE "data-stack top 0x3fffff0: below its chunk at 0xfffffffffffffff0"
 
 /* Damages thread 1 (the second thread); thread 0 must stay exact. */
 static bool corrupt(built *b, int what)
@@ -282,6 +293,12 @@ static bool corrupt(built *b, int what)
         memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
         return true;
     }
+    case C_WRAPPED_CHUNK: {
+        uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
+        memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
+        memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_top, 8), &top, 8);
+        return true;
+    }
     default:
         return false;
     }
@@ -312,6 +329,10 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+            if (c == C_WRAPPED_CHUNK) {
+                assert_string_equal(fp_session_errmsg(b.s), WRAP_MESSAGE);
+                assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_CORRUPT);
+            }
             unbuild(&b);
             checked++;
         }
