@@ -20,7 +20,7 @@ HDR_HEXVERSION, HDR_THREADS, HDR_RUNTIME, HDR_REGIONS, HDR_VERSION = 20, 28, 32,
 VERSION_FIELD = 32
 THREAD_ENTRY, REGION_HEADER = 16, 16
 DEBUG_OFFSETS_VERSION = 8  # after the 8-byte cookie
-REFUSAL = f"CPython 3.{UNTESTED_MINOR} is not supported (3.11–3.15 are; newer versions only with allow_untested)"
+REFUSAL = f"CPython 3.{UNTESTED_MINOR}: not supported (3.11–3.15 are; newer versions only with allow_untested)"
 
 
 def retag(src, dst):

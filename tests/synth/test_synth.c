@@ -403,7 +403,7 @@ static void test_untested_version(void **state)
             assert_int_equal(fp_session_new(&o, &s), FP_OK);
             assert_int_equal(fp_session_attach_reader(s, &b.rd, &td), FP_E_UNSUPPORTED);
             assert_string_equal(fp_session_errmsg(s),
-                                "CPython 3.16 is not supported (3.11–3.15 are; newer versions only with allow_untested)");
+                                "CPython 3.16: not supported (3.11–3.15 are; newer versions only with allow_untested)");
             fp_session_free(s);
 
             o.allow_untested = true;

@@ -3,14 +3,14 @@ convention written in unwinder/src/fp_error.h.
 
 Usage: check_messages.py SRC_DIR
 
-Reads every call of the message helpers (fpi_err, fpi_msg, fpi_err_prefix,
-fpi_err_append, img_err) in SRC_DIR/*.c, takes its format string and checks
+Reads every call of the message helpers (fpi_err, fpi_err_code, fpi_msg,
+fpi_err_prefix, fpi_err_append, img_err) in SRC_DIR/*.c, takes its format string and checks
 it as TAP, one test per rule with the offending call sites listed."""
 import pathlib
 import re
 import sys
 
-CALL = re.compile(r"\b(fpi_err|fpi_msg|fpi_err_prefix|fpi_err_append|img_err)\s*\(")
+CALL = re.compile(r"\b(fpi_err|fpi_err_code|fpi_msg|fpi_err_prefix|fpi_err_append|img_err)\s*\(")
 LITERAL = re.compile(r'\s*"((?:[^"\\]|\\.)*)"')
 # Names spelled as their owner spells them may start a message.
 PROPER = ("CPython", "ELF", "TLBC", "Py_Version", "_PyRuntime", "_PyCFrame")
@@ -50,6 +50,8 @@ RULES = [
     ("addresses as 0x%llx, version hex as 0x%08x, a byte as 0x%02x",
      lambda h, f: "@0x" not in f and "%p" not in f and "%#" not in f and
      all(m in ("llx", "08x", "02x") for m in re.findall(r"0x%(\w+?x)", f))),
+    ("what failed: why (fpi_err_code adds the code's name as the why)",
+     lambda h, f: h in ("fpi_err_append", "fpi_err_prefix") or f == "%s" or (h == "fpi_err_code") == (": " not in f)),
     ("context goes in front (append only builds '; ' lists)",
      lambda h, f: h != "fpi_err_append" or f.startswith("%s") or f.startswith(": ")),
     ("out of memory says what was being allocated", lambda h, f: f != "out of memory"),

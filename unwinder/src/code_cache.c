@@ -135,14 +135,14 @@ static int read_header(fp_session *s, uint64_t addr, uint8_t *hdr, size_t hlen)
 {
     int rc = fpi_read(s, addr, hdr, hlen);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
     int kind;
     rc = fpi_type_kind(s, fpi_load_u64(hdr, s->layout.ob_type), &kind);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
+        return fpi_err_code(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
                       (unsigned long long)addr);
     if (kind != FP_TYPE_CODE)
-        return fpi_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx is not a code object",
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx: not a code object",
                       (unsigned long long)addr);
     return FP_OK;
 }
@@ -164,7 +164,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_
     e->code_units = (int64_t)fpi_load_u64(hdr, l->ob_size);
     int rc;
     if (e->code_units < 0 || e->code_units > (int64_t)(FP_LINETABLE_MAX_BYTES)) {
-        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx has %lld code units",
+        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx: %lld code units",
                     (unsigned long long)addr, (long long)e->code_units);
         goto fail;
     }
@@ -193,7 +193,7 @@ int fpi_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
     size_t hlen = (size_t)l->co_code_adaptive;
     uint8_t hdr[CODE_HEADER_MAX];
     if (hlen > sizeof hdr || hlen < (size_t)l->co_qualname + 8)
-        return fpi_err(&s->err, FP_E_CORRUPT, "code object header size %zu is invalid", hlen);
+        return fpi_err(&s->err, FP_E_CORRUPT, "code object header: size %zu is invalid", hlen);
     int rc = ensure_capacity(cc);
     if (rc)
         return rc;

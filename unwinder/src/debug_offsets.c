@@ -153,7 +153,7 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
     uint32_t hex;
     int ft;
     if (!fpi_debug_offsets_peek(table, len, &hex, &ft))
-        return fpi_err(eb, FP_E_NOT_PYTHON, "no _Py_DebugOffsets cookie \"%s\" at the runtime address", FP_DEBUG_COOKIE);
+        return fpi_err(eb, FP_E_NOT_PYTHON, "runtime address: no _Py_DebugOffsets cookie \"%s\"", FP_DEBUG_COOKIE);
     unsigned major = fpi_hex_major(hex), minor = fpi_hex_minor(hex);
     const field_desc *fields;
     size_t nfields, need;
@@ -162,17 +162,17 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
             return fpi_err_unsupported(eb, major, minor);
         minor = FPI_MINOR_NEWEST; /* read the table in the newest known shape */
     } else if (major != FPI_PY_MAJOR || minor < FPI_MINOR_DEBUG_OFFSETS) {
-        return fpi_err(eb, FP_E_CORRUPT, "debug offsets carry an impossible version 0x%08x", hex);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: impossible version 0x%08x", hex);
     }
     if (ft != 0 && ft != 1)
-        return fpi_err(eb, FP_E_CORRUPT, "debug offsets free_threaded flag is %d", ft);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded flag is %d", ft);
     switch (minor) {
     case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_313; break;
     case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_314; break;
     default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_315; break;
     }
     if (len < need)
-        return fpi_err(eb, FP_E_CORRUPT, "debug offsets table truncated: %zu < %zu bytes", len, need);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: table truncated to %zu of %zu bytes", len, need);
 
     memset(out, 0, sizeof *out);
     /* Every int32 member starts as "absent". */

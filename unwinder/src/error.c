@@ -47,12 +47,20 @@ int fpi_msg(char *buf, size_t len, int code, const char *fmt, ...)
 
 int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
 {
-    if (eb) {
-        va_list ap;
-        va_start(ap, fmt);
-        fpi_vmsg(eb->msg, sizeof eb->msg, code, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int fpi_err_code(fp_errbuf *eb, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, code, fmt, ap);
+    va_end(ap);
+    fpi_err_append(eb, ": %s", fp_strerror(code));
     return code;
 }
 

@@ -7,8 +7,10 @@
  *   - starts lower-case, unless it starts with a name spelled as its owner
  *     spells it (CPython, ELF, TLBC, Py_Version, _PyRuntime, _PyCFrame);
  *   - "what failed: why" — the thing or operation that failed first, then
- *     ": " and the reason; context a caller adds goes in front the same way
- *     ("frame 0x7f12…: cannot read code object at 0x…");
+ *     ": " and the reason ("str at 0x…: invalid code point"; a failed read
+ *     gets the code's name: "cannot read frame at 0x…: memory read
+ *     failed"); context a caller adds goes in front the same way
+ *     ("frame 0x7f12…: cannot read code object at 0x…: …");
  *   - numbers: addresses as 0x%llx (lower-case hex, no padding),
  *     PY_VERSION_HEX values as 0x%08x, a byte as 0x%02x, counts and sizes in decimal ("N
  *     bytes"), a bound as "(limit N)";
@@ -40,6 +42,12 @@ int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
 /* Appends to the message already in eb (for lists: "a; b; c"). */
 void fpi_err_append(fp_errbuf *eb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* The same, then ": " and fp_strerror(code) as the why: for an operation
+ * whose reason only the code knows ("cannot read frame at 0x…: memory read
+ * failed"). */
+int fpi_err_code(fp_errbuf *eb, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Puts "<context>: " in front of the message already in eb. */
 void fpi_err_prefix(fp_errbuf *eb, const char *fmt, ...)

@@ -61,19 +61,19 @@ int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, boo
         uint8_t table[FP_DEBUG_OFFSETS_READ];
         int rc = fp_reader_read(s->rd, runtime, table, sizeof table);
         if (rc)
-            return fpi_err(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
+            return fpi_err_code(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
         rc = fpi_debug_offsets_parse_opt(table, sizeof table, s->opts.allow_untested, &l, why);
         if (rc)
             return rc;
         if (hexversion && ((l.hexversion ^ hexversion) & 0xffff0000u))
-            return fpi_err(why, FP_E_CORRUPT, "Py_Version says 0x%08x but the debug offsets say 0x%08x",
+            return fpi_err(why, FP_E_CORRUPT, "Py_Version 0x%08x: the debug offsets say 0x%08x",
                           hexversion, l.hexversion);
     } else {
         if (free_threaded)
-            return fpi_err(why, FP_E_UNSUPPORTED, "free-threaded CPython 3.%u does not exist", minor);
+            return fpi_err(why, FP_E_UNSUPPORTED, "free-threaded CPython 3.%u: no such build", minor);
         if (debug)
             return fpi_err(why, FP_E_UNSUPPORTED,
-                          "debug builds of CPython 3.%u are not supported (no verified layout)", minor);
+                          "debug build of CPython 3.%u: not supported (no verified layout)", minor);
         l = *(minor == 11 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         l.hexversion = hexversion;
     }
@@ -82,12 +82,12 @@ int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, boo
     uint64_t head = 0;
     int rc = fp_reader_read(s->rd, runtime + (uint64_t)l.rt_interpreters_head, &head, sizeof head);
     if (rc)
-        return fpi_err(why, rc, "cannot read the interpreter list");
+        return fpi_err_code(why, rc, "cannot read the interpreter list");
     if (head == 0)
-        return fpi_err(why, FP_E_NOT_PYTHON, "the runtime has no interpreter (not initialised yet, or finalised)");
+        return fpi_err(why, FP_E_NOT_PYTHON, "runtime: no interpreter (not initialised yet, or finalised)");
     uint64_t probe;
     if ((rc = fp_reader_read(s->rd, head + (uint64_t)l.interp_threads_head, &probe, sizeof probe)))
-        return fpi_err(why, FP_E_NOT_PYTHON, "the interpreter list points to unreadable memory (0x%llx)",
+        return fpi_err(why, FP_E_NOT_PYTHON, "interpreter list: points to unreadable memory (0x%llx)",
                       (unsigned long long)head);
     s->layout = l;
     memset(&s->info, 0, sizeof s->info);
@@ -195,7 +195,7 @@ int fpi_locate_pid(fp_session *s, int pid)
     int rc = fpi_maps_read_pid(pid, &maps, &s->err);
     if (rc) {
         if (rc == FP_E_PROCESS_GONE)
-            return fpi_err(&s->err, rc, "process %d does not exist or exited", pid);
+            return fpi_err(&s->err, rc, "process %d: does not exist or exited", pid);
         if (rc == FP_E_PERMISSION)
             return fpi_err(&s->err, rc, "permission denied reading process %d: run as its user or with CAP_SYS_PTRACE", pid);
         return rc;
@@ -212,7 +212,7 @@ int fpi_locate_pid(fp_session *s, int pid)
                 rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
                 if (rc) {
                     fpi_maps_free(&maps);
-                    return fpi_err(&s->err, rc, "process_vm_readv is unavailable and %s", msg);
+                    return fpi_err(&s->err, rc, "process_vm_readv: unavailable, and %s", msg);
                 }
                 s->rd = &s->own_reader;
             }
@@ -240,7 +240,7 @@ int fpi_locate_pid(fp_session *s, int pid)
     if (best == FP_E_UNSUPPORTED)
         return FP_E_UNSUPPORTED; /* s->err holds the version message */
     if (best == FP_E_PROCESS_GONE || fpi_proc_is_gone(pid))
-        return fpi_err(&s->err, FP_E_PROCESS_GONE, "process %d exited", pid);
+        return fpi_err(&s->err, FP_E_PROCESS_GONE, "process %d: exited", pid);
     if (best == FP_E_PERMISSION)
         return fpi_err(&s->err, FP_E_PERMISSION,
                       "permission denied reading process %d: run as its user or with CAP_SYS_PTRACE", pid);

@@ -51,12 +51,12 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
 {
     memset(out, 0, sizeof *out);
     if (elf_kind(elf) != ELF_K_ELF)
-        return fpi_err(eb, FP_E_FORMAT, "not an ELF file");
+        return fpi_err(eb, FP_E_FORMAT, "ELF header: not an ELF file");
     GElf_Ehdr eh;
     if (!gelf_getehdr(elf, &eh))
         return fpi_err(eb, FP_E_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
-        return fpi_err(eb, FP_E_UNSUPPORTED, "not an x86-64 ELF64 file");
+        return fpi_err(eb, FP_E_UNSUPPORTED, "ELF header: not an x86-64 ELF64 file");
 
     size_t nph = 0;
     if (elf_getphdrnum(elf, &nph) == 0) {
@@ -84,7 +84,7 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
     size_t nsec = 0;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
         if (++nsec > FP_ELF_MAX_SECTIONS)
-            return fpi_err(eb, FP_E_LIMIT, "more than %u sections", FP_ELF_MAX_SECTIONS);
+            return fpi_err(eb, FP_E_LIMIT, "ELF section table: more than %u sections", FP_ELF_MAX_SECTIONS);
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh))
             continue;

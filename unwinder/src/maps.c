@@ -97,7 +97,7 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
         if (le > p) {
             if (out->n >= FP_MAPS_MAX_ENTRIES) {
                 fpi_maps_free(out);
-                return fpi_err(eb, FP_E_LIMIT, "more than %u mappings", FP_MAPS_MAX_ENTRIES);
+                return fpi_err(eb, FP_E_LIMIT, "memory maps: more than %u mappings", FP_MAPS_MAX_ENTRIES);
             }
             if (out->n == cap) {
                 size_t ncap = cap ? cap * 2 : 64;
@@ -116,7 +116,7 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
             }
             if (rc) {
                 fpi_maps_free(out);
-                return fpi_err(eb, FP_E_FORMAT, "malformed maps line %zu", lineno);
+                return fpi_err(eb, FP_E_FORMAT, "memory maps: line %zu is malformed", lineno);
             }
             out->n++;
         }
@@ -134,7 +134,7 @@ int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
         int err = errno;
         int code = fpi_errno_code(err);
         if (code == FP_E_PROCESS_GONE)
-            return fpi_err(eb, code, "process %d does not exist", pid);
+            return fpi_err(eb, code, "process %d: does not exist", pid);
         return fpi_err(eb, code, "cannot open %s: %s", path, strerror(err));
     }
     char *buf = NULL;
@@ -144,7 +144,7 @@ int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
             if (cap >= MAPS_MAX_BYTES) {
                 free(buf);
                 close(fd);
-                return fpi_err(eb, FP_E_LIMIT, "%s is larger than %u bytes", path, MAPS_MAX_BYTES);
+                return fpi_err(eb, FP_E_LIMIT, "%s: larger than %u bytes", path, MAPS_MAX_BYTES);
             }
             size_t ncap = cap ? cap * 2 : MAPS_READ_CHUNK * 2;
             char *nb = realloc(buf, ncap);
@@ -174,7 +174,7 @@ int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
     free(buf);
     if (rc == FP_OK && out->n == 0) {
         fpi_maps_free(out);
-        return fpi_err(eb, FP_E_PROCESS_GONE, "process %d has no memory mappings (exited or a zombie)", pid);
+        return fpi_err(eb, FP_E_PROCESS_GONE, "process %d: no memory mappings (exited or a zombie)", pid);
     }
     return rc;
 }

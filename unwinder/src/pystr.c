@@ -90,16 +90,16 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     uint8_t hdr[FP_STR_HEADER_MAX];
     size_t hlen = (size_t)l->uni_compact_size + 8;
     if (hlen > sizeof hdr)
-        return fpi_err(&s->err, FP_E_CORRUPT, "str header size %zu is too large", hlen);
+        return fpi_err(&s->err, FP_E_CORRUPT, "str header: size %zu is too large", hlen);
     int rc = fpi_read(s, addr, hdr, (size_t)l->uni_ascii_size);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
     int kind_type;
     rc = fpi_type_kind(s, fpi_load_u64(hdr, l->ob_type), &kind_type);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
     if (kind_type != FP_TYPE_STR)
-        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx is not a str", (unsigned long long)addr);
+        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx: not a str", (unsigned long long)addr);
     int64_t length = (int64_t)fpi_load_u64(hdr, l->uni_length);
     uint32_t state = fpi_load_u32(hdr, l->uni_state);
     unsigned kind = (state >> l->uni_kind_shift) & 7u;
@@ -107,10 +107,10 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     bool ascii = (state >> l->uni_ascii_bit) & 1u;
     if (length < 0 || (uint64_t)length > FP_MAX_STRING_CHARS)
         return fpi_err(&s->err, length < 0 ? FP_E_CORRUPT : FP_E_LIMIT,
-                      "str at 0x%llx has length %lld (limit %u)", (unsigned long long)addr,
+                      "str at 0x%llx: length %lld (limit %u)", (unsigned long long)addr,
                       (long long)length, FP_MAX_STRING_CHARS);
     if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
-        return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx has an invalid state word 0x%x",
+        return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx: invalid state word 0x%x",
                       (unsigned long long)addr, state);
     uint64_t data;
     if (compact) {
@@ -118,7 +118,7 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     } else {
         rc = fpi_read(s, addr, hdr, hlen);
         if (rc)
-            return fpi_err(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
+            return fpi_err_code(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
         data = fpi_load_u64(hdr, l->uni_compact_size);
     }
     size_t nbytes = (size_t)length * kind;
@@ -134,7 +134,7 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     if (rc) {
         free(raw);
         free(utf8);
-        return fpi_err(&s->err, rc, "cannot read %zu bytes of str data at 0x%llx", nbytes, (unsigned long long)data);
+        return fpi_err_code(&s->err, rc, "cannot read %zu bytes of str data at 0x%llx", nbytes, (unsigned long long)data);
     }
     size_t o = 0;
     for (int64_t i = 0; i < length; i++) {
@@ -157,7 +157,7 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     if (o > FP_MAX_STRING_BYTES) {
         free(raw);
         free(utf8);
-        return fpi_err(&s->err, FP_E_LIMIT, "str at 0x%llx exceeds %u bytes", (unsigned long long)addr, FP_MAX_STRING_BYTES);
+        return fpi_err(&s->err, FP_E_LIMIT, "str at 0x%llx: more than %u bytes", (unsigned long long)addr, FP_MAX_STRING_BYTES);
     }
     utf8[o] = 0;
     free(raw);
@@ -168,7 +168,7 @@ int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
 corrupt:
     free(raw);
     free(utf8);
-    return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx holds an invalid code point", (unsigned long long)addr);
+    return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx: invalid code point", (unsigned long long)addr);
 }
 
 int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len)
@@ -176,19 +176,19 @@ int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size
     const fp_layout *l = &s->layout;
     uint8_t hdr[FP_STR_HEADER_MAX];
     if ((size_t)l->bytes_sval > sizeof hdr)
-        return fpi_err(&s->err, FP_E_CORRUPT, "bytes header is too large");
+        return fpi_err(&s->err, FP_E_CORRUPT, "bytes header: too large");
     int rc = fpi_read(s, addr, hdr, (size_t)l->bytes_sval);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read bytes object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read bytes object at 0x%llx", (unsigned long long)addr);
     int kind_type;
     rc = fpi_type_kind(s, fpi_load_u64(hdr, l->ob_type), &kind_type);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
     if (kind_type != FP_TYPE_BYTES)
-        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx is not bytes", (unsigned long long)addr);
+        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx: not bytes", (unsigned long long)addr);
     int64_t size = (int64_t)fpi_load_u64(hdr, l->ob_size);
     if (size < 0 || (uint64_t)size > max)
-        return fpi_err(&s->err, size < 0 ? FP_E_CORRUPT : FP_E_LIMIT, "bytes at 0x%llx has size %lld (limit %zu)",
+        return fpi_err(&s->err, size < 0 ? FP_E_CORRUPT : FP_E_LIMIT, "bytes at 0x%llx: size %lld (limit %zu)",
                       (unsigned long long)addr, (long long)size, max);
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf)
@@ -197,7 +197,7 @@ int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size
     rc = fpi_read(s, addr + (uint64_t)l->bytes_sval, buf, (size_t)size);
     if (rc) {
         free(buf);
-        return fpi_err(&s->err, rc, "cannot read %lld bytes at 0x%llx", (long long)size, (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read %lld bytes at 0x%llx", (long long)size, (unsigned long long)addr);
     }
     *out = buf;
     *out_len = (size_t)size;

@@ -57,7 +57,7 @@ static const fp_reader_ops mem_ops = {
 int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
     if (pid <= 0)
-        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "invalid pid %d", pid);
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "pid %d: invalid", pid);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/mem", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);

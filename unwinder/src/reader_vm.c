@@ -86,7 +86,7 @@ static const fp_reader_ops vm_ops = {
 int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
     if (pid <= 0)
-        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "invalid pid %d", pid);
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "pid %d: invalid", pid);
     vm_ctx *c = calloc(1, sizeof *c);
     if (!c)
         return fpi_msg(errbuf, errlen, FP_E_NOMEM, "out of memory: a reader for process %d", pid);

@@ -133,9 +133,9 @@ static int open_live_reader(fp_session *s, int pid)
 int fp_session_attach_pid(fp_session *s, int pid)
 {
     if (!s || pid <= 0)
-        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "invalid pid %d", pid) : FP_E_INVALID_ARG;
+        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "pid %d: invalid", pid) : FP_E_INVALID_ARG;
     if (s->attached)
-        return fpi_err(&s->err, FP_E_STATE, "session is already attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: already attached");
     s->err.msg[0] = 0;
     int rc = open_live_reader(s, pid);
     if (rc)
@@ -155,9 +155,9 @@ int fp_session_attach_pid(fp_session *s, int pid)
 int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc)
 {
     if (!s || !reader || !reader->ops || !desc)
-        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "missing reader or target description") : FP_E_INVALID_ARG;
+        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "session: missing reader or target description") : FP_E_INVALID_ARG;
     if (s->attached)
-        return fpi_err(&s->err, FP_E_STATE, "session is already attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: already attached");
     s->err.msg[0] = 0;
     s->rd = reader;
     s->pid = desc->pid;
@@ -180,12 +180,12 @@ int fp_session_sample(fp_session *s, fp_sample *sm)
     if (!s || !sm)
         return FP_E_INVALID_ARG;
     if (!s->attached)
-        return fpi_err(&s->err, FP_E_STATE, "session is not attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: not attached");
     s->err.msg[0] = 0;
     int rc = fpi_walk_all(s, sm);
     if (rc == FP_E_READ && s->pid > 0 && fpi_proc_is_gone(s->pid))
         rc = FP_E_PROCESS_GONE;
     if (rc == FP_E_PROCESS_GONE)
-        fpi_err(&s->err, rc, "process %d exited", s->pid);
+        fpi_err(&s->err, rc, "process %d: exited", s->pid);
     return rc;
 }

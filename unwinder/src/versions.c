@@ -6,7 +6,7 @@
 int fpi_msg_unsupported(char *buf, size_t len, unsigned major, unsigned minor)
 {
     const char *hint = fpi_minor_untested(major, minor) ? "; newer versions only with allow_untested" : "";
-    return fpi_msg(buf, len, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (%u.%u–%u.%u are%s)", major, minor,
+    return fpi_msg(buf, len, FP_E_UNSUPPORTED, "CPython %u.%u: not supported (%u.%u–%u.%u are%s)", major, minor,
                    FPI_PY_MAJOR, FPI_MINOR_OLDEST, FPI_PY_MAJOR, FPI_MINOR_NEWEST, hint);
 }
 

@@ -31,7 +31,7 @@ static inline bool fpi_minor_untested(unsigned major, unsigned minor)
     return major == FPI_PY_MAJOR && minor > FPI_MINOR_NEWEST;
 }
 
-/* "CPython X.Y is not supported (3.11–3.15 are)", into buf[0..len) or eb;
+/* "CPython X.Y: not supported (3.11–3.15 are)", into buf[0..len) or eb;
  * both return FP_E_UNSUPPORTED. */
 int fpi_msg_unsupported(char *buf, size_t len, unsigned major, unsigned minor);
 int fpi_err_unsupported(fp_errbuf *eb, unsigned major, unsigned minor);

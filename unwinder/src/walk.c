@@ -80,10 +80,10 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
         if (!live_part) {
             int rc = fpi_read(s, chunk, hdr, sizeof hdr);
             if (rc)
-                return fpi_err(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
+                return fpi_err_code(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
             size = fpi_load_u64(hdr, l->chunk_size);
             if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
-                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
+                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
             want = size;
             if (want > UINT64_MAX - chunk)
@@ -94,7 +94,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
             want = top - chunk;
         }
         if (used + want > FP_MAX_STACK_COPY)
-            return fpi_err(&s->err, FP_E_LIMIT, "data stack larger than %u bytes", FP_MAX_STACK_COPY);
+            return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FP_MAX_STACK_COPY);
         uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
         fp_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
         if (nb)
@@ -110,12 +110,12 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
         else
             rc = fpi_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
-            return fpi_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
+            return fpi_err_code(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
                           (unsigned long long)chunk, (unsigned long long)want);
         if (live_part) {
             size = fpi_load_u64(s->stack_buf + used, l->chunk_size);
             if (size < want || size > FP_MAX_CHUNK_BYTES)
-                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu below its top",
+                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu below its top",
                               (unsigned long long)chunk, (unsigned long long)size);
         }
         prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
@@ -124,7 +124,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
         chunk = prev;
     }
     if (chunk)
-        return fpi_err(&s->err, FP_E_LIMIT, "more than %u data-stack chunks", FP_MAX_CHUNKS);
+        return fpi_err(&s->err, FP_E_LIMIT, "data stack: more than %u chunks", FP_MAX_CHUNKS);
     return FP_OK;
 }
 
@@ -143,7 +143,7 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
     }
     int rc = fpi_read(s, addr, s->frame_buf, fsize);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
     *out = s->frame_buf;
     return FP_OK;
 }
@@ -157,22 +157,22 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
     if (idx == 0 || l->co_tlbc == FP_OFF_NONE)
         return FP_OK;
     if (idx < 0 || idx >= FP_MAX_TLBC_ENTRIES)
-        return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d is out of range", idx);
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
     uint64_t arr;
     int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
+        return fpi_err_code(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
     int64_t size;
     if ((rc = fpi_read(s, arr, &size, sizeof size)))
-        return fpi_err(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
+        return fpi_err_code(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
     if (size < 0 || size > FP_MAX_TLBC_ENTRIES || idx >= size)
-        return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d is outside the TLBC array of size %lld",
+        return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
                       idx, (long long)size);
     uint64_t entry;
     if ((rc = fpi_read(s, arr + PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
-        return fpi_err(&s->err, rc, "cannot read TLBC entry %d", idx);
+        return fpi_err_code(&s->err, rc, "cannot read TLBC entry %d", idx);
     if (entry == 0)
-        return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx is empty", idx,
+        return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,
                       (unsigned long long)code);
     *out = entry;
     return FP_OK;
@@ -210,15 +210,15 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
             s->frame_addrs[n - 1] = addr;
             if (has_cycle(s->frame_addrs, n))
-                return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu has a cycle at 0x%llx",
+                return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
                               (unsigned long long)th->native_id, (unsigned long long)addr);
-            return fpi_err(&s->err, FP_E_LIMIT, "thread %llu is deeper than %u frames",
+            return fpi_err(&s->err, FP_E_LIMIT, "thread %llu: deeper than %u frames",
                           (unsigned long long)th->native_id, s->opts.max_depth);
         }
         if (depth < s->frame_addrs_cap)
             s->frame_addrs[depth] = addr;
         if (addr & (PTR_SIZE - 1))
-            return fpi_err(&s->err, FP_E_CORRUPT, "unaligned frame pointer 0x%llx", (unsigned long long)addr);
+            return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: unaligned", (unsigned long long)addr);
         if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
             last = addr;
             break;
@@ -236,7 +236,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             continue;
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
-            return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx has owner %d", (unsigned long long)addr, owner);
+            return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx: unknown owner %d", (unsigned long long)addr, owner);
         fp_pending_frame pf = {
             .addr = addr,
             .code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
@@ -288,7 +288,7 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
             return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
         fp_position pos;
         if ((rc = fpi_code_position(ce, unit, &pos)))
-            return fpi_err(&s->err, rc, "corrupt line table in %s (%s)", ce->qualname, ce->filename);
+            return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         f->function = ce->qualname;
         f->name = ce->name;
         f->file = ce->filename;
@@ -363,7 +363,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     else
         rc = fpi_read(s, ts, buf, s->ts_read_len);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+        return fpi_err_code(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
     *next = fpi_load_u64(buf, l->ts_next);
     fp_thread *th = fpi_sample_push_thread(sm);
     if (!th)
@@ -410,7 +410,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
         top = 0;
         if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
             th->error = rc;
-            return fpi_err(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+            return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
         }
     }
     uint64_t base = l->ts_base_frame != FP_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
@@ -466,7 +466,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
     int rc = fp_reader_readv(s->rd, iov, n);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
     ii->id = (int64_t)id;
     if (l->interp_code_generation != FP_OFF_NONE) {
         /* Any code object freed since the last look may have had its
@@ -489,7 +489,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         uint64_t holder = 0;
         fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
         if ((rc = fp_reader_readv(s->rd, g, 2)))
-            return fpi_err(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
+            return fpi_err_code(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
         ii->gil_known = true;
         ii->gil_holder = locked ? holder : 0;
     }
@@ -611,7 +611,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     size_t span = mt > lo && mt - lo + 8 <= RUNTIME_SPAN_MAX ? (size_t)(mt - lo) + 8 : 8;
     int rc = fpi_read(s, runtime + (uint64_t)lo, rt, span);
     if (rc)
-        return fpi_err(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
+        return fpi_err_code(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
     uint64_t interp = fpi_load_u64(rt, 0);
     uint64_t main_tid = span > 8 ? fpi_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
@@ -619,7 +619,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     uint32_t ninterp = 0;
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
-            return fpi_err(&s->err, FP_E_LIMIT, "more than %u interpreters (or a cycle)", s->opts.max_interpreters);
+            return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
         interp_info ii;
         if ((rc = read_interp(s, interp, runtime, main_tid, &ii)))
             return rc;
@@ -634,7 +634,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         uint32_t nthreads = 0;
         while (ts) {
             if (++nthreads > s->opts.max_threads)
-                return fpi_err(&s->err, FP_E_LIMIT, "more than %u threads in interpreter %lld (or a cycle)",
+                return fpi_err(&s->err, FP_E_LIMIT, "thread list: more than %u threads in interpreter %lld (or a cycle)",
                               s->opts.max_threads, (long long)ii.id);
             uint64_t next = 0;
             size_t before = sm->nthreads;
