@@ -143,24 +143,24 @@ static void ref_decode(const uint8_t *t, size_t len, int32_t firstlineno, ref_re
 }
 
 /* What fpi_linetable_lookup must answer for `unit`. */
-static int ref_lookup(const ref_result *r, uint32_t unit, fp_position *pos)
+static int ref_lookup(const ref_result *r, uint32_t unit, fpi_position *pos)
 {
     for (size_t i = 0; i < r->n; i++) {
         const ref_entry *e = &r->e[i];
         if ((int64_t)unit >= e->start && (int64_t)unit < e->start + e->length) {
-            *pos = (fp_position){(int32_t)e->line, (int32_t)e->end_line, (int32_t)e->col, (int32_t)e->end_col};
+            *pos = (fpi_position){(int32_t)e->line, (int32_t)e->end_line, (int32_t)e->col, (int32_t)e->end_col};
             return 0;
         }
     }
     if (r->corrupt)
         return FP_E_CORRUPT;
-    *pos = (fp_position){FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
+    *pos = (fpi_position){FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
     return 0;
 }
 
 static void check_lookup(const uint8_t *t, size_t len, int32_t first, const ref_result *r, uint32_t unit)
 {
-    fp_position want, got;
+    fpi_position want, got;
     memset(&got, 0x5a, sizeof got);
     int wrc = ref_lookup(r, unit, &want);
     int grc = fpi_linetable_lookup(t, len, first, unit, &got);
@@ -188,8 +188,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     ref_decode(t, len, first, &ref);
 
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     fpi_linetable_iter_init(&it, t, len, first);
     size_t n = 0, steps = 0;
     int rc;

@@ -31,8 +31,8 @@ static const uint8_t *find_sep(const uint8_t *data, size_t size)
 
 static void fuzz_elf(const uint8_t *data, size_t size)
 {
-    fp_elf_info ei;
-    fp_errbuf eb;
+    fpi_elf_info ei;
+    fpi_errbuf eb;
     eb.msg[0] = 0;
     int rc = fpi_elf_inspect_mem(data, size, &ei, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT,
@@ -43,10 +43,10 @@ static void fuzz_elf(const uint8_t *data, size_t size)
 
 /* Reference for fpi_maps_contains: the first readable mapping holding addr
  * decides. */
-static bool ref_contains(const fp_maps *m, uint64_t addr, uint64_t len)
+static bool ref_contains(const fpi_maps *m, uint64_t addr, uint64_t len)
 {
     for (size_t i = 0; i < m->n; i++) {
-        const fp_mapping *e = &m->v[i];
+        const fpi_mapping *e = &m->v[i];
         if (!e->readable || addr < e->start || addr >= e->end)
             continue;
         return e->end - addr >= len;
@@ -56,8 +56,8 @@ static bool ref_contains(const fp_maps *m, uint64_t addr, uint64_t len)
 
 static void fuzz_maps(const uint8_t *data, size_t size)
 {
-    fp_maps m;
-    fp_errbuf eb;
+    fpi_maps m;
+    fpi_errbuf eb;
     eb.msg[0] = 0;
     int rc = fpi_maps_parse((const char *)data, size, &m, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_LIMIT || rc == FP_E_NOMEM, "maps parse returned %d",
@@ -68,16 +68,16 @@ static void fuzz_maps(const uint8_t *data, size_t size)
         return;
     }
     for (size_t i = 0; i < m.n; i++) {
-        const fp_mapping *e = &m.v[i];
+        const fpi_mapping *e = &m.v[i];
         FUZZ_CHECK(e->start <= e->end, "mapping %zu: 0x%llx > 0x%llx", i, (unsigned long long)e->start,
                    (unsigned long long)e->end);
         if (e->path)
-            FUZZ_CHECK(strlen(e->path) <= FP_MAPS_MAX_PATH, "mapping %zu: path too long", i);
+            FUZZ_CHECK(strlen(e->path) <= FPI_MAPS_MAX_PATH, "mapping %zu: path too long", i);
         else
             FUZZ_CHECK(!e->deleted, "mapping %zu: deleted without a path", i);
     }
     for (size_t i = 0; i < m.n && i < MAX_PROBED; i++) {
-        const fp_mapping *e = &m.v[i];
+        const fpi_mapping *e = &m.v[i];
         uint64_t probes[PROBES_PER_MAPPING][2] = {
             {e->start, 1}, {e->end - (e->end > e->start), 1}, {e->start, e->end - e->start}, {e->end, 1}};
         for (size_t k = 0; k < PROBES_PER_MAPPING; k++) {

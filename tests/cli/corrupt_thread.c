@@ -73,7 +73,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "corrupt_thread: %s\n", fp_session_errmsg(s));
         goto out;
     }
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     uint64_t interp = 0, ts = 0;
     if (fpi_read(s, desc.runtime_addr + (uint64_t)l->rt_interpreters_head, &interp, 8) ||
         fpi_read(s, interp + (uint64_t)l->interp_threads_head, &ts, 8))

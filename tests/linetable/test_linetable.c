@@ -55,8 +55,8 @@ typedef struct want_entry {
 static void check_table(const uint8_t *t, size_t len, int32_t first,
                         const want_entry *want, size_t nwant)
 {
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     fpi_linetable_iter_init(&it, t, len, first);
     for (size_t i = 0; i < nwant; i++) {
         assert_int_equal(fpi_linetable_next(&it, &e), 1);
@@ -73,7 +73,7 @@ static void check_table(const uint8_t *t, size_t len, int32_t first,
     uint32_t total = nwant ? want[nwant - 1].start + want[nwant - 1].length : 0;
     size_t k = 0;
     for (uint32_t u = 0; u < total + 2; u++) {
-        fp_position p;
+        fpi_position p;
         assert_int_equal(fpi_linetable_lookup(t, len, first, u, &p), 0);
         while (k < nwant && u >= want[k].start + want[k].length) {
             k++;
@@ -97,8 +97,8 @@ static void check_table(const uint8_t *t, size_t len, int32_t first,
 static void check_corrupt(const uint8_t *t, size_t len, int32_t first,
                           size_t good)
 {
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     uint32_t units = 0;
     fpi_linetable_iter_init(&it, t, len, first);
     for (size_t i = 0; i < good; i++) {
@@ -107,7 +107,7 @@ static void check_corrupt(const uint8_t *t, size_t len, int32_t first,
     }
     assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
     assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
-    fp_position p;
+    fpi_position p;
     assert_int_equal(fpi_linetable_lookup(t, len, first, units, &p), FP_E_CORRUPT);
     if (units > 0) { /* units before the bad entry still resolve */
         assert_int_equal(fpi_linetable_lookup(t, len, first, units - 1, &p), 0);
@@ -222,7 +222,7 @@ static void test_worked_example(void **state)
         {3, 4, 11, 19},  {3, 4, 11, 19},  {3, 4, 4, 19},
     };
     for (uint32_t u = 0; u < ARRAY_LEN(want) + 1; u++) {
-        fp_position p;
+        fpi_position p;
         assert_int_equal(fpi_linetable_lookup(t, sizeof t, 1, u, &p), 0);
         const int32_t *x = u < ARRAY_LEN(want) ? want[u] : NULL;
         assert_int_equal(p.line, x ? x[0] : NONE);
@@ -249,7 +249,7 @@ static void test_varint_edges(void **state)
     /* Long-form column varint 2^31: column = INT32_MAX. */
     const uint8_t big_col[] = {HDR(K_LONG, 1), 0x00, 0x00,
                                0x40, 0x40, 0x40, 0x40, 0x40, 0x02, 0x01};
-    fp_position p;
+    fpi_position p;
 
     /* Span 2^32 - 1 pushes end_line out of int32. */
     assert_int_equal(fpi_linetable_lookup(max_span, sizeof max_span, 1, 0, &p),
@@ -292,7 +292,7 @@ static void test_empty_and_past_end(void **state)
 {
     (void)state;
     const uint8_t t[] = {HDR(0, 4), 0x01};
-    fp_position p = {1, 2, 3, 4};
+    fpi_position p = {1, 2, 3, 4};
     assert_int_equal(fpi_linetable_lookup(NULL, 0, 5, 0, &p), 0);
     assert_int_equal(p.line, NONE);
     assert_int_equal(p.end_line, NONE);
@@ -378,13 +378,13 @@ static void test_corrupt_limits(void **state)
 {
     (void)state;
     const uint8_t t[] = {HDR(0, 1), 0x00};
-    fp_position p;
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_position p;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     /* The size check comes before any read, so a short buffer is safe. */
-    assert_int_equal(fpi_linetable_lookup(t, (size_t)FP_LINETABLE_MAX_BYTES + 1u,
+    assert_int_equal(fpi_linetable_lookup(t, (size_t)FPI_LINETABLE_MAX_BYTES + 1u,
                                          1, 0, &p), FP_E_CORRUPT);
-    fpi_linetable_iter_init(&it, t, (size_t)FP_LINETABLE_MAX_BYTES + 1u, 1);
+    fpi_linetable_iter_init(&it, t, (size_t)FPI_LINETABLE_MAX_BYTES + 1u, 1);
     assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
     assert_int_equal(fpi_linetable_lookup(NULL, 2, 1, 0, &p), FP_E_CORRUPT);
     /* Corruption after the entry that covers the unit does not matter. */
@@ -715,7 +715,7 @@ static int vec_file_load(const char *path, vec_file *vf, char *err, size_t errca
     return 0;
 }
 
-static int same_pos(const fp_position *p, const vec_run *r)
+static int same_pos(const fpi_position *p, const vec_run *r)
 {
     return p->line == r->line && p->end_line == r->end_line &&
            p->column == r->col && p->end_column == r->end_col;
@@ -723,7 +723,7 @@ static int same_pos(const fp_position *p, const vec_run *r)
 
 static void report(vec_check *ck, const char *how, const cursor *qual,
                    const char *file, uint64_t unit, const vec_run *r,
-                   const fp_position *p, int rc)
+                   const fpi_position *p, int rc)
 {
     ck->mismatches++;
     if (++ck->reported > VEC_MAX_REPORTED) {
@@ -758,8 +758,8 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
     snprintf(file, sizeof file, "%.*s", (int)vf->names[fidx].len,
              (const char *)vf->names[fidx].p);
 
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     int have = 0, rc = 0;
     fpi_linetable_iter_init(&it, tab.p, tab.len, (int32_t)first);
     int64_t prev_line = first;
@@ -785,7 +785,7 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
             continue;
         }
         if (tab.len <= VEC_LOOKUP_TABLE_MAX) {
-            fp_position lp = {NONE, NONE, NONE, NONE};
+            fpi_position lp = {NONE, NONE, NONE, NONE};
             int lrc = fpi_linetable_lookup(tab.p, tab.len, (int32_t)first,
                                           (uint32_t)unit, &lp);
             if (lrc != 0 || !same_pos(&lp, &r)) {
@@ -800,7 +800,7 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
                     break;
                 }
             }
-            fp_position p = {NONE, NONE, NONE, NONE};
+            fpi_position p = {NONE, NONE, NONE, NONE};
             if (have) {
                 p = e.pos;
             }

@@ -238,7 +238,7 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
 /* Damages thread 1 (the second thread); thread 0 must stay exact. */
 static bool corrupt(built *b, int what)
 {
-    const fp_layout *l = synth_layout(b->img);
+    const fpi_layout *l = synth_layout(b->img);
     uint64_t f0 = synth_frame_addr(b->img, 1, 0), f2 = synth_frame_addr(b->img, 1, 2);
     uint64_t f3 = synth_frame_addr(b->img, 1, 3);
     uint8_t *p;
@@ -271,7 +271,7 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, f2 + (uint64_t)l->fr_owner, 1) = 7;
         return true;
     case C_TLBC_RANGE:
-        if (l->fr_tlbc_index == FP_OFF_NONE)
+        if (l->fr_tlbc_index == FPI_OFF_NONE)
             return false;
         {
             uint32_t idx = SYNTH_MAX_TLBC + 5;
@@ -279,7 +279,7 @@ static bool corrupt(built *b, int what)
         }
         return true;
     case C_NO_BASE:
-        if (l->ts_base_frame == FP_OFF_NONE)
+        if (l->ts_base_frame == FPI_OFF_NONE)
             return false;
         memset(synth_bytes(b->img, f3 + (uint64_t)l->fr_previous, 8), 0, 8);
         return true;
@@ -350,7 +350,7 @@ static void test_thread_list_changes(void **state)
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        const fp_layout *l = synth_layout(b.img);
+        const fpi_layout *l = synth_layout(b.img);
         uint64_t t0 = synth_thread_state_addr(b.img, 0), t1 = synth_thread_state_addr(b.img, 1), zero = 0;
         uint8_t *next0 = synth_bytes(b.img, t0 + (uint64_t)l->ts_next, 8);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);

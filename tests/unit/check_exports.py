@@ -1,12 +1,14 @@
 """check_exports — the shared library exports exactly the public API.
 
-Usage: check_exports.py NM LIBFRAMEPROOF.so LIBFRAMEPROOF.a INCLUDE_DIR
+Usage: check_exports.py NM LIBFRAMEPROOF.so LIBFRAMEPROOF.a INCLUDE_DIR SRC_DIR
 
 The public API is every function declared in INCLUDE_DIR/frameproof/*.h (a
 declaration starts at column 0 and names an fp_* function).  TAP checks:
 every dynamic symbol the .so defines is such a function; every such
 function is defined by the .so; every other global function of the static
-library carries the internal prefix fpi_ (never the public fp_)."""
+library carries the internal prefix fpi_ (never the public fp_); the
+internal headers in SRC_DIR name nothing fp_*/FP_* that the public headers
+do not (internal types and macros are fpi_*/FPI_*)."""
 import pathlib
 import re
 import subprocess
@@ -25,6 +27,16 @@ def public_functions(include_dir):
     return names
 
 
+NAME = re.compile(r"\b(?:fp|FP)_\w+")
+
+
+def prefixed_names(paths):
+    names = set()
+    for path in paths:
+        names.update(NAME.findall(pathlib.Path(path).read_text()))
+    return names
+
+
 def defined_globals(nm, args, path):
     """Names of the defined global text symbols nm lists for path."""
     out = subprocess.run([nm, *args, "--defined-only", path], check=True,
@@ -38,7 +50,7 @@ def defined_globals(nm, args, path):
 
 
 def main():
-    nm, shared, static, include_dir = sys.argv[1:5]
+    nm, shared, static, include_dir, src_dir = sys.argv[1:6]
     public = public_functions(include_dir)
     exported = defined_globals(nm, ["-D"], shared)
     static_globals = defined_globals(nm, ["-g"], static)
@@ -53,6 +65,10 @@ def main():
     wrong = sorted(n for n in internal if not n.startswith(INTERNAL_PREFIX))
     results.append((f"every internal global function is named {INTERNAL_PREFIX}*", not wrong,
                     "internal names without the prefix: " + " ".join(wrong)))
+    public_names = prefixed_names(pathlib.Path(include_dir, "frameproof").glob("*.h"))
+    stray = sorted(prefixed_names(pathlib.Path(src_dir).glob("*.h")) - public_names)
+    results.append(("internal headers use fpi_/FPI_ for their own names", not stray,
+                    "public-prefixed internal names: " + " ".join(stray)))
     print(f"1..{len(results)}")
     for i, (name, ok, detail) in enumerate(results, 1):
         print(f"{'ok' if ok else 'not ok'} {i} - {name}")

@@ -24,7 +24,7 @@ def format_strings(src_dir):
             line = text.count("\n", 0, m.start()) + 1
             # Skip the helpers' own definitions and declarations.
             head = text[m.end():m.end() + 200]
-            if re.match(r"\s*(fp_errbuf|char)\s*\*", head):
+            if re.match(r"\s*(fpi_errbuf|char)\s*\*", head):
                 continue
             args = text[m.end():m.end() + 600]
             first = re.search(r'"', args)

@@ -26,7 +26,7 @@ typedef struct field_desc {
     int8_t group;        /* index into the group table below */
     uint8_t kind;
     uint8_t width;       /* bytes read at the offset by the walker */
-    int16_t member;      /* offsetof(fp_layout, ...) or -1 to skip */
+    int16_t member;      /* offsetof(fpi_layout, ...) or -1 to skip */
 } field_desc;
 
 enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_COUNT };
@@ -41,7 +41,7 @@ static const char *const group_name[G_COUNT] = {
     "pyobject", "type_object", "bytes_object", "unicode_object", "gen_object",
 };
 
-#define M(f) ((int16_t)offsetof(fp_layout, f))
+#define M(f) ((int16_t)offsetof(fpi_layout, f))
 #define SZ(p, g, m) {p, g, F_SIZE, 8, m}
 #define OF(p, g, w, m) {p, g, F_OFF, w, m}
 #define AB(p, g, m) {p, g, F_ABS, 8, m}
@@ -126,7 +126,7 @@ static uint64_t load_u64(const uint8_t *p)
 
 int fpi_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded)
 {
-    if (len < 24 || memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) != 0)
+    if (len < 24 || memcmp(table, FPI_DEBUG_COOKIE, FPI_DEBUG_COOKIE_LEN) != 0)
         return 0;
     uint64_t v = load_u64(table + 8);
     uint64_t ft = load_u64(table + 16);
@@ -137,23 +137,23 @@ int fpi_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversio
     return 1;
 }
 
-static void set_member(fp_layout *l, int16_t member, int32_t v)
+static void set_member(fpi_layout *l, int16_t member, int32_t v)
 {
     memcpy((char *)l + member, &v, sizeof v);
 }
 
-int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb)
+int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fpi_layout *out, fpi_errbuf *eb)
 {
     return fpi_debug_offsets_parse_opt(table, len, false, out, eb);
 }
 
-int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_untested, fp_layout *out,
-                                fp_errbuf *eb)
+int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_untested, fpi_layout *out,
+                                fpi_errbuf *eb)
 {
     uint32_t hex;
     int ft;
     if (!fpi_debug_offsets_peek(table, len, &hex, &ft))
-        return fpi_err(eb, FP_E_NOT_PYTHON, "runtime address: no _Py_DebugOffsets cookie \"%s\"", FP_DEBUG_COOKIE);
+        return fpi_err(eb, FP_E_NOT_PYTHON, "runtime address: no _Py_DebugOffsets cookie \"%s\"", FPI_DEBUG_COOKIE);
     unsigned major = fpi_hex_major(hex), minor = fpi_hex_minor(hex);
     const field_desc *fields;
     size_t nfields, need;
@@ -167,17 +167,17 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
     if (ft != 0 && ft != 1)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded flag is %d", ft);
     switch (minor) {
-    case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_313; break;
-    case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_314; break;
-    default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_315; break;
+    case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_313; break;
+    case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_314; break;
+    default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_315; break;
     }
     if (len < need)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: table truncated to %zu of %zu bytes", len, need);
 
     memset(out, 0, sizeof *out);
     /* Every int32 member starts as "absent". */
-    for (size_t off = offsetof(fp_layout, rt_interpreters_head); off + 4 <= offsetof(fp_layout, uni_kind_shift); off += 4)
-        set_member(out, (int16_t)off, FP_OFF_NONE);
+    for (size_t off = offsetof(fpi_layout, rt_interpreters_head); off + 4 <= offsetof(fpi_layout, uni_kind_shift); off += 4)
+        set_member(out, (int16_t)off, FPI_OFF_NONE);
     out->hexversion = hex;
     out->minor = minor;
     out->free_threaded = ft;
@@ -233,7 +233,7 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: asciiobject_size (%d) is invalid", out->uni_ascii_size);
     /* The str reader may read the data pointer of a non-compact str right
      * after the compact header: it must lie inside the unicode object. */
-    int64_t compact = out->uni_compact_size != FP_OFF_NONE ? out->uni_compact_size : out->uni_ascii_size + 16;
+    int64_t compact = out->uni_compact_size != FPI_OFF_NONE ? out->uni_compact_size : out->uni_ascii_size + 16;
     if ((uint64_t)compact + 8 > gsize[G_UNI] || compact < out->uni_ascii_size)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: unicode_object.size (%llu) cannot hold its compact header (%lld)",
                       (unsigned long long)gsize[G_UNI], (long long)compact);
@@ -241,20 +241,20 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is outside bytes_object.size", out->bytes_sval);
     if (out->bytes_sval < out->ob_size + 8 || out->bytes_sval > 256)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
-    if (out->fr_tlbc_index != FP_OFF_NONE && out->fr_tlbc_index != 0 &&
+    if (out->fr_tlbc_index != FPI_OFF_NONE && out->fr_tlbc_index != 0 &&
         (uint64_t)out->fr_tlbc_index + 4 > gsize[G_FRAME])
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_index (%d) is outside the frame", out->fr_tlbc_index);
     if (out->fr_tlbc_index == 0)
-        out->fr_tlbc_index = FP_OFF_NONE;   /* GIL builds store 0 */
+        out->fr_tlbc_index = FPI_OFF_NONE;   /* GIL builds store 0 */
     if (out->co_tlbc == 0)
-        out->co_tlbc = FP_OFF_NONE;
+        out->co_tlbc = FPI_OFF_NONE;
     if (out->interp_tlbc_generation == 0)
-        out->interp_tlbc_generation = FP_OFF_NONE;
-    if (out->co_tlbc != FP_OFF_NONE && (uint64_t)out->co_tlbc + 8 > gsize[G_CODE])
+        out->interp_tlbc_generation = FPI_OFF_NONE;
+    if (out->co_tlbc != FPI_OFF_NONE && (uint64_t)out->co_tlbc + 8 > gsize[G_CODE])
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: co_tlbc (%d) is outside the code object", out->co_tlbc);
-    if (out->interp_tlbc_generation != FP_OFF_NONE && (uint64_t)out->interp_tlbc_generation + 4 > gsize[G_INTERP])
+    if (out->interp_tlbc_generation != FPI_OFF_NONE && (uint64_t)out->interp_tlbc_generation + 4 > gsize[G_INTERP])
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_generation is outside the interpreter state");
-    if (ft != (out->fr_tlbc_index != FP_OFF_NONE) && minor >= 14)
+    if (ft != (out->fr_tlbc_index != FPI_OFF_NONE) && minor >= 14)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded=%d disagrees with tlbc_index", ft);
     return fpi_layout_add_builtin_extras(out, eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0);
 }

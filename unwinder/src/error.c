@@ -45,7 +45,7 @@ int fpi_msg(char *buf, size_t len, int code, const char *fmt, ...)
     return code;
 }
 
-int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
+int fpi_err(fpi_errbuf *eb, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -54,7 +54,7 @@ int fpi_err(fp_errbuf *eb, int code, const char *fmt, ...)
     return code;
 }
 
-int fpi_err_code(fp_errbuf *eb, int code, const char *fmt, ...)
+int fpi_err_code(fpi_errbuf *eb, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -64,7 +64,7 @@ int fpi_err_code(fp_errbuf *eb, int code, const char *fmt, ...)
     return code;
 }
 
-void fpi_err_append(fp_errbuf *eb, const char *fmt, ...)
+void fpi_err_append(fpi_errbuf *eb, const char *fmt, ...)
 {
     if (!eb)
         return;
@@ -77,11 +77,11 @@ void fpi_err_append(fp_errbuf *eb, const char *fmt, ...)
     va_end(ap);
 }
 
-void fpi_err_prefix(fp_errbuf *eb, const char *fmt, ...)
+void fpi_err_prefix(fpi_errbuf *eb, const char *fmt, ...)
 {
     if (!eb)
         return;
-    fp_errbuf inner = *eb;
+    fpi_errbuf inner = *eb;
     va_list ap;
     va_start(ap, fmt);
     fpi_vmsg(eb->msg, sizeof eb->msg, 0, fmt, ap);

@@ -1,6 +1,6 @@
 /* grow.h — amortised growth of the library's reusable arrays. */
-#ifndef FP_GROW_H
-#define FP_GROW_H
+#ifndef FPI_GROW_H
+#define FPI_GROW_H
 
 #include <stddef.h>
 

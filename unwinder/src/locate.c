@@ -50,15 +50,15 @@ static uint32_t version_from_name(const char *path)
 }
 
 int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool free_threaded,
-                      bool debug, fp_errbuf *why)
+                      bool debug, fpi_errbuf *why)
 {
     unsigned major = fpi_hex_major(hexversion), minor = hexversion ? fpi_hex_minor(hexversion) : 0;
     bool untested = hexversion && fpi_minor_untested(major, minor);
     if (hexversion && (major != FPI_PY_MAJOR || minor < FPI_MINOR_OLDEST || (untested && !s->opts.allow_untested)))
         return fpi_err_unsupported(why, major, minor);
-    fp_layout l;
+    fpi_layout l;
     if (hexversion == 0 || minor >= FPI_MINOR_DEBUG_OFFSETS) {
-        uint8_t table[FP_DEBUG_OFFSETS_READ];
+        uint8_t table[FPI_DEBUG_OFFSETS_READ];
         int rc = fp_reader_read(s->rd, runtime, table, sizeof table);
         if (rc)
             return fpi_err_code(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
@@ -101,12 +101,12 @@ int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, boo
 }
 
 typedef struct candidate {
-    const fp_mapping *map;
+    const fpi_mapping *map;
 } candidate;
 
-static int open_mapped_file(int pid, const fp_mapping *m, char *used, size_t usedlen)
+static int open_mapped_file(int pid, const fpi_mapping *m, char *used, size_t usedlen)
 {
-    char path[FP_MAPS_MAX_PATH + 64];
+    char path[FPI_MAPS_MAX_PATH + 64];
     int fd = -1;
     if (!m->deleted) {
         snprintf(path, sizeof path, "/proc/%d/root%s", pid, m->path);
@@ -121,10 +121,10 @@ static int open_mapped_file(int pid, const fp_mapping *m, char *used, size_t use
     return fd;
 }
 
-static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf *log, int *best)
+static int try_candidate(fp_session *s, int pid, const fpi_mapping *m, fpi_errbuf *log, int *best)
 {
-    char used[FP_MAPS_MAX_PATH + 64];
-    fp_errbuf why = {{0}};
+    char used[FPI_MAPS_MAX_PATH + 64];
+    fpi_errbuf why = {{0}};
     int fd = open_mapped_file(pid, m, used, sizeof used);
     if (fd < 0) {
         int err = errno;
@@ -133,7 +133,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
             *best = FP_E_PERMISSION;
         return FP_E_IO;
     }
-    fp_elf_info ei;
+    fpi_elf_info ei;
     int rc = fpi_elf_inspect_fd(fd, &ei, &why);
     close(fd);
     if (rc) {
@@ -191,7 +191,7 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
 
 int fpi_locate_pid(fp_session *s, int pid)
 {
-    fp_maps maps;
+    fpi_maps maps;
     int rc = fpi_maps_read_pid(pid, &maps, &s->err);
     if (rc) {
         if (rc == FP_E_PROCESS_GONE)
@@ -207,7 +207,7 @@ int fpi_locate_pid(fp_session *s, int pid)
             if (!maps.v[i].readable || maps.v[i].end - maps.v[i].start < sizeof probe)
                 continue;
             if (fp_reader_read(s->rd, maps.v[i].start, probe, sizeof probe) == FP_E_UNSUPPORTED) {
-                char msg[FP_ERRMSG_MAX] = "";
+                char msg[FPI_ERRMSG_MAX] = "";
                 fp_reader_close(&s->own_reader);
                 rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
                 if (rc) {
@@ -219,11 +219,11 @@ int fpi_locate_pid(fp_session *s, int pid)
             break;
         }
     }
-    fp_errbuf log = {{0}};
+    fpi_errbuf log = {{0}};
     int best = FP_E_NOT_PYTHON;
     size_t tried = 0;
     for (size_t i = 0; i < maps.n && tried < MAX_CANDIDATES; i++) {
-        const fp_mapping *m = &maps.v[i];
+        const fpi_mapping *m = &maps.v[i];
         if (!m->path || m->offset != 0 || !strstr(base_name(m->path), "python"))
             continue;
         tried++;

@@ -1,4 +1,4 @@
-/* maps.c — reading and parsing /proc/PID/maps into fp_maps. */
+/* maps.c — reading and parsing /proc/PID/maps into fpi_maps. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,7 +44,7 @@ static void skip_field(const char **p, const char *end)
     while (*p < end && **p == ' ') (*p)++;
 }
 
-static int parse_line(const char *p, const char *end, fp_mapping *m)
+static int parse_line(const char *p, const char *end, fpi_mapping *m)
 {
     memset(m, 0, sizeof *m);
     if (parse_hex(&p, end, &m->start) || p >= end || *p != '-')
@@ -69,7 +69,7 @@ static int parse_line(const char *p, const char *end, fp_mapping *m)
     skip_field(&p, end); /* inode */
     if (p < end && *p != '\0') {
         size_t len = (size_t)(end - p);
-        if (len > FP_MAPS_MAX_PATH)
+        if (len > FPI_MAPS_MAX_PATH)
             return -1;
         size_t sl = sizeof DELETED_SUFFIX - 1;
         if (len > sl && memcmp(end - sl, DELETED_SUFFIX, sl) == 0) {
@@ -83,7 +83,7 @@ static int parse_line(const char *p, const char *end, fp_mapping *m)
     return 0;
 }
 
-int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
+int fpi_maps_parse(const char *text, size_t len, fpi_maps *out, fpi_errbuf *eb)
 {
     size_t cap = 0;
     out->v = NULL;
@@ -95,13 +95,13 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
         const char *le = nl ? nl : end;
         lineno++;
         if (le > p) {
-            if (out->n >= FP_MAPS_MAX_ENTRIES) {
+            if (out->n >= FPI_MAPS_MAX_ENTRIES) {
                 fpi_maps_free(out);
-                return fpi_err(eb, FP_E_LIMIT, "memory maps: more than %u mappings", FP_MAPS_MAX_ENTRIES);
+                return fpi_err(eb, FP_E_LIMIT, "memory maps: more than %u mappings", FPI_MAPS_MAX_ENTRIES);
             }
             if (out->n == cap) {
                 size_t ncap = cap ? cap * 2 : 64;
-                fp_mapping *nv = realloc(out->v, ncap * sizeof *nv);
+                fpi_mapping *nv = realloc(out->v, ncap * sizeof *nv);
                 if (!nv) {
                     fpi_maps_free(out);
                     return fpi_err(eb, FP_E_NOMEM, "out of memory: %zu mappings", ncap);
@@ -125,7 +125,7 @@ int fpi_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
     return FP_OK;
 }
 
-int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
+int fpi_maps_read_pid(int pid, fpi_maps *out, fpi_errbuf *eb)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/maps", pid);
@@ -179,7 +179,7 @@ int fpi_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
     return rc;
 }
 
-void fpi_maps_free(fp_maps *m)
+void fpi_maps_free(fpi_maps *m)
 {
     for (size_t i = 0; i < m->n; i++)
         free(m->v[i].path);
@@ -188,10 +188,10 @@ void fpi_maps_free(fp_maps *m)
     m->n = 0;
 }
 
-bool fpi_maps_contains(const fp_maps *m, uint64_t addr, uint64_t len)
+bool fpi_maps_contains(const fpi_maps *m, uint64_t addr, uint64_t len)
 {
     for (size_t i = 0; i < m->n; i++) {
-        const fp_mapping *e = &m->v[i];
+        const fpi_mapping *e = &m->v[i];
         if (e->readable && addr >= e->start && addr < e->end)
             return len <= e->end - addr;
     }

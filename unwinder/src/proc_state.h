@@ -1,6 +1,6 @@
 /* proc_state.h — small /proc queries shared by the live-process backends. */
-#ifndef FP_PROC_STATE_H
-#define FP_PROC_STATE_H
+#ifndef FPI_PROC_STATE_H
+#define FPI_PROC_STATE_H
 
 #include <stdbool.h>
 

@@ -103,7 +103,7 @@ int fp_session_python(const fp_session *s, fp_python_info *out)
 
 static void finish_attach(fp_session *s)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
                         l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
                         l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,
@@ -118,7 +118,7 @@ static void finish_attach(fp_session *s)
 
 static int open_live_reader(fp_session *s, int pid)
 {
-    char msg[FP_ERRMSG_MAX] = "";
+    char msg[FPI_ERRMSG_MAX] = "";
     int rc;
     if (s->opts.reader == FP_READER_MEM)
         rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
@@ -163,7 +163,7 @@ int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_ta
     s->pid = desc->pid;
     s->thread_state = desc->thread_state;
     s->thread_state_ctx = desc->thread_state_ctx;
-    fp_errbuf why = {{0}};
+    fpi_errbuf why = {{0}};
     int rc = fpi_layout_resolve(s, desc->runtime_addr, desc->hexversion, desc->free_threaded, desc->debug, &why);
     if (rc) {
         s->rd = NULL;

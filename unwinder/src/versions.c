@@ -10,7 +10,7 @@ int fpi_msg_unsupported(char *buf, size_t len, unsigned major, unsigned minor)
                    FPI_PY_MAJOR, FPI_MINOR_OLDEST, FPI_PY_MAJOR, FPI_MINOR_NEWEST, hint);
 }
 
-int fpi_err_unsupported(fp_errbuf *eb, unsigned major, unsigned minor)
+int fpi_err_unsupported(fpi_errbuf *eb, unsigned major, unsigned minor)
 {
     return fpi_msg_unsupported(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, major, minor);
 }

@@ -1,7 +1,7 @@
 /* versions.h — the CPython versions the library supports: the one place the
  * range is written, and the message that refuses a version outside it. */
-#ifndef FP_VERSIONS_H
-#define FP_VERSIONS_H
+#ifndef FPI_VERSIONS_H
+#define FPI_VERSIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,6 +34,6 @@ static inline bool fpi_minor_untested(unsigned major, unsigned minor)
 /* "CPython X.Y: not supported (3.11–3.15 are)", into buf[0..len) or eb;
  * both return FP_E_UNSUPPORTED. */
 int fpi_msg_unsupported(char *buf, size_t len, unsigned major, unsigned minor);
-int fpi_err_unsupported(fp_errbuf *eb, unsigned major, unsigned minor);
+int fpi_err_unsupported(fpi_errbuf *eb, unsigned major, unsigned minor);
 
-#endif /* FP_VERSIONS_H */
+#endif /* FPI_VERSIONS_H */

@@ -58,20 +58,20 @@ static bool fatal(int rc)
  * wrapping around the address space or exceeding a chunk's size bound? */
 static bool live_span(uint64_t chunk, uint64_t top)
 {
-    return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES;
+    return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
 }
 
 /* Copies the thread's data-stack chunks into s->stack_buf.  `pre` (may be
  * NULL) is the live part of the newest chunk already read for this sample. */
-static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thread_prefetch *pre)
+static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_thread_prefetch *pre)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     s->nchunks = 0;
     size_t used = 0;
     if (chunk && top && top < chunk)
         return fpi_err(&s->err, FP_E_CORRUPT, "data-stack top 0x%llx: below its chunk at 0x%llx",
                        (unsigned long long)top, (unsigned long long)chunk);
-    for (unsigned n = 0; chunk && n < FP_MAX_CHUNKS; n++) {
+    for (unsigned n = 0; chunk && n < FPI_MAX_CHUNKS; n++) {
         /* The newest chunk is live only up to datastack_top: copy that part,
          * header included, in one read; older chunks are copied whole. */
         bool live_part = n == 0 && live_span(chunk, top);
@@ -82,7 +82,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
             if (rc)
                 return fpi_err_code(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
             size = fpi_load_u64(hdr, l->chunk_size);
-            if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
+            if (size < CHUNK_HEADER || size > FPI_MAX_CHUNK_BYTES)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
             want = size;
@@ -93,10 +93,10 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
         } else {
             want = top - chunk;
         }
-        if (used + want > FP_MAX_STACK_COPY)
-            return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FP_MAX_STACK_COPY);
+        if (used + want > FPI_MAX_STACK_COPY)
+            return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FPI_MAX_STACK_COPY);
         uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
-        fp_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
+        fpi_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
         if (nb)
             s->stack_buf = nb;
         if (nc)
@@ -114,17 +114,17 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thr
                           (unsigned long long)chunk, (unsigned long long)want);
         if (live_part) {
             size = fpi_load_u64(s->stack_buf + used, l->chunk_size);
-            if (size < want || size > FP_MAX_CHUNK_BYTES)
+            if (size < want || size > FPI_MAX_CHUNK_BYTES)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu below its top",
                               (unsigned long long)chunk, (unsigned long long)size);
         }
         prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
-        s->chunks[s->nchunks++] = (fp_chunk_copy){chunk, want, used};
+        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, used};
         used += (size_t)want;
         chunk = prev;
     }
     if (chunk)
-        return fpi_err(&s->err, FP_E_LIMIT, "data stack: more than %u chunks", FP_MAX_CHUNKS);
+        return fpi_err(&s->err, FP_E_LIMIT, "data stack: more than %u chunks", FPI_MAX_CHUNKS);
     return FP_OK;
 }
 
@@ -134,7 +134,7 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
 {
     size_t fsize = (size_t)s->layout.fr_size;
     for (size_t i = 0; i < s->nchunks; i++) {
-        const fp_chunk_copy *c = &s->chunks[i];
+        const fpi_chunk_copy *c = &s->chunks[i];
         if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
             c->remote + c->size - addr >= fsize) {
             *out = s->stack_buf + c->local + (addr - c->remote);
@@ -152,11 +152,11 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
  * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
 static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     *out = code + (uint64_t)l->co_code_adaptive;
-    if (idx == 0 || l->co_tlbc == FP_OFF_NONE)
+    if (idx == 0 || l->co_tlbc == FPI_OFF_NONE)
         return FP_OK;
-    if (idx < 0 || idx >= FP_MAX_TLBC_ENTRIES)
+    if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
         return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
     uint64_t arr;
     int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
@@ -165,7 +165,7 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
     int64_t size;
     if ((rc = fpi_read(s, arr, &size, sizeof size)))
         return fpi_err_code(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
-    if (size < 0 || size > FP_MAX_TLBC_ENTRIES || idx >= size)
+    if (size < 0 || size > FPI_MAX_TLBC_ENTRIES || idx >= size)
         return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
                       idx, (long long)size);
     uint64_t entry;
@@ -187,9 +187,9 @@ static bool has_cycle(const uint64_t *addrs, size_t n)
     return false;
 }
 
-static int push_pending(fp_session *s, const fp_pending_frame *pf)
+static int push_pending(fp_session *s, const fpi_pending_frame *pf)
 {
-    fp_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
+    fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
     if (!np)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
     s->pending = np;
@@ -201,7 +201,7 @@ static int push_pending(fp_session *s, const fp_pending_frame *pf)
  * Python frame (entry and shim frames are skipped). */
 static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
     s->npending = 0;
@@ -237,18 +237,18 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
             return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx: unknown owner %d", (unsigned long long)addr, owner);
-        fp_pending_frame pf = {
+        fpi_pending_frame pf = {
             .addr = addr,
             .code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
             .instr = fpi_load_u64(fr, l->fr_instr_ptr),
-            .tlbc_index = l->fr_tlbc_index != FP_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
+            .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
             .generator = owner == l->owner_generator,
         };
         if ((rc = push_pending(s, &pf)))
             return rc;
         addr = previous;
     }
-    if (l->ts_base_frame != FP_OFF_NONE && top && last != base_frame)
+    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame)
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                       "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
                       (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
@@ -258,11 +258,11 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
 /* Phase 2: resolve each recorded frame's code object and position. */
 static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     fpi_code_prevalidate(s, s->pending, s->npending);
     for (size_t i = 0; i < s->npending; i++) {
-        const fp_pending_frame *pf = &s->pending[i];
-        fp_code_entry *ce;
+        const fpi_pending_frame *pf = &s->pending[i];
+        fpi_code_entry *ce;
         int rc = fpi_code_get(s, pf->code, &ce);
         if (rc) {
             fpi_err_prefix(&s->err, "frame 0x%llx", (unsigned long long)pf->addr);
@@ -286,7 +286,7 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
         fp_frame *f = fpi_sample_push_frame(sm);
         if (!f)
             return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
-        fp_position pos;
+        fpi_position pos;
         if ((rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         f->function = ce->qualname;
@@ -316,7 +316,7 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
  * value is neither NULL nor None. */
 static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, uint64_t item, int *out)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     for (uint32_t n = 0; item && n < s->opts.max_depth; n++) {
         uint64_t pair[2];
         int rc = FP_OK;
@@ -333,7 +333,7 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
             int kind;
             if ((rc = fpi_type_kind(s, type, &kind)))
                 return rc;
-            if (kind != FP_TYPE_NONE) {
+            if (kind != FPI_TYPE_NONE) {
                 *out = FP_YES;
                 return FP_OK;
             }
@@ -353,10 +353,10 @@ typedef struct interp_info {
 } interp_info;
 
 static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
-                            const fp_thread_prefetch *pre, uint64_t *next)
+                            const fpi_thread_prefetch *pre, uint64_t *next)
 {
-    const fp_layout *l = &s->layout;
-    uint8_t buf[FP_MAX_STRUCT_READ];
+    const fpi_layout *l = &s->layout;
+    uint8_t buf[FPI_MAX_STRUCT_READ];
     int rc = FP_OK;
     if (pre)
         memcpy(buf, s->ts_bufs + pre->tsbuf, s->ts_read_len);
@@ -379,11 +379,11 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
                (ii->main_thread_id && th->thread_id == ii->main_thread_id);
     th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
     if (!l->free_threaded) {
-        if (l->ts_holds_gil != FP_OFF_NONE)
+        if (l->ts_holds_gil != FPI_OFF_NONE)
             th->holds_gil = fpi_load_u32(buf, l->ts_holds_gil) ? FP_YES : FP_NO;
         else if (ii->gil_known)
             th->holds_gil = ii->gil_holder == ts ? FP_YES : FP_NO;
-        if (l->ts_gil_requested != FP_OFF_NONE)
+        if (l->ts_gil_requested != FPI_OFF_NONE)
             th->gil_requested = fpi_load_u32(buf, l->ts_gil_requested) && th->holds_gil != FP_YES ? FP_YES : FP_NO;
     }
     if (s->opts.thread_cpu_state) {
@@ -403,7 +403,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     th->exception = rc ? FP_UNKNOWN : exc;
 
     uint64_t top;
-    if (l->ts_current_frame != FP_OFF_NONE) {
+    if (l->ts_current_frame != FPI_OFF_NONE) {
         top = fpi_load_u64(buf, l->ts_current_frame);
     } else {
         uint64_t cframe = fpi_load_u64(buf, l->ts_cframe);
@@ -413,7 +413,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
             return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
         }
     }
-    uint64_t base = l->ts_base_frame != FP_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
+    uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
     if (top && top == base)
         return FP_OK; /* a thread state with no Python frames */
     rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
@@ -432,11 +432,11 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state. */
 static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
-                       const fp_thread_prefetch *pre, uint64_t *next)
+                       const fpi_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
-    for (unsigned attempt = 0; attempt < FP_THREAD_WALK_ATTEMPTS; attempt++) {
+    for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */
@@ -449,7 +449,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
 
 static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, interp_info *ii)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     memset(ii, 0, sizeof *ii);
     ii->addr = addr;
     uint64_t id = 0, gilp = 0, gen = 0;
@@ -458,17 +458,17 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &ii->next, 8};
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &ii->threads_head, 8};
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &id, 8};
-    if (l->interp_threads_main != FP_OFF_NONE)
+    if (l->interp_threads_main != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &ii->threads_main, 8};
-    if (l->interp_ceval_gil != FP_OFF_NONE)
+    if (l->interp_ceval_gil != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &gilp, 8};
-    if (l->interp_code_generation != FP_OFF_NONE)
+    if (l->interp_code_generation != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
     int rc = fp_reader_readv(s->rd, iov, n);
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
     ii->id = (int64_t)id;
-    if (l->interp_code_generation != FP_OFF_NONE) {
+    if (l->interp_code_generation != FPI_OFF_NONE) {
         /* Any code object freed since the last look may have had its
          * address reused: forget every cached code object. */
         if (!s->have_generation || gen != s->code_generation)
@@ -477,14 +477,14 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         s->have_generation = true;
     }
     uint64_t locked_addr = 0, holder_addr = 0;
-    if (l->rt_gil_locked != FP_OFF_NONE && runtime) {
+    if (l->rt_gil_locked != FPI_OFF_NONE && runtime) {
         locked_addr = runtime + (uint64_t)l->rt_gil_locked;
         holder_addr = runtime + (uint64_t)l->rt_gil_last_holder;
-    } else if (gilp && l->gil_locked != FP_OFF_NONE) {
+    } else if (gilp && l->gil_locked != FPI_OFF_NONE) {
         locked_addr = gilp + (uint64_t)l->gil_locked;
         holder_addr = gilp + (uint64_t)l->gil_last_holder;
     }
-    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FP_OFF_NONE) {
+    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FPI_OFF_NONE) {
         int32_t locked = 0;
         uint64_t holder = 0;
         fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
@@ -505,7 +505,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
  * less (or nothing) prefetched. */
 static void prefetch_threads(fp_session *s, const interp_info *ii)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     s->npf = 0;
     size_t n = 0;
     for (size_t i = 0; i + 1 < s->nlast_ts; i += 2)
@@ -513,7 +513,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
             n++;
     if (n < 2 || n > s->opts.max_threads)
         return; /* nothing to gain, or nothing known */
-    fp_thread_prefetch *pf = fpi_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
+    fpi_thread_prefetch *pf = fpi_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
     if (!pf)
         return;
     s->pf = pf;
@@ -530,7 +530,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
     for (size_t i = 0; i + 1 < s->nlast_ts && k < n; i += 2) {
         if (s->last_ts[i] != ii->addr)
             continue;
-        pf[k] = (fp_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
+        pf[k] = (fpi_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
         iov[k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
         k++;
     }
@@ -547,7 +547,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
         pf[i].chunk = chunk;
         pf[i].top = top;
         pf[i].chunklen = 0;
-        if (live_span(chunk, top) && total + (top - chunk) <= FP_MAX_STACK_COPY) {
+        if (live_span(chunk, top) && total + (top - chunk) <= FPI_MAX_STACK_COPY) {
             pf[i].chunkbuf = total;
             pf[i].chunklen = (size_t)(top - chunk);
             total += pf[i].chunklen;
@@ -583,7 +583,7 @@ static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     fpi_sample_reset(sm);
     s->sample_no++;
     /* This sample's thread list becomes the guess for the next one. */
@@ -615,7 +615,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     uint64_t interp = fpi_load_u64(rt, 0);
     uint64_t main_tid = span > 8 ? fpi_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
-    fp_errbuf first_err = {{0}};
+    fpi_errbuf first_err = {{0}};
     uint32_t ninterp = 0;
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
@@ -639,7 +639,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             uint64_t next = 0;
             size_t before = sm->nthreads;
             size_t k = nthreads - 1;
-            const fp_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
+            const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = remember_thread(s, interp, ts)))
                 return rc;
             rc = walk_thread(s, sm, &ii, ts, pre, &next);
@@ -649,7 +649,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                 if (fatal(rc))
                     return rc;
                 if (sm->nthreads == before) { /* the thread list itself is broken */
-                    fp_errbuf why = s->err;
+                    fpi_errbuf why = s->err;
                     return fpi_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
                 }
                 if (result == FP_OK) {

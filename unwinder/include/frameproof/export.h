@@ -2,7 +2,8 @@
  *
  * The library is built with hidden symbol visibility: only declarations
  * marked FP_API are exported from the shared library.  Everything else is
- * internal and named fpi_* (tests/unit/check_exports.py enforces both). */
+ * internal: functions and types named fpi_*, macros FPI_* (enforced by
+ * tests/unit/check_exports.py). */
 #ifndef FRAMEPROOF_EXPORT_H
 #define FRAMEPROOF_EXPORT_H
 
