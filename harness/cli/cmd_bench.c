@@ -23,7 +23,7 @@ static const char BENCH_USAGE[] =
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
     "sample and the number of samples that failed (with the first error).\n"
     "The target keeps running; failed samples are counted, not retried.\n"
-    "--allow-untested-version samples a CPython newer than 3.15 with 3.15's\n"
+    "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
 static double now_ns(void)

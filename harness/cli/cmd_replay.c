@@ -23,9 +23,7 @@ static const char REPLAY_USAGE[] =
     "  --json           print the documented JSON form instead of text\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects\n"
-    "  --allow-untested-version\n"
-    "                   unwind a CPython newer than 3.15 with 3.15's knowledge\n"
-    "                   (its own debug offsets, validated; the output says so)\n"
+    FP_CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"

@@ -70,7 +70,7 @@ static const char SNAPSHOT_USAGE[] =
     "                   two from 8 to 4096 (default 64)\n"
     "  --no-stop        do not stop the process (the image may be torn)\n"
     "  --allow-untested-version\n"
-    "                   capture a CPython newer than 3.15 (replay it with the\n"
+    "                   capture a CPython newer than " FP_CLI_NEWEST " (replay it with the\n"
     "                   same option)\n"
     "  --help           print this help\n"
     "\n"

@@ -1,5 +1,6 @@
-/* versions.h — the CPython versions the library supports: the one place the
- * range is written, and the message that refuses a version outside it. */
+/* versions.h — the CPython versions the library supports (the range itself
+ * is written once, in the public frameproof.h) and the message that refuses
+ * a version outside it. */
 #ifndef FPI_VERSIONS_H
 #define FPI_VERSIONS_H
 
@@ -7,11 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frameproof/frameproof.h"
 #include "fp_error.h"
 
 #define FPI_PY_MAJOR 3u
-#define FPI_MINOR_OLDEST 11u            /* oldest supported 3.x */
-#define FPI_MINOR_NEWEST 15u            /* newest supported (and tested) 3.x */
+#define FPI_MINOR_OLDEST ((unsigned)FP_PYTHON_OLDEST_MINOR) /* oldest supported 3.x */
+#define FPI_MINOR_NEWEST ((unsigned)FP_PYTHON_NEWEST_MINOR) /* newest supported (and tested) 3.x */
 #define FPI_MINOR_DEBUG_OFFSETS 13u     /* first 3.x with _Py_DebugOffsets */
 
 static inline unsigned fpi_hex_major(uint32_t hex)

@@ -27,6 +27,11 @@ extern "C" {
 
 #define FP_VERSION_STRING "0.1.0"
 
+/* The CPython versions this library supports: 3.OLDEST to 3.NEWEST.  A newer
+ * one is unwound only with fp_options.allow_untested. */
+#define FP_PYTHON_OLDEST_MINOR 11
+#define FP_PYTHON_NEWEST_MINOR 15
+
 /* Stable error codes (never renumbered). */
 enum fp_error {
     FP_OK = 0,
