@@ -1,6 +1,7 @@
 /* fuzz_common.h — shared by the fuzz targets: the libFuzzer entry point's
  * declaration, an oracle check that aborts with a message (so every engine
- * and the plain replay driver report it as a crash), and little-endian
+ * and the plain replay driver report it as a crash), the check that an
+ * error comes with a message, and little-endian
  * helpers for building inputs. */
 #ifndef FP_FUZZ_COMMON_H
 #define FP_FUZZ_COMMON_H
@@ -23,6 +24,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
             abort();                                                            \
         }                                                                       \
     } while (0)
+
+/* An error without a message is a bug: every failing call that has a
+ * message channel (fp_session_errmsg, an image err buffer, an fpi_errbuf)
+ * must leave a readable message in it. */
+#define FUZZ_CHECK_MESSAGE(rc, msg)                                              \
+    FUZZ_CHECK((rc) >= 0 || ((msg) != NULL && (msg)[0] != 0),                   \
+               "error %d without a message", (int)(rc))
 
 static inline uint16_t fz_le16(const uint8_t *p)
 {

@@ -1,14 +1,14 @@
-/* fuzz_debug_offsets.c — fp_debug_offsets_parse on any blob of up to 8 KiB
- * (zero-padded to the FP_DEBUG_OFFSETS_READ bytes the library reads).
+/* fuzz_debug_offsets.c — fpi_debug_offsets_parse on any blob of up to 8 KiB
+ * (zero-padded to the FPI_DEBUG_OFFSETS_READ bytes the library reads).
  *
  * Oracle: when the parser accepts a table, every offset the resulting
- * fp_layout hands the walker must lie inside the structure size the blob
+ * fpi_layout hands the walker must lie inside the structure size the blob
  * itself declares for that structure, and inside the buffer the walker
  * copies that structure into:
- *   - thread-state fields inside thread_state.size and FP_MAX_STRUCT_READ
+ *   - thread-state fields inside thread_state.size and FPI_MAX_STRUCT_READ
  *     (walk_thread copies ts_read_len = highest field + 8 bytes into an
- *     FP_MAX_STRUCT_READ buffer);
- *   - frame fields inside interpreter_frame.size (<= FP_MAX_STRUCT_READ);
+ *     FPI_MAX_STRUCT_READ buffer);
+ *   - frame fields inside interpreter_frame.size (<= FPI_MAX_STRUCT_READ);
  *   - code-object fields the code cache reads from its header copy inside
  *     co_code_adaptive bytes, which must lie inside code_object.size;
  *   - interpreter, runtime, type, bytes and unicode fields inside their
@@ -49,7 +49,7 @@ typedef struct sizes {
 /* Field [off, off + width) must lie inside [0, limit) unless absent. */
 static void in_bounds(const char *what, int32_t off, unsigned width, uint64_t limit)
 {
-    if (off == FP_OFF_NONE)
+    if (off == FPI_OFF_NONE)
         return;
     FUZZ_CHECK(off >= 0 && (uint64_t)off + width <= limit, "%s = %d (+%u) is outside its structure of %llu bytes", what,
                off, width, (unsigned long long)limit);
@@ -60,7 +60,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-static void check_layout(const fp_layout *l, const sizes *z)
+static void check_layout(const fpi_layout *l, const sizes *z)
 {
     /* _PyRuntimeState */
     in_bounds("rt_interpreters_head", l->rt_interpreters_head, POINTER, z->runtime);
@@ -76,8 +76,8 @@ static void check_layout(const fp_layout *l, const sizes *z)
     in_bounds("interp_code_generation", l->interp_code_generation, POINTER, z->interp);
     in_bounds("interp_tlbc_generation", l->interp_tlbc_generation, U32, z->interp);
 
-    /* PyThreadState: copied into an FP_MAX_STRUCT_READ buffer. */
-    uint64_t ts = min_u64(z->tstate, FP_MAX_STRUCT_READ);
+    /* PyThreadState: copied into an FPI_MAX_STRUCT_READ buffer. */
+    uint64_t ts = min_u64(z->tstate, FPI_MAX_STRUCT_READ);
     in_bounds("ts_next", l->ts_next, POINTER, ts);
     in_bounds("ts_interp", l->ts_interp, POINTER, ts);
     in_bounds("ts_current_frame", l->ts_current_frame, POINTER, ts);
@@ -93,8 +93,8 @@ static void check_layout(const fp_layout *l, const sizes *z)
     in_bounds("ts_exc_info", l->ts_exc_info, POINTER, ts);
 
     /* _PyInterpreterFrame: copied whole (fr_size bytes). */
-    FUZZ_CHECK(l->fr_size > 0 && (uint64_t)l->fr_size == z->frame && l->fr_size <= FP_MAX_STRUCT_READ,
-               "fr_size %d vs table %llu (buffer %d)", l->fr_size, (unsigned long long)z->frame, FP_MAX_STRUCT_READ);
+    FUZZ_CHECK(l->fr_size > 0 && (uint64_t)l->fr_size == z->frame && l->fr_size <= FPI_MAX_STRUCT_READ,
+               "fr_size %d vs table %llu (buffer %d)", l->fr_size, (unsigned long long)z->frame, FPI_MAX_STRUCT_READ);
     in_bounds("fr_executable", l->fr_executable, POINTER, z->frame);
     in_bounds("fr_previous", l->fr_previous, POINTER, z->frame);
     in_bounds("fr_instr_ptr", l->fr_instr_ptr, POINTER, z->frame);
@@ -138,26 +138,27 @@ static void check_layout(const fp_layout *l, const sizes *z)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t table[FP_DEBUG_OFFSETS_READ];
+    uint8_t table[FPI_DEBUG_OFFSETS_READ];
     memset(table, 0, sizeof table);
     memcpy(table, data, size < sizeof table ? size : sizeof table);
-    fp_layout l;
-    fp_errbuf eb;
+    fpi_layout l;
+    fpi_errbuf eb;
     eb.msg[0] = 0;
-    int rc = fp_debug_offsets_parse(table, sizeof table, &l, &eb);
+    int rc = fpi_debug_offsets_parse(table, sizeof table, &l, &eb);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_NOT_PYTHON || rc == FP_E_UNSUPPORTED || rc == FP_E_CORRUPT,
                "unexpected code %d", rc);
     FUZZ_CHECK(memchr(eb.msg, 0, sizeof eb.msg) != NULL, "unterminated message");
+    FUZZ_CHECK_MESSAGE(rc, eb.msg);
     /* Truncated copies must be rejected, never over-read: parse every
      * length up to the input's own (ASan watches the reads). */
-    if (size < FP_DEBUG_OFFSETS_SIZE_315 + 1) {
-        fp_layout t;
-        int trc = fp_debug_offsets_parse(data, size, &t, NULL);
+    if (size < FPI_DEBUG_OFFSETS_SIZE_315 + 1) {
+        fpi_layout t;
+        int trc = fpi_debug_offsets_parse(data, size, &t, NULL);
         (void)trc;
     }
     uint32_t hex;
     int ft;
-    FUZZ_CHECK(fp_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) == 0 && fz_le64(table + 8) <= UINT32_MAX),
+    FUZZ_CHECK(fpi_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FPI_DEBUG_COOKIE, FPI_DEBUG_COOKIE_LEN) == 0 && fz_le64(table + 8) <= UINT32_MAX),
                "peek disagrees with the cookie");
     if (rc != FP_OK)
         return 0;

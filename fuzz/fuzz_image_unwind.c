@@ -6,7 +6,7 @@
  * Checked: no crash, hang or over-read (ASan/UBSan); every call returns a
  * documented code; a sample that succeeds is internally consistent (thread
  * and frame ranges inside the sample, strings present, positions either
- * FP_POS_NONE or sensible).  Limits are kept small so a run stays fast.
+ * FP_POS_NONE or sensible); every failing call leaves a message.  Limits are kept small so a run stays fast.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -64,8 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_image *img = NULL;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
-    char err[256];
+    char err[256] = "";
     int rc = fp_image_open_mem(data, size, &img, err, sizeof err);
+    FUZZ_CHECK_MESSAGE(rc, err);
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT || rc == FP_E_NOMEM,
                "image open returned %d", rc);
     if (rc)
@@ -84,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     rc = fp_session_attach_reader(s, &rd, &desc);
     FUZZ_CHECK(known_code(rc), "attach returned %d", rc);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
     if (rc)
         goto out;
     fp_python_info py;
@@ -93,6 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rc = fp_session_sample(s, sm);
         FUZZ_CHECK(known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION,
                    "sample returned %d", rc);
+        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
         check_sample(sm, rc);
     }
 out:

@@ -5,7 +5,7 @@
  * raw co_linetable bytes.  Checked: no crash; the iterator does at most one
  * step per table byte; the iterator yields exactly the reference's entries
  * and fails (FP_E_CORRUPT) at the same entry; a failed iterator stays
- * failed; fp_linetable_lookup agrees with the reference for the given unit,
+ * failed; fpi_linetable_lookup agrees with the reference for the given unit,
  * every entry's first and last unit and a unit past the end.
  */
 #include <stdbool.h>
@@ -142,28 +142,28 @@ static void ref_decode(const uint8_t *t, size_t len, int32_t firstlineno, ref_re
     }
 }
 
-/* What fp_linetable_lookup must answer for `unit`. */
-static int ref_lookup(const ref_result *r, uint32_t unit, fp_position *pos)
+/* What fpi_linetable_lookup must answer for `unit`. */
+static int ref_lookup(const ref_result *r, uint32_t unit, fpi_position *pos)
 {
     for (size_t i = 0; i < r->n; i++) {
         const ref_entry *e = &r->e[i];
         if ((int64_t)unit >= e->start && (int64_t)unit < e->start + e->length) {
-            *pos = (fp_position){(int32_t)e->line, (int32_t)e->end_line, (int32_t)e->col, (int32_t)e->end_col};
+            *pos = (fpi_position){(int32_t)e->line, (int32_t)e->end_line, (int32_t)e->col, (int32_t)e->end_col};
             return 0;
         }
     }
     if (r->corrupt)
         return FP_E_CORRUPT;
-    *pos = (fp_position){FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
+    *pos = (fpi_position){FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
     return 0;
 }
 
 static void check_lookup(const uint8_t *t, size_t len, int32_t first, const ref_result *r, uint32_t unit)
 {
-    fp_position want, got;
+    fpi_position want, got;
     memset(&got, 0x5a, sizeof got);
     int wrc = ref_lookup(r, unit, &want);
-    int grc = fp_linetable_lookup(t, len, first, unit, &got);
+    int grc = fpi_linetable_lookup(t, len, first, unit, &got);
     FUZZ_CHECK(grc == wrc, "lookup(%u): library %d, reference %d", unit, grc, wrc);
     if (grc == 0)
         FUZZ_CHECK(memcmp(&got, &want, sizeof got) == 0, "lookup(%u): library (%d,%d,%d,%d) reference (%d,%d,%d,%d)",
@@ -188,12 +188,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     ref_decode(t, len, first, &ref);
 
-    fp_linetable_iter it;
-    fp_linetable_entry e;
-    fp_linetable_iter_init(&it, t, len, first);
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
+    fpi_linetable_iter_init(&it, t, len, first);
     size_t n = 0, steps = 0;
     int rc;
-    while ((rc = fp_linetable_next(&it, &e)) == 1) {
+    while ((rc = fpi_linetable_next(&it, &e)) == 1) {
         FUZZ_CHECK(++steps <= len, "more iterator steps (%zu) than table bytes (%zu)", steps, len);
         FUZZ_CHECK(n < ref.n, "library yields entry %zu, reference has %zu entries", n, ref.n);
         const ref_entry *w = &ref.e[n];
@@ -212,9 +212,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK((rc == FP_E_CORRUPT) == ref.corrupt, "library %s, reference %s", rc ? "corrupt" : "ok",
                ref.corrupt ? "corrupt" : "ok");
     if (rc == FP_E_CORRUPT)
-        FUZZ_CHECK(fp_linetable_next(&it, &e) == FP_E_CORRUPT, "a failed iterator recovered");
+        FUZZ_CHECK(fpi_linetable_next(&it, &e) == FP_E_CORRUPT, "a failed iterator recovered");
     else
-        FUZZ_CHECK(fp_linetable_next(&it, &e) == 0, "a finished iterator yielded more");
+        FUZZ_CHECK(fpi_linetable_next(&it, &e) == 0, "a finished iterator yielded more");
 
     check_lookup(t, len, first, &ref, unit);
     size_t stride = ref.n / MAX_LOOKUP_CHECKS + 1;

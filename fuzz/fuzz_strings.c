@@ -6,7 +6,7 @@
  * (the layout's table, an interpreter), a type object whose tp_name is
  * "str", "bytes" or a near miss, and the object under test; a session is
  * attached to it through the public fp_session_attach_reader and the
- * internal fp_read_str / fp_read_bytes are called on the object.
+ * internal fpi_read_str / fpi_read_bytes are called on the object.
  *
  * Input: [0] layout, [1] flags, [2..4) declared length (LE), [4] kind bits,
  * [5] n, then n (<= 64) bytes XORed onto the object header, then payload
@@ -103,7 +103,7 @@ static size_t utf8_put(uint8_t *o, uint32_t cp)
 
 /* Reference str decoding.  Returns true with a malloc'd result when the
  * memory holds a valid str (the type is not examined). */
-static bool ref_str(const fp_layout *l, const memory *m, uint8_t **out, size_t *outlen)
+static bool ref_str(const fpi_layout *l, const memory *m, uint8_t **out, size_t *outlen)
 {
     uint8_t h[STR_HEADER_ROOM];
     size_t ascii_size = (size_t)l->uni_ascii_size, compact_size = (size_t)l->uni_compact_size;
@@ -113,7 +113,7 @@ static bool ref_str(const fp_layout *l, const memory *m, uint8_t **out, size_t *
     uint32_t state = fz_le32(h + l->uni_state);
     unsigned kind = state >> l->uni_kind_shift & 7u;
     bool compact = state >> l->uni_compact_bit & 1u, ascii = state >> l->uni_ascii_bit & 1u;
-    if (length < 0 || length > (int64_t)FP_MAX_STRING_CHARS)
+    if (length < 0 || length > (int64_t)FPI_MAX_STRING_CHARS)
         return false;
     if (!(kind == 1 || kind == 2 || kind == 4) || (ascii && kind != 1))
         return false;
@@ -137,7 +137,7 @@ static bool ref_str(const fp_layout *l, const memory *m, uint8_t **out, size_t *
             n += utf8_put(o + n, cp);
     }
     free(raw);
-    if (!ok || n > FP_MAX_STRING_BYTES) {
+    if (!ok || n > FPI_MAX_STRING_BYTES) {
         free(o);
         return false;
     }
@@ -146,7 +146,7 @@ static bool ref_str(const fp_layout *l, const memory *m, uint8_t **out, size_t *
     return true;
 }
 
-static bool ref_bytes(const fp_layout *l, const memory *m, size_t max, uint8_t **out, size_t *outlen)
+static bool ref_bytes(const fpi_layout *l, const memory *m, size_t max, uint8_t **out, size_t *outlen)
 {
     uint8_t h[STR_HEADER_ROOM];
     if ((size_t)l->bytes_sval > sizeof h || !mem_read(m, OBJ_ADDR, (size_t)l->bytes_sval, h))
@@ -165,18 +165,18 @@ static bool ref_bytes(const fp_layout *l, const memory *m, size_t max, uint8_t *
 }
 
 /* Layout number `sel`: fills *l and the attach description. */
-static bool pick_layout(unsigned sel, fp_layout *l, fp_target_desc *d, uint8_t *table)
+static bool pick_layout(unsigned sel, fpi_layout *l, fp_target_desc *d, uint8_t *table)
 {
     memset(d, 0, sizeof *d);
-    memset(table, 0, FP_DEBUG_OFFSETS_READ);
+    memset(table, 0, FPI_DEBUG_OFFSETS_READ);
     if (sel < BUILTIN_LAYOUTS) {
-        *l = *(sel == 0 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+        *l = *(sel == 0 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         d->hexversion = sel == 0 ? HEX_311 : HEX_312;
         return true;
     }
     memcpy(table, fuzz_tables[sel - BUILTIN_LAYOUTS].bytes, FUZZ_TABLE_BYTES);
-    fp_errbuf eb;
-    if (fp_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, l, &eb) != FP_OK)
+    fpi_errbuf eb;
+    if (fpi_debug_offsets_parse(table, FPI_DEBUG_OFFSETS_READ, l, &eb) != FP_OK)
         return false; /* cannot happen for a captured table */
     return true;
 }
@@ -204,9 +204,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (npayload > MAX_PAYLOAD)
         npayload = MAX_PAYLOAD;
 
-    fp_layout l;
+    fpi_layout l;
     fp_target_desc desc;
-    uint8_t *table = malloc(FP_DEBUG_OFFSETS_READ);
+    uint8_t *table = malloc(FPI_DEBUG_OFFSETS_READ);
     if (!table)
         return 0;
     if (!pick_layout(sel, &l, &desc, table)) {
@@ -249,18 +249,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(obj + hlen, payload, npayload);
 
     /* The rest of the image: runtime, interpreter, type and its name. */
-    size_t rtlen = desc.hexversion ? (size_t)l.rt_interpreters_head + 8 : FP_DEBUG_OFFSETS_READ;
+    size_t rtlen = desc.hexversion ? (size_t)l.rt_interpreters_head + 8 : FPI_DEBUG_OFFSETS_READ;
     uint8_t *rt = table; /* the table itself for 3.13+, zeros + a pointer for 3.11/3.12 */
-    put_ptr(rt, FP_DEBUG_OFFSETS_READ, l.rt_interpreters_head, INTERP_ADDR);
-    uint8_t interp[FP_MAX_STRUCT_READ] = {0};
+    put_ptr(rt, FPI_DEBUG_OFFSETS_READ, l.rt_interpreters_head, INTERP_ADDR);
+    uint8_t interp[FPI_MAX_STRUCT_READ] = {0};
     size_t interplen = (size_t)l.interp_threads_head + 8;
-    uint8_t type[FP_MAX_STRUCT_READ] = {0};
+    uint8_t type[FPI_MAX_STRUCT_READ] = {0};
     size_t typelen = (size_t)l.tp_name + 8;
     put_ptr(type, sizeof type, l.tp_name, NAME_ADDR);
     uint8_t name[NAME_FIELD] = {0};
     const char *tname = is_bytes ? (flags & F_NEAR_MISS ? "byte" : "bytes") : (flags & F_NEAR_MISS ? "strs" : "str");
     memcpy(name, tname, strlen(tname));
-    if (interplen > sizeof interp || typelen > sizeof type || rtlen > FP_DEBUG_OFFSETS_READ)
+    if (interplen > sizeof interp || typelen > sizeof type || rtlen > FPI_DEBUG_OFFSETS_READ)
         goto out;
 
     fp_image_meta meta;
@@ -301,17 +301,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t ngot = 0, nwant = 0;
     bool ref_ok;
     if (is_bytes) {
-        rc = fp_read_bytes(s, OBJ_ADDR, FP_LINETABLE_MAX_BYTES, &got, &ngot);
-        ref_ok = ref_bytes(&s->layout, &m, FP_LINETABLE_MAX_BYTES, &want, &nwant);
+        rc = fpi_read_bytes(s, OBJ_ADDR, FPI_LINETABLE_MAX_BYTES, &got, &ngot);
+        ref_ok = ref_bytes(&s->layout, &m, FPI_LINETABLE_MAX_BYTES, &want, &nwant);
     } else {
         char *str = NULL;
-        rc = fp_read_str(s, OBJ_ADDR, &str, &ngot);
+        rc = fpi_read_str(s, OBJ_ADDR, &str, &ngot);
         got = (uint8_t *)str;
         ref_ok = ref_str(&s->layout, &m, &want, &nwant);
         if (rc == FP_OK)
             FUZZ_CHECK(got[ngot] == 0, "str result is not NUL-terminated");
     }
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_READ || rc == FP_E_CORRUPT || rc == FP_E_LIMIT, "unexpected code %d", rc);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
     if (rc == FP_OK) {
         FUZZ_CHECK(ref_ok, "the reader accepted an object the reference rejects");
         FUZZ_CHECK(ngot == nwant && memcmp(got, want, ngot) == 0, "decoded %zu bytes, reference %zu", ngot, nwant);

@@ -183,19 +183,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_sample *sm = NULL;
     if (!d)
         return 0;
-    fp_layout probe = *fp_layout_builtin_311();
+    fpi_layout probe = *fpi_layout_builtin_311();
     if (has_table(id)) {
         const uint8_t *t = find_table(id);
         if (!t)
             goto out; /* table not generated for this build */
-        table = calloc(1, FP_DEBUG_OFFSETS_READ);
+        table = calloc(1, FPI_DEBUG_OFFSETS_READ);
         if (!table)
             goto out;
         memcpy(table, t, FUZZ_TABLE_BYTES);
-        if (fp_debug_offsets_parse(table, FP_DEBUG_OFFSETS_READ, &probe, NULL) != FP_OK)
+        if (fpi_debug_offsets_parse(table, FPI_DEBUG_OFFSETS_READ, &probe, NULL) != FP_OK)
             goto out;
     }
-    bool tlbc = probe.co_tlbc != FP_OFF_NONE;
+    bool tlbc = probe.co_tlbc != FPI_OFF_NONE;
 
     d->ncodes = 1 + next_byte(&c) % MAX_CODES;
     for (size_t i = 0; i < d->ncodes; i++)
@@ -224,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d->desc.threads = d->threads;
 
     char err[512];
-    if (synth_build(id, table, FP_DEBUG_OFFSETS_READ, &d->desc, &img, err, sizeof err) != 0)
+    if (synth_build(id, table, FPI_DEBUG_OFFSETS_READ, &d->desc, &img, err, sizeof err) != 0)
         goto out; /* a description the builder cannot lay out */
     fp_options o;
     fp_options_init(&o);
@@ -239,6 +239,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
     for (int pass = 0; pass < 2; pass++) {
         rc = fp_session_sample(s, sm);
+        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
         check_sample(id, d, sm, rc, fp_session_errmsg(s));
     }
 out:

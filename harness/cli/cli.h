@@ -2,6 +2,20 @@
 #ifndef FP_CLI_H
 #define FP_CLI_H
 
+#include "frameproof/frameproof.h"
+
+/* The supported CPython range, spelled from the library's public one. */
+#define FP_CLI_STR(x) #x
+#define FP_CLI_XSTR(x) FP_CLI_STR(x)
+#define FP_CLI_NEWEST FP_CLI_XSTR(FP_PYTHON_MAJOR) "." FP_CLI_XSTR(FP_PYTHON_NEWEST_MINOR)
+
+/* The help of --allow-untested-version (dump, replay). */
+#define FP_CLI_UNTESTED_HELP                                                            \
+    "  --allow-untested-version\n"                                                      \
+    "                   unwind a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST \
+    "'s knowledge\n"                                                                    \
+    "                   (its own debug offsets, validated; the output says so)\n"
+
 /* Exit statuses. */
 #define FP_EXIT_OK 0
 #define FP_EXIT_ERROR 1

@@ -16,12 +16,15 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--reader auto|vm|mem] [--no-cache] [--json]\n"
+    "                       [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
     "sample and the number of samples that failed (with the first error).\n"
-    "The target keeps running; failed samples are counted, not retried.\n";
+    "The target keeps running; failed samples are counted, not retried.\n"
+    "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
+    "knowledge (its own debug offsets, validated); the output says so.\n";
 
 static double now_ns(void)
 {
@@ -43,6 +46,7 @@ int fp_cmd_bench(int argc, char **argv)
         {"samples", required_argument, NULL, 's'},
         {"reader", required_argument, NULL, 'r'},
         {"no-cache", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -72,6 +76,7 @@ int fp_cmd_bench(int argc, char **argv)
                 return FP_EXIT_USAGE;
             break;
         case 'n': o.cache_code = false; break;
+        case 'U': o.allow_untested = true; break;
         case 'j': json = 1; break;
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;
@@ -94,6 +99,8 @@ int fp_cmd_bench(int argc, char **argv)
         fprintf(stderr, "frameproof bench: %s\n", fp_session_errmsg(s));
         goto out;
     }
+    fp_python_info py;
+    fp_session_python(s, &py);
     unsigned long failed = 0;
     unsigned long long frames = 0;
     double t0 = now_ns();
@@ -124,9 +131,9 @@ int fp_cmd_bench(int argc, char **argv)
     if (json)
         printf("{\"samples\":%lu,\"failed\":%lu,\"reader\":\"%s\",\"cache\":%s,\"samples_per_s\":%.1f,"
                "\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
-               "\"frames_per_sample\":%.1f}\n",
+               "\"frames_per_sample\":%.1f%s}\n",
                n, failed, fp_session_reader_name(s), o.cache_code ? "true" : "false", rate, mean, p50, p90,
-               p99, mx, (double)frames / (double)n);
+               p99, mx, (double)frames / (double)n, py.untested ? ",\"untested\":true" : "");
     else
         printf("samples %lu (failed %lu)  reader %s  cache %s\n"
                "rate %.0f samples/s  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
@@ -135,6 +142,8 @@ int fp_cmd_bench(int argc, char **argv)
                (double)frames / (double)n);
     if (failed)
         printf("first failure: %s\n", first_error);
+    if (py.untested && !json)
+        printf("untested version: CPython %s (newer than the newest supported)\n", py.version);
     status = FP_EXIT_OK;
 out:
     free(lat);

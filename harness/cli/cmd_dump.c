@@ -12,6 +12,7 @@
 
 static const char DUMP_USAGE[] =
     "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
+    "                       [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
@@ -22,6 +23,7 @@ static const char DUMP_USAGE[] =
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
+    FP_CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
@@ -36,6 +38,7 @@ int fp_cmd_dump(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -65,6 +68,7 @@ int fp_cmd_dump(int argc, char **argv)
             o.max_depth = (uint32_t)v;
             break;
         case 'n': o.cache_code = false; break;
+        case 'U': o.allow_untested = true; break;
         case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -93,7 +97,7 @@ int fp_cmd_dump(int argc, char **argv)
         goto out;
     }
     rc = fp_session_sample(s, sm);
-    if (rc) {
+    if (!fp_output_printable(rc, sm)) {
         fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
         goto out;
     }
@@ -103,7 +107,9 @@ int fp_cmd_dump(int argc, char **argv)
         fp_output_json(stdout, (int)pid, &py, sm);
     else
         fp_output_text(stdout, (int)pid, &py, fp_session_reader_name(s), sm);
-    status = fflush(stdout) == 0 ? FP_EXIT_OK : FP_EXIT_ERROR;
+    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+    if (rc) /* an incomplete sample: printed, and still a failure */
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);

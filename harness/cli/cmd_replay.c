@@ -15,7 +15,7 @@
 #define REPLAY_MSG_MAX 2048
 
 static const char REPLAY_USAGE[] =
-    "usage: frameproof replay FILE [--json] [--max-depth N] [--no-cache]\n"
+    "usage: frameproof replay FILE [--json] [--max-depth N] [--no-cache] [--allow-untested-version]\n"
     "\n"
     "Unwinds the memory image FILE (written by `frameproof snapshot`) and\n"
     "prints what `frameproof dump` printed for the live process.\n"
@@ -23,6 +23,7 @@ static const char REPLAY_USAGE[] =
     "  --json           print the documented JSON form instead of text\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects\n"
+    FP_CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
@@ -34,6 +35,7 @@ int fp_cmd_replay(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -53,6 +55,7 @@ int fp_cmd_replay(int argc, char **argv)
             o.max_depth = (uint32_t)v;
             break;
         case 'n': o.cache_code = false; break;
+        case 'U': o.allow_untested = true; break;
         case 'h': fputs(REPLAY_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(REPLAY_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -86,7 +89,8 @@ int fp_cmd_replay(int argc, char **argv)
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
         goto out;
     }
-    if ((rc = fp_session_sample(s, sm))) {
+    rc = fp_session_sample(s, sm);
+    if (!fp_output_printable(rc, sm)) {
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
         goto out;
     }
@@ -96,7 +100,9 @@ int fp_cmd_replay(int argc, char **argv)
         fp_output_json(stdout, meta.pid, &py, sm);
     else
         fp_output_text(stdout, meta.pid, &py, fp_session_reader_name(s), sm);
-    status = fflush(stdout) == 0 ? FP_EXIT_OK : FP_EXIT_ERROR;
+    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+    if (rc) /* an incomplete sample: printed, and still a failure */
+        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);

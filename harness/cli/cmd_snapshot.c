@@ -55,6 +55,7 @@ typedef struct stopper {
 
 static const char SNAPSHOT_USAGE[] =
     "usage: frameproof snapshot --pid PID -o FILE [--reader vm|mem] [--granule N] [--no-stop]\n"
+    "                          [--allow-untested-version]\n"
     "\n"
     "Stops every thread of process PID, samples it twice (a cold and a\n"
     "cache-warm sample) through a recording reader, resumes it, and writes the\n"
@@ -68,6 +69,9 @@ static const char SNAPSHOT_USAGE[] =
     "  --granule N      recorded ranges are rounded out to N bytes, a power of\n"
     "                   two from 8 to 4096 (default 64)\n"
     "  --no-stop        do not stop the process (the image may be torn)\n"
+    "  --allow-untested-version\n"
+    "                   capture a CPython newer than " FP_CLI_NEWEST " (replay it with the\n"
+    "                   same option)\n"
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a message on stderr on error; 2 on a\n"
@@ -232,7 +236,8 @@ static void resume_all(stopper *st)
 
 /* Samples the stopped target through a recording reader and fills *out
  * with an image builder holding everything read. */
-static int capture(stopper *st, int reader_kind, uint32_t granule, fp_image_builder **out, char *msg, size_t msglen)
+static int capture(stopper *st, int reader_kind, uint32_t granule, bool allow_untested, fp_image_builder **out,
+                   char *msg, size_t msglen)
 {
     fp_options o1, o2;
     fp_session *live = NULL, *rec_s = NULL;
@@ -246,6 +251,7 @@ static int capture(stopper *st, int reader_kind, uint32_t granule, fp_image_buil
 
     fp_options_init(&o1);
     o1.reader = reader_kind;
+    o1.allow_untested = allow_untested;
     if ((rc = fp_session_new(&o1, &live)) || (rc = fp_sample_new(&sm)))
         goto fail_code;
     if ((rc = fp_session_attach_pid(live, st->pid))) {
@@ -264,6 +270,7 @@ static int capture(stopper *st, int reader_kind, uint32_t granule, fp_image_buil
     /* The same options as `replay`, so the replayed walk reads the same. */
     fp_options_init(&o2);
     o2.thread_cpu_state = false;
+    o2.allow_untested = allow_untested;
     if ((rc = fp_session_new(&o2, &rec_s)))
         goto fail_code;
     fp_target_desc desc = {
@@ -323,6 +330,7 @@ int fp_cmd_snapshot(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"granule", required_argument, NULL, 'g'},
         {"no-stop", no_argument, NULL, 'n'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -330,7 +338,7 @@ int fp_cmd_snapshot(int argc, char **argv)
     const char *output = NULL;
     int reader_kind = FP_READER_VM, c;
     uint32_t granule = FP_RECORD_DEFAULT_GRANULE;
-    bool stop = true;
+    bool stop = true, allow_untested = false;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:o:r:g:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -354,6 +362,7 @@ int fp_cmd_snapshot(int argc, char **argv)
             granule = (uint32_t)v;
             break;
         case 'n': stop = false; break;
+        case 'U': allow_untested = true; break;
         case 'h': fputs(SNAPSHOT_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(SNAPSHOT_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -385,7 +394,7 @@ int fp_cmd_snapshot(int argc, char **argv)
         rc = scan_tasks(&st, &added, msg, sizeof msg);
     }
     if (rc == FP_OK)
-        rc = capture(&st, reader_kind, granule, &b, msg, sizeof msg);
+        rc = capture(&st, reader_kind, granule, allow_untested, &b, msg, sizeof msg);
     resume_all(&st);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc) {

@@ -5,6 +5,18 @@
 #include "json_writer.h"
 #include "sample_output.h"
 
+bool fp_output_printable(int rc, const fp_sample *sm)
+{
+    if (rc == FP_OK)
+        return true;
+    if (rc != FP_E_INCOMPLETE)
+        return false;
+    for (size_t t = 0; t < fp_sample_thread_count(sm); t++)
+        if (fp_sample_thread(sm, t)->error)
+            return true;
+    return false; /* the thread list itself broke: nothing to show */
+}
+
 static const char *kind_name(int kind)
 {
     return kind == FP_FRAME_GENERATOR ? "generator" : "python";
@@ -27,6 +39,10 @@ void fp_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sampl
     fp_json_bool(&j, py->free_threaded);
     fp_json_key(&j, "debug");
     fp_json_bool(&j, py->debug);
+    if (py->untested) { /* only then, so supported versions keep the documented schema */
+        fp_json_key(&j, "untested");
+        fp_json_bool(&j, true);
+    }
     fp_json_end_object(&j);
     fp_json_key(&j, "interpreters");
     fp_json_begin_array(&j);
@@ -102,8 +118,9 @@ static const char *tri(int v, const char *yes)
 
 void fp_output_text(FILE *out, int pid, const fp_python_info *py, const char *reader, const fp_sample *sm)
 {
-    fprintf(out, "Process %d: CPython %s%s%s (reader: %s)\n", pid, py->version,
-            py->free_threaded ? ", free-threaded" : "", py->debug ? ", debug build" : "", reader);
+    fprintf(out, "Process %d: CPython %s%s%s%s (reader: %s)\n", pid, py->version,
+            py->free_threaded ? ", free-threaded" : "", py->debug ? ", debug build" : "",
+            py->untested ? ", untested version" : "", reader);
     for (size_t i = 0; i < fp_sample_interp_count(sm); i++) {
         const fp_interp *in = fp_sample_interp(sm, i);
         fprintf(out, "\nInterpreter %" PRId64 " (%zu thread%s)\n", in->id, in->thread_count,

@@ -107,7 +107,7 @@ if olds:
         time.sleep(0.3)
         r = dump("--pid", p.pid)
         check("CPython 3.10 rejected", *one_line_error(
-            r, 1, "CPython 3.10 is not supported (%s are)" % fpfacts.supported_range(fpfacts.load())))
+            r, 1, "CPython 3.10: not supported (%s are)" % fpfacts.supported_range(fpfacts.load())))
     finally:
         p.kill()
         p.wait()

@@ -18,7 +18,7 @@ from tap_results import check, report  # noqa: E402
 FACTS = fpfacts.load()
 # Sentences that state the supported range; group "r" is the range.
 RANGE_PATTERNS = [
-    re.compile(r"is not supported \((?P<r>\d+\.\d+–\d+\.\d+) are\)"),
+    re.compile(r": not supported \((?P<r>\d+\.\d+–\d+\.\d+) are\)"),
     re.compile(r"`libframeproof`, CPython (?P<r>\d+\.\d+–\d+\.\d+)"),
     re.compile(r"stack unwinder for CPython (?P<r>\d+\.\d+–\d+\.\d+)"),
 ]

@@ -51,15 +51,15 @@ typedef struct want_entry {
 } want_entry;
 
 /* Decodes the whole table with the iterator and compares entry by entry,
- * then checks fp_linetable_lookup() on every unit plus two past the end. */
+ * then checks fpi_linetable_lookup() on every unit plus two past the end. */
 static void check_table(const uint8_t *t, size_t len, int32_t first,
                         const want_entry *want, size_t nwant)
 {
-    fp_linetable_iter it;
-    fp_linetable_entry e;
-    fp_linetable_iter_init(&it, t, len, first);
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
+    fpi_linetable_iter_init(&it, t, len, first);
     for (size_t i = 0; i < nwant; i++) {
-        assert_int_equal(fp_linetable_next(&it, &e), 1);
+        assert_int_equal(fpi_linetable_next(&it, &e), 1);
         assert_int_equal(e.start, want[i].start);
         assert_int_equal(e.length, want[i].length);
         assert_int_equal(e.pos.line, want[i].line);
@@ -67,14 +67,14 @@ static void check_table(const uint8_t *t, size_t len, int32_t first,
         assert_int_equal(e.pos.column, want[i].column);
         assert_int_equal(e.pos.end_column, want[i].end_column);
     }
-    assert_int_equal(fp_linetable_next(&it, &e), 0);
-    assert_int_equal(fp_linetable_next(&it, &e), 0); /* stays at the end */
+    assert_int_equal(fpi_linetable_next(&it, &e), 0);
+    assert_int_equal(fpi_linetable_next(&it, &e), 0); /* stays at the end */
 
     uint32_t total = nwant ? want[nwant - 1].start + want[nwant - 1].length : 0;
     size_t k = 0;
     for (uint32_t u = 0; u < total + 2; u++) {
-        fp_position p;
-        assert_int_equal(fp_linetable_lookup(t, len, first, u, &p), 0);
+        fpi_position p;
+        assert_int_equal(fpi_linetable_lookup(t, len, first, u, &p), 0);
         while (k < nwant && u >= want[k].start + want[k].length) {
             k++;
         }
@@ -97,20 +97,20 @@ static void check_table(const uint8_t *t, size_t len, int32_t first,
 static void check_corrupt(const uint8_t *t, size_t len, int32_t first,
                           size_t good)
 {
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     uint32_t units = 0;
-    fp_linetable_iter_init(&it, t, len, first);
+    fpi_linetable_iter_init(&it, t, len, first);
     for (size_t i = 0; i < good; i++) {
-        assert_int_equal(fp_linetable_next(&it, &e), 1);
+        assert_int_equal(fpi_linetable_next(&it, &e), 1);
         units += e.length;
     }
-    assert_int_equal(fp_linetable_next(&it, &e), FP_E_CORRUPT);
-    assert_int_equal(fp_linetable_next(&it, &e), FP_E_CORRUPT);
-    fp_position p;
-    assert_int_equal(fp_linetable_lookup(t, len, first, units, &p), FP_E_CORRUPT);
+    assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
+    assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
+    fpi_position p;
+    assert_int_equal(fpi_linetable_lookup(t, len, first, units, &p), FP_E_CORRUPT);
     if (units > 0) { /* units before the bad entry still resolve */
-        assert_int_equal(fp_linetable_lookup(t, len, first, units - 1, &p), 0);
+        assert_int_equal(fpi_linetable_lookup(t, len, first, units - 1, &p), 0);
     }
 }
 
@@ -222,8 +222,8 @@ static void test_worked_example(void **state)
         {3, 4, 11, 19},  {3, 4, 11, 19},  {3, 4, 4, 19},
     };
     for (uint32_t u = 0; u < ARRAY_LEN(want) + 1; u++) {
-        fp_position p;
-        assert_int_equal(fp_linetable_lookup(t, sizeof t, 1, u, &p), 0);
+        fpi_position p;
+        assert_int_equal(fpi_linetable_lookup(t, sizeof t, 1, u, &p), 0);
         const int32_t *x = u < ARRAY_LEN(want) ? want[u] : NULL;
         assert_int_equal(p.line, x ? x[0] : NONE);
         assert_int_equal(p.end_line, x ? x[1] : NONE);
@@ -249,23 +249,23 @@ static void test_varint_edges(void **state)
     /* Long-form column varint 2^31: column = INT32_MAX. */
     const uint8_t big_col[] = {HDR(K_LONG, 1), 0x00, 0x00,
                                0x40, 0x40, 0x40, 0x40, 0x40, 0x02, 0x01};
-    fp_position p;
+    fpi_position p;
 
     /* Span 2^32 - 1 pushes end_line out of int32. */
-    assert_int_equal(fp_linetable_lookup(max_span, sizeof max_span, 1, 0, &p),
+    assert_int_equal(fpi_linetable_lookup(max_span, sizeof max_span, 1, 0, &p),
                      FP_E_CORRUPT);
-    assert_int_equal(fp_linetable_lookup(padded, sizeof padded, 9, 0, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(padded, sizeof padded, 9, 0, &p), 0);
     assert_int_equal(p.line, 9);
-    assert_int_equal(fp_linetable_lookup(most_negative, sizeof most_negative,
+    assert_int_equal(fpi_linetable_lookup(most_negative, sizeof most_negative,
                                          1, 0, &p), 0);
     assert_int_equal(p.line, 1 - INT32_MAX);
     assert_int_equal(p.end_line, 1 - INT32_MAX);
-    assert_int_equal(fp_linetable_lookup(most_positive, sizeof most_positive,
+    assert_int_equal(fpi_linetable_lookup(most_positive, sizeof most_positive,
                                          0, 0, &p), 0);
     assert_int_equal(p.line, INT32_MAX);
-    assert_int_equal(fp_linetable_lookup(most_positive, sizeof most_positive,
+    assert_int_equal(fpi_linetable_lookup(most_positive, sizeof most_positive,
                                          1, 0, &p), FP_E_CORRUPT);
-    assert_int_equal(fp_linetable_lookup(big_col, sizeof big_col, 1, 0, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(big_col, sizeof big_col, 1, 0, &p), 0);
     assert_int_equal(p.column, INT32_MAX);
     assert_int_equal(p.end_column, 0);
 }
@@ -292,19 +292,19 @@ static void test_empty_and_past_end(void **state)
 {
     (void)state;
     const uint8_t t[] = {HDR(0, 4), 0x01};
-    fp_position p = {1, 2, 3, 4};
-    assert_int_equal(fp_linetable_lookup(NULL, 0, 5, 0, &p), 0);
+    fpi_position p = {1, 2, 3, 4};
+    assert_int_equal(fpi_linetable_lookup(NULL, 0, 5, 0, &p), 0);
     assert_int_equal(p.line, NONE);
     assert_int_equal(p.end_line, NONE);
     assert_int_equal(p.column, NONE);
     assert_int_equal(p.end_column, NONE);
-    assert_int_equal(fp_linetable_lookup(t, sizeof t, 5, 3, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(t, sizeof t, 5, 3, &p), 0);
     assert_int_equal(p.line, 5);
     assert_int_equal(p.end_column, 1);
-    assert_int_equal(fp_linetable_lookup(t, sizeof t, 5, 4, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(t, sizeof t, 5, 4, &p), 0);
     assert_int_equal(p.line, NONE);
     assert_int_equal(p.column, NONE);
-    assert_int_equal(fp_linetable_lookup(t, sizeof t, 5, UINT32_MAX, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(t, sizeof t, 5, UINT32_MAX, &p), 0);
     assert_int_equal(p.end_line, NONE);
     assert_int_equal(p.end_column, NONE);
 }
@@ -378,20 +378,20 @@ static void test_corrupt_limits(void **state)
 {
     (void)state;
     const uint8_t t[] = {HDR(0, 1), 0x00};
-    fp_position p;
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_position p;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     /* The size check comes before any read, so a short buffer is safe. */
-    assert_int_equal(fp_linetable_lookup(t, (size_t)FP_LINETABLE_MAX_BYTES + 1u,
+    assert_int_equal(fpi_linetable_lookup(t, (size_t)FPI_LINETABLE_MAX_BYTES + 1u,
                                          1, 0, &p), FP_E_CORRUPT);
-    fp_linetable_iter_init(&it, t, (size_t)FP_LINETABLE_MAX_BYTES + 1u, 1);
-    assert_int_equal(fp_linetable_next(&it, &e), FP_E_CORRUPT);
-    assert_int_equal(fp_linetable_lookup(NULL, 2, 1, 0, &p), FP_E_CORRUPT);
+    fpi_linetable_iter_init(&it, t, (size_t)FPI_LINETABLE_MAX_BYTES + 1u, 1);
+    assert_int_equal(fpi_linetable_next(&it, &e), FP_E_CORRUPT);
+    assert_int_equal(fpi_linetable_lookup(NULL, 2, 1, 0, &p), FP_E_CORRUPT);
     /* Corruption after the entry that covers the unit does not matter. */
     const uint8_t tail_bad[] = {HDR(0, 2), 0x00, 0x05};
-    assert_int_equal(fp_linetable_lookup(tail_bad, sizeof tail_bad, 1, 1, &p), 0);
+    assert_int_equal(fpi_linetable_lookup(tail_bad, sizeof tail_bad, 1, 1, &p), 0);
     assert_int_equal(p.line, 1);
-    assert_int_equal(fp_linetable_lookup(tail_bad, sizeof tail_bad, 1, 2, &p),
+    assert_int_equal(fpi_linetable_lookup(tail_bad, sizeof tail_bad, 1, 2, &p),
                      FP_E_CORRUPT);
 }
 
@@ -413,7 +413,7 @@ static void test_corrupt_limits(void **state)
 #define VEC_MAX_ID_LEN 64u
 #define VEC_MAX_PATH 4096u
 #define VEC_MAX_REPORTED 20u
-/* Also check fp_linetable_lookup() at every run start of tables up to this
+/* Also check fpi_linetable_lookup() at every run start of tables up to this
  * size (lookup is linear, so this is quadratic per code object). */
 #define VEC_LOOKUP_TABLE_MAX 512u
 
@@ -715,7 +715,7 @@ static int vec_file_load(const char *path, vec_file *vf, char *err, size_t errca
     return 0;
 }
 
-static int same_pos(const fp_position *p, const vec_run *r)
+static int same_pos(const fpi_position *p, const vec_run *r)
 {
     return p->line == r->line && p->end_line == r->end_line &&
            p->column == r->col && p->end_column == r->end_col;
@@ -723,7 +723,7 @@ static int same_pos(const fp_position *p, const vec_run *r)
 
 static void report(vec_check *ck, const char *how, const cursor *qual,
                    const char *file, uint64_t unit, const vec_run *r,
-                   const fp_position *p, int rc)
+                   const fpi_position *p, int rc)
 {
     ck->mismatches++;
     if (++ck->reported > VEC_MAX_REPORTED) {
@@ -758,10 +758,10 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
     snprintf(file, sizeof file, "%.*s", (int)vf->names[fidx].len,
              (const char *)vf->names[fidx].p);
 
-    fp_linetable_iter it;
-    fp_linetable_entry e;
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
     int have = 0, rc = 0;
-    fp_linetable_iter_init(&it, tab.p, tab.len, (int32_t)first);
+    fpi_linetable_iter_init(&it, tab.p, tab.len, (int32_t)first);
     int64_t prev_line = first;
     uint64_t unit = 0;
     for (uint64_t k = 0; k < nruns; k++) {
@@ -785,8 +785,8 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
             continue;
         }
         if (tab.len <= VEC_LOOKUP_TABLE_MAX) {
-            fp_position lp = {NONE, NONE, NONE, NONE};
-            int lrc = fp_linetable_lookup(tab.p, tab.len, (int32_t)first,
+            fpi_position lp = {NONE, NONE, NONE, NONE};
+            int lrc = fpi_linetable_lookup(tab.p, tab.len, (int32_t)first,
                                           (uint32_t)unit, &lp);
             if (lrc != 0 || !same_pos(&lp, &r)) {
                 report(ck, "lookup", &qual, file, unit, &r, &lp, lrc);
@@ -794,13 +794,13 @@ static int vec_record(vec_file *vf, int compare, vec_check *ck)
         }
         for (uint64_t j = 0; j < r.count; j++, unit++) {
             while (rc >= 0 && (!have || unit >= (uint64_t)e.start + e.length)) {
-                rc = fp_linetable_next(&it, &e);
+                rc = fpi_linetable_next(&it, &e);
                 have = rc == 1;
                 if (rc <= 0) {
                     break;
                 }
             }
-            fp_position p = {NONE, NONE, NONE, NONE};
+            fpi_position p = {NONE, NONE, NONE, NONE};
             if (have) {
                 p = e.pos;
             }

@@ -219,15 +219,26 @@ static void test_layouts_round_trip(void **state)
     }
 }
 
-enum corruption { C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_COUNT };
+enum corruption {
+    C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK, C_COUNT
+};
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
-    "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state"};
+    "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
+    "data-stack top below a chunk that wraps"};
+
+/* A data-stack top below its chunk, where chunk + header wraps around the
+ * address space: once taken for a live part whose size (top - chunk)
+ * wrapped to 64 MiB, copied with a huge allocation (out of memory, without
+ * a message, under a memory limit).  It is corrupt data on that thread. */
+#define WRAP_CHUNK 0xfffffffffffffff0ull
+#define WRAP_TOP 0x3fffff0ull
+#define WRAP_MESSAGE "data-stack top 0x3fffff0: below its chunk at 0xfffffffffffffff0"
 
 /* Damages thread 1 (the second thread); thread 0 must stay exact. */
 static bool corrupt(built *b, int what)
 {
-    const fp_layout *l = synth_layout(b->img);
+    const fpi_layout *l = synth_layout(b->img);
     uint64_t f0 = synth_frame_addr(b->img, 1, 0), f2 = synth_frame_addr(b->img, 1, 2);
     uint64_t f3 = synth_frame_addr(b->img, 1, 3);
     uint8_t *p;
@@ -260,7 +271,7 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, f2 + (uint64_t)l->fr_owner, 1) = 7;
         return true;
     case C_TLBC_RANGE:
-        if (l->fr_tlbc_index == FP_OFF_NONE)
+        if (l->fr_tlbc_index == FPI_OFF_NONE)
             return false;
         {
             uint32_t idx = SYNTH_MAX_TLBC + 5;
@@ -268,7 +279,7 @@ static bool corrupt(built *b, int what)
         }
         return true;
     case C_NO_BASE:
-        if (l->ts_base_frame == FP_OFF_NONE)
+        if (l->ts_base_frame == FPI_OFF_NONE)
             return false;
         memset(synth_bytes(b->img, f3 + (uint64_t)l->fr_previous, 8), 0, 8);
         return true;
@@ -280,6 +291,12 @@ static bool corrupt(built *b, int what)
         memcpy(&name, synth_bytes(b->img, code + (uint64_t)l->co_qualname, 8), 8);
         uint32_t bad = 3u << l->uni_kind_shift | 1u << l->uni_compact_bit; /* kind 3 does not exist */
         memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
+        return true;
+    }
+    case C_WRAPPED_CHUNK: {
+        uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
+        memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
+        memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_top, 8), &top, 8);
         return true;
     }
     default:
@@ -312,6 +329,10 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+            if (c == C_WRAPPED_CHUNK) {
+                assert_string_equal(fp_session_errmsg(b.s), WRAP_MESSAGE);
+                assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_CORRUPT);
+            }
             unbuild(&b);
             checked++;
         }
@@ -329,7 +350,7 @@ static void test_thread_list_changes(void **state)
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        const fp_layout *l = synth_layout(b.img);
+        const fpi_layout *l = synth_layout(b.img);
         uint64_t t0 = synth_thread_state_addr(b.img, 0), t1 = synth_thread_state_addr(b.img, 1), zero = 0;
         uint8_t *next0 = synth_bytes(b.img, t0 + (uint64_t)l->ts_next, 8);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
@@ -355,12 +376,67 @@ static void test_thread_list_changes(void **state)
     }
 }
 
+/* A 3.15 image whose version says 3.16 (the runtime's _Py_DebugOffsets
+ * version word and the target description): refused by default, unwound
+ * with 3.15's knowledge and marked untested with fp_options.allow_untested. */
+#define UNTESTED_HEX 0x031000f0u
+#define DEBUG_OFFSETS_VERSION_POS 8
+
+static void test_untested_version(void **state)
+{
+    (void)state;
+    static const char *const ids[] = {"3.15", "3.15t"};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        scene sc;
+        built b;
+        build_scene(ids[i], 0, &sc, &b); /* attached as 3.15 */
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        uint64_t v = UNTESTED_HEX;
+        memcpy(synth_bytes(b.img, td.runtime_addr + DEBUG_OFFSETS_VERSION_POS, 8), &v, 8);
+        for (int patched_desc = 0; patched_desc < 2; patched_desc++) {
+            td.hexversion = patched_desc ? UNTESTED_HEX : 0;
+            fp_session *s = NULL;
+            fp_options o;
+            fp_options_init(&o);
+            assert_false(o.allow_untested);
+            assert_int_equal(fp_session_new(&o, &s), FP_OK);
+            assert_int_equal(fp_session_attach_reader(s, &b.rd, &td), FP_E_UNSUPPORTED);
+            assert_string_equal(fp_session_errmsg(s),
+                                "CPython 3.16: not supported (3.11–3.15 are; newer versions only with allow_untested)");
+            fp_session_free(s);
+
+            o.allow_untested = true;
+            assert_int_equal(fp_session_new(&o, &s), FP_OK);
+            if (fp_session_attach_reader(s, &b.rd, &td))
+                fail_msg("%s: attach with allow_untested: %s", ids[i], fp_session_errmsg(s));
+            fp_python_info py;
+            assert_int_equal(fp_session_python(s, &py), FP_OK);
+            assert_true(py.untested);
+            assert_int_equal(py.hexversion, UNTESTED_HEX);
+            assert_string_equal(py.version, "3.16.0");
+            assert_int_equal(py.free_threaded, strchr(ids[i], 't') != NULL);
+            if (fp_session_sample(s, b.sm))
+                fail_msg("%s: untested sample: %s", ids[i], fp_session_errmsg(s));
+            check_thread(ids[i], b.sm, 0, EXPECT_T1, 4);
+            check_thread(ids[i], b.sm, 1, EXPECT_T2, 3);
+            fp_session_free(s);
+        }
+        /* The tested version itself is never marked. */
+        fp_python_info py;
+        assert_int_equal(fp_session_python(b.s, &py), FP_OK);
+        assert_false(py.untested);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layouts_round_trip),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_thread_list_changes),
+        cmocka_unit_test(test_untested_version),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,16 +52,16 @@ typedef struct expect {
 
 /* Values decoded from the real binaries (see the internals reference). */
 static const expect expected[] = {
-    {"3.13", 13, false, 72, FP_OFF_NONE, 160, 232, FP_OFF_NONE, 70, FP_OFF_NONE, 128, 200, FP_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
-    {"3.13-dbg", 13, false, 72, FP_OFF_NONE, 160, 232, FP_OFF_NONE, 70, FP_OFF_NONE, 128, 200, FP_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
-    {"3.13.0-pyenv", 13, false, 72, FP_OFF_NONE, 160, 232, FP_OFF_NONE, 70, FP_OFF_NONE, 128, 200, FP_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
-    {"3.13t", 13, true, 72, FP_OFF_NONE, 160, 232, FP_OFF_NONE, 70, FP_OFF_NONE, 144, 216, FP_OFF_NONE, 24, 56, 7344, 24, 16, 200, 2, 0},
-    {"3.14", 14, false, 72, FP_OFF_NONE, 160, 232, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7344, 16, 8, 192, 2, 3},
-    {"3.14-dbg", 14, false, 72, FP_OFF_NONE, 160, 232, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7344, 16, 8, 192, 2, 3},
-    {"3.15", 15, false, 72, 80, 184, 256, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
-    {"3.15-dbg", 15, false, 72, 80, 184, 256, 36, 74, FP_OFF_NONE, 128, 208, FP_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
+    {"3.13", 13, false, 72, FPI_OFF_NONE, 160, 232, FPI_OFF_NONE, 70, FPI_OFF_NONE, 128, 200, FPI_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
+    {"3.13-dbg", 13, false, 72, FPI_OFF_NONE, 160, 232, FPI_OFF_NONE, 70, FPI_OFF_NONE, 128, 200, FPI_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
+    {"3.13.0-pyenv", 13, false, 72, FPI_OFF_NONE, 160, 232, FPI_OFF_NONE, 70, FPI_OFF_NONE, 128, 200, FPI_OFF_NONE, 8, 40, 7344, 16, 8, 184, 2, 0},
+    {"3.13t", 13, true, 72, FPI_OFF_NONE, 160, 232, FPI_OFF_NONE, 70, FPI_OFF_NONE, 144, 216, FPI_OFF_NONE, 24, 56, 7344, 24, 16, 200, 2, 0},
+    {"3.14", 14, false, 72, FPI_OFF_NONE, 160, 232, 36, 74, FPI_OFF_NONE, 128, 208, FPI_OFF_NONE, 8, 40, 7344, 16, 8, 192, 2, 3},
+    {"3.14-dbg", 14, false, 72, FPI_OFF_NONE, 160, 232, 36, 74, FPI_OFF_NONE, 128, 208, FPI_OFF_NONE, 8, 40, 7344, 16, 8, 192, 2, 3},
+    {"3.15", 15, false, 72, 80, 184, 256, 36, 74, FPI_OFF_NONE, 128, 208, FPI_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
+    {"3.15-dbg", 15, false, 72, 80, 184, 256, 36, 74, FPI_OFF_NONE, 128, 208, FPI_OFF_NONE, 8, 40, 7336, 16, 8, 192, 2, 3},
     /* 3.14t and 3.15t: tables instantiated from the headers (gen_debug_offsets.c) */
-    {"3.14t", 14, true, 72, FP_OFF_NONE, 160, 232, 36, 78, 72, 144, 232, 224, 24, 56, 7344, 24, 16, 208, 8, 1},
+    {"3.14t", 14, true, 72, FPI_OFF_NONE, 160, 232, 36, 78, 72, 144, 232, 224, 24, 56, 7344, 24, 16, 208, 8, 1},
     {"3.15t", 15, true, 72, 80, 184, 256, 36, 78, 72, 144, 232, 224, 24, 56, 7336, 24, 16, 208, 8, 3},
 };
 
@@ -72,9 +72,9 @@ static void test_real_tables(void **state)
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         const expect *e = &expected[i];
         load(e->id, t);
-        fp_layout l;
-        fp_errbuf eb = {{0}};
-        int rc = fp_debug_offsets_parse(t, sizeof t, &l, &eb);
+        fpi_layout l;
+        fpi_errbuf eb = {{0}};
+        int rc = fpi_debug_offsets_parse(t, sizeof t, &l, &eb);
         if (rc)
             fail_msg("%s: %s", e->id, eb.msg);
         assert_int_equal(l.minor, e->minor);
@@ -106,27 +106,27 @@ static void test_bad_cookie(void **state)
     static uint8_t t[TABLE_BYTES];
     load("3.15", t);
     t[0] = 'X';
-    fp_layout l;
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, NULL), FP_E_NOT_PYTHON);
+    fpi_layout l;
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, NULL), FP_E_NOT_PYTHON);
 }
 
 static void test_versions(void **state)
 {
     (void)state;
     static uint8_t t[TABLE_BYTES];
-    fp_layout l;
-    fp_errbuf eb = {{0}};
+    fpi_layout l;
+    fpi_errbuf eb = {{0}};
     load("3.15", t);
     put_u64(t, 8, 0x031000f0); /* 3.16 */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_UNSUPPORTED);
-    assert_non_null(strstr(eb.msg, "3.16 is not supported"));
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_UNSUPPORTED);
+    assert_non_null(strstr(eb.msg, "3.16: not supported"));
     put_u64(t, 8, 0x030c00f0); /* 3.12 never had the table */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
     load("3.15", t);
     put_u64(t, 16, 7); /* free_threaded must be 0 or 1 */
-    assert_int_equal(fp_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, sizeof t, &l, &eb), FP_E_CORRUPT);
     load("3.14", t);
-    assert_int_equal(fp_debug_offsets_parse(t, FP_DEBUG_OFFSETS_SIZE_314 - 8, &l, &eb), FP_E_CORRUPT);
+    assert_int_equal(fpi_debug_offsets_parse(t, FPI_DEBUG_OFFSETS_SIZE_314 - 8, &l, &eb), FP_E_CORRUPT);
 }
 
 /* Positions (3.15 table) of fields the walker uses, and what breaks them. */
@@ -154,9 +154,9 @@ static void test_corruptions(void **state)
     for (size_t i = 0; i < sizeof corruptions_315 / sizeof corruptions_315[0]; i++) {
         load("3.15", t);
         put_u64(t, corruptions_315[i].pos, corruptions_315[i].value);
-        fp_layout l;
-        fp_errbuf eb = {{0}};
-        int rc = fp_debug_offsets_parse(t, sizeof t, &l, &eb);
+        fpi_layout l;
+        fpi_errbuf eb = {{0}};
+        int rc = fpi_debug_offsets_parse(t, sizeof t, &l, &eb);
         if (rc != FP_E_CORRUPT)
             fail_msg("%s: expected FP_E_CORRUPT, got %d (%s)", corruptions_315[i].what, rc, eb.msg);
     }
@@ -173,12 +173,12 @@ static void test_every_word(void **state)
     static const char *const ids[] = {"3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t"};
     size_t checked = 0;
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
-        for (size_t pos = 24; pos < FP_DEBUG_OFFSETS_SIZE_315; pos += 8) {
+        for (size_t pos = 24; pos < FPI_DEBUG_OFFSETS_SIZE_315; pos += 8) {
             for (size_t x = 0; x < sizeof extremes / sizeof extremes[0]; x++) {
                 load(ids[k], t);
                 put_u64(t, pos, extremes[x]);
-                fp_layout l;
-                if (fp_debug_offsets_parse(t, sizeof t, &l, NULL) == FP_OK) {
+                fpi_layout l;
+                if (fpi_debug_offsets_parse(t, sizeof t, &l, NULL) == FP_OK) {
                     assert_true(l.ts_current_frame + 8 <= l.ts_size);
                     assert_true(l.ts_datastack_chunk + 8 <= l.ts_size);
                     assert_true(l.fr_owner + 1 <= l.fr_size);
@@ -198,11 +198,11 @@ static void test_builtin_layouts_check(void **state)
 {
     (void)state;
     char err[256] = "";
-    assert_int_equal(fp_layout_check(fp_layout_builtin_311(), err, sizeof err), FP_OK);
-    assert_int_equal(fp_layout_check(fp_layout_builtin_312(), err, sizeof err), FP_OK);
-    fp_layout bad = *fp_layout_builtin_312();
+    assert_int_equal(fpi_layout_check(fpi_layout_builtin_311(), err, sizeof err), FP_OK);
+    assert_int_equal(fpi_layout_check(fpi_layout_builtin_312(), err, sizeof err), FP_OK);
+    fpi_layout bad = *fpi_layout_builtin_312();
     bad.co_qualname = bad.co_code_adaptive; /* past the copied header */
-    assert_int_equal(fp_layout_check(&bad, err, sizeof err), FP_E_CORRUPT);
+    assert_int_equal(fpi_layout_check(&bad, err, sizeof err), FP_E_CORRUPT);
     assert_non_null(strstr(err, "co_qualname"));
 }
 

@@ -12,14 +12,14 @@
 #include "session.h"
 
 #define CACHE_INITIAL_SLOTS 1024u
-#define CODE_HEADER_MAX FP_MAX_STRUCT_READ
+#define CODE_HEADER_MAX FPI_MAX_STRUCT_READ
 
-void fp_code_cache_init(fp_code_cache *cc)
+void fpi_code_cache_init(fpi_code_cache *cc)
 {
     memset(cc, 0, sizeof *cc);
 }
 
-static void entry_free(fp_code_entry *e)
+static void entry_free(fpi_code_entry *e)
 {
     free(e->qualname);
     free(e->name);
@@ -28,16 +28,16 @@ static void entry_free(fp_code_entry *e)
     free(e);
 }
 
-static void free_retired(fp_code_cache *cc)
+static void free_retired(fpi_code_cache *cc)
 {
     while (cc->retired) {
-        fp_code_entry *n = cc->retired->retired_next;
+        fpi_code_entry *n = cc->retired->retired_next;
         entry_free(cc->retired);
         cc->retired = n;
     }
 }
 
-void fp_code_cache_free(fp_code_cache *cc)
+void fpi_code_cache_free(fpi_code_cache *cc)
 {
     for (size_t i = 0; i < cc->cap && cc->count; i++)
         if (cc->slots[i]) {
@@ -49,13 +49,13 @@ void fp_code_cache_free(fp_code_cache *cc)
     memset(cc, 0, sizeof *cc);
 }
 
-static void retire(fp_code_cache *cc, fp_code_entry *e)
+static void retire(fpi_code_cache *cc, fpi_code_entry *e)
 {
     e->retired_next = cc->retired;
     cc->retired = e;
 }
 
-void fp_code_cache_invalidate(fp_code_cache *cc)
+void fpi_code_cache_invalidate(fpi_code_cache *cc)
 {
     cc->epoch++;
     if (cc->count == 0)
@@ -69,13 +69,13 @@ void fp_code_cache_invalidate(fp_code_cache *cc)
     cc->count = 0;
 }
 
-void fp_code_cache_begin_sample(fp_code_cache *cc)
+void fpi_code_cache_begin_sample(fpi_code_cache *cc)
 {
     /* Entries replaced during the previous sample may still have been
      * pointed to by that sample's frames: free them only now. */
     free_retired(cc);
-    if (cc->count > FP_CODE_CACHE_MAX) {
-        fp_code_cache_invalidate(cc);
+    if (cc->count > FPI_CODE_CACHE_MAX) {
+        fpi_code_cache_invalidate(cc);
         free_retired(cc);
     }
 }
@@ -88,7 +88,7 @@ static size_t hash_addr(uint64_t a, size_t cap)
     return (size_t)a & (cap - 1);
 }
 
-static fp_code_entry **find_slot(fp_code_cache *cc, uint64_t addr)
+static fpi_code_entry **find_slot(fpi_code_cache *cc, uint64_t addr)
 {
     size_t i = hash_addr(addr, cc->cap);
     for (;;) {
@@ -98,15 +98,15 @@ static fp_code_entry **find_slot(fp_code_cache *cc, uint64_t addr)
     }
 }
 
-static int ensure_capacity(fp_code_cache *cc)
+static int ensure_capacity(fpi_code_cache *cc)
 {
     if (cc->cap && (cc->count + 1) * 2 <= cc->cap)
         return FP_OK;
     size_t ncap = cc->cap ? cc->cap * 2 : CACHE_INITIAL_SLOTS;
-    fp_code_entry **ns = calloc(ncap, sizeof *ns);
+    fpi_code_entry **ns = calloc(ncap, sizeof *ns);
     if (!ns)
         return FP_E_NOMEM;
-    fp_code_entry **old = cc->slots;
+    fpi_code_entry **old = cc->slots;
     size_t ocap = cc->cap;
     cc->slots = ns;
     cc->cap = ncap;
@@ -119,64 +119,64 @@ static int ensure_capacity(fp_code_cache *cc)
 
 /* The identity of a code object: type, flags, first line, size and the
  * addresses of its name, qualname, filename and line table. */
-static void fingerprint(const fp_layout *l, const uint8_t *hdr, uint64_t *fpv)
+static void fingerprint(const fpi_layout *l, const uint8_t *hdr, uint64_t *fpv)
 {
-    fpv[0] = fp_load_u64(hdr, l->ob_type);
-    fpv[1] = fp_load_u32(hdr, l->co_flags);
-    fpv[2] = fp_load_u32(hdr, l->co_firstlineno);
-    fpv[3] = fp_load_u64(hdr, l->ob_size);
-    fpv[4] = fp_load_u64(hdr, l->co_filename);
-    fpv[5] = fp_load_u64(hdr, l->co_name);
-    fpv[6] = fp_load_u64(hdr, l->co_qualname);
-    fpv[7] = fp_load_u64(hdr, l->co_linetable);
+    fpv[0] = fpi_load_u64(hdr, l->ob_type);
+    fpv[1] = fpi_load_u32(hdr, l->co_flags);
+    fpv[2] = fpi_load_u32(hdr, l->co_firstlineno);
+    fpv[3] = fpi_load_u64(hdr, l->ob_size);
+    fpv[4] = fpi_load_u64(hdr, l->co_filename);
+    fpv[5] = fpi_load_u64(hdr, l->co_name);
+    fpv[6] = fpi_load_u64(hdr, l->co_qualname);
+    fpv[7] = fpi_load_u64(hdr, l->co_linetable);
 }
 
 static int read_header(fp_session *s, uint64_t addr, uint8_t *hdr, size_t hlen)
 {
-    int rc = fp_read(s, addr, hdr, hlen);
+    int rc = fpi_read(s, addr, hdr, hlen);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read code object at 0x%llx", (unsigned long long)addr);
     int kind;
-    rc = fp_type_kind(s, fp_load_u64(hdr, s->layout.ob_type), &kind);
+    rc = fpi_type_kind(s, fpi_load_u64(hdr, s->layout.ob_type), &kind);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
+        return fpi_err_code(&s->err, rc, "cannot read the type of the frame's code object at 0x%llx",
                       (unsigned long long)addr);
-    if (kind != FP_TYPE_CODE)
-        return fp_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx is not a code object",
+    if (kind != FPI_TYPE_CODE)
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame executable at 0x%llx: not a code object",
                       (unsigned long long)addr);
     return FP_OK;
 }
 
-static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fp_code_entry **out)
+static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code_entry **out)
 {
-    const fp_layout *l = &s->layout;
-    fp_code_entry *e = calloc(1, sizeof *e);
+    const fpi_layout *l = &s->layout;
+    fpi_code_entry *e = calloc(1, sizeof *e);
     if (!e)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a code cache entry for 0x%llx", (unsigned long long)addr);
     e->addr = addr;
     e->epoch = s->cc.epoch;
     e->checked_sample = s->sample_no;
     e->memo_unit = -1;
     fingerprint(l, hdr, e->fingerprint);
-    e->flags = fp_load_u32(hdr, l->co_flags);
-    e->firstlineno = (int32_t)fp_load_u32(hdr, l->co_firstlineno);
-    e->firsttraceable = (int32_t)fp_load_u32(hdr, l->co_firsttraceable);
-    e->code_units = (int64_t)fp_load_u64(hdr, l->ob_size);
+    e->flags = fpi_load_u32(hdr, l->co_flags);
+    e->firstlineno = (int32_t)fpi_load_u32(hdr, l->co_firstlineno);
+    e->firsttraceable = (int32_t)fpi_load_u32(hdr, l->co_firsttraceable);
+    e->code_units = (int64_t)fpi_load_u64(hdr, l->ob_size);
     int rc;
-    if (e->code_units < 0 || e->code_units > (int64_t)(FP_LINETABLE_MAX_BYTES)) {
-        rc = fp_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx has %lld code units",
+    if (e->code_units < 0 || e->code_units > (int64_t)(FPI_LINETABLE_MAX_BYTES)) {
+        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx: %lld code units",
                     (unsigned long long)addr, (long long)e->code_units);
         goto fail;
     }
-    if ((rc = fp_read_str(s, fp_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
-        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_name), &e->name, NULL)) ||
-        (rc = fp_read_str(s, fp_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
-        fp_err_append(&s->err, " (code object at 0x%llx)", (unsigned long long)addr);
+    if ((rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
+        (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_name), &e->name, NULL)) ||
+        (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_filename), &e->filename, NULL))) {
+        fpi_err_prefix(&s->err, "code object at 0x%llx", (unsigned long long)addr);
         goto fail;
     }
-    rc = fp_read_bytes(s, fp_load_u64(hdr, l->co_linetable), FP_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
+    rc = fpi_read_bytes(s, fpi_load_u64(hdr, l->co_linetable), FPI_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
     if (rc) {
-        fp_err_append(&s->err, " (line table of code object at 0x%llx)", (unsigned long long)addr);
+        fpi_err_prefix(&s->err, "line table of code object at 0x%llx", (unsigned long long)addr);
         goto fail;
     }
     *out = e;
@@ -186,22 +186,22 @@ fail:
     return rc;
 }
 
-int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
+int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
 {
-    const fp_layout *l = &s->layout;
-    fp_code_cache *cc = &s->cc;
+    const fpi_layout *l = &s->layout;
+    fpi_code_cache *cc = &s->cc;
     size_t hlen = (size_t)l->co_code_adaptive;
     uint8_t hdr[CODE_HEADER_MAX];
     if (hlen > sizeof hdr || hlen < (size_t)l->co_qualname + 8)
-        return fp_err(&s->err, FP_E_CORRUPT, "code object header size %zu is invalid", hlen);
+        return fpi_err(&s->err, FP_E_CORRUPT, "code object header: size %zu is invalid", hlen);
     int rc = ensure_capacity(cc);
     if (rc)
         return rc;
-    fp_code_entry **slot = find_slot(cc, addr);
-    fp_code_entry *e = *slot;
+    fpi_code_entry **slot = find_slot(cc, addr);
+    fpi_code_entry *e = *slot;
     bool have_header = false;
     if (e && s->opts.cache_code) {
-        bool trusted = l->interp_code_generation != FP_OFF_NONE || e->checked_sample == s->sample_no;
+        bool trusted = l->interp_code_generation != FPI_OFF_NONE || e->checked_sample == s->sample_no;
         if (trusted) {
             *out = e;
             return FP_OK;
@@ -209,7 +209,7 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
         if ((rc = read_header(s, addr, hdr, hlen)))
             return rc;
         have_header = true;
-        uint64_t fpv[FP_CODE_FINGERPRINT_WORDS];
+        uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
         fingerprint(l, hdr, fpv);
         if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0) {
             e->checked_sample = s->sample_no;
@@ -219,7 +219,7 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
     }
     if (!have_header && (rc = read_header(s, addr, hdr, hlen)))
         return rc;
-    fp_code_entry *ne = NULL;
+    fpi_code_entry *ne = NULL;
     if ((rc = load_entry(s, addr, hdr, &ne)))
         return rc;
     if (e)
@@ -234,34 +234,34 @@ int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out)
 static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
 {
     size_t ncap = s->prefetch_n_cap, ncap2 = s->prefetch_n_cap;
-    fp_iov *ni = fp_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
+    fp_iov *ni = fpi_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
     if (ni)
         s->prefetch_iov = ni;
-    fp_code_entry **ne = fp_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
+    fpi_code_entry **ne = fpi_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
     if (ne)
         s->prefetch_entries = ne;
     if (!ni || !ne)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code objects", n);
     s->prefetch_n_cap = ncap < ncap2 ? ncap : ncap2;
-    uint8_t *nb = fp_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
+    uint8_t *nb = fpi_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
     if (!nb)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code object headers", n);
     s->prefetch_buf = nb;
     return FP_OK;
 }
 
-void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n)
+void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n)
 {
-    const fp_layout *l = &s->layout;
-    fp_code_cache *cc = &s->cc;
-    if (l->interp_code_generation != FP_OFF_NONE || !s->opts.cache_code || !cc->cap || n == 0)
+    const fpi_layout *l = &s->layout;
+    fpi_code_cache *cc = &s->cc;
+    if (l->interp_code_generation != FPI_OFF_NONE || !s->opts.cache_code || !cc->cap || n == 0)
         return;
     size_t hlen = (size_t)l->co_code_adaptive;
     if (ensure_prefetch(s, n, hlen))
         return;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        fp_code_entry *e = *find_slot(cc, frames[i].code);
+        fpi_code_entry *e = *find_slot(cc, frames[i].code);
         if (!e || e->checked_sample == s->sample_no)
             continue;
         e->checked_sample = s->sample_no; /* queued; undone below unless confirmed */
@@ -273,18 +273,18 @@ void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n
         return;
     bool ok = fp_reader_readv(s->rd, s->prefetch_iov, m) == FP_OK;
     for (size_t i = 0; i < m; i++) {
-        fp_code_entry *e = s->prefetch_entries[i];
-        uint64_t fpv[FP_CODE_FINGERPRINT_WORDS];
+        fpi_code_entry *e = s->prefetch_entries[i];
+        uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
         if (ok) {
             fingerprint(l, s->prefetch_buf + i * hlen, fpv);
             if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0)
                 continue; /* confirmed for this sample */
         }
-        e->checked_sample = 0; /* let fp_code_get re-read it */
+        e->checked_sample = 0; /* let fpi_code_get re-read it */
     }
 }
 
-int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
+int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos)
 {
     if (unit < 0) {
         pos->line = pos->end_line = pos->column = pos->end_column = FP_POS_NONE;
@@ -294,7 +294,7 @@ int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos)
         *pos = e->memo_pos;
         return FP_OK;
     }
-    int rc = fp_linetable_lookup(e->linetable, e->linetable_len, e->firstlineno, (uint32_t)unit, pos);
+    int rc = fpi_linetable_lookup(e->linetable, e->linetable_len, e->firstlineno, (uint32_t)unit, pos);
     if (rc)
         return rc;
     e->memo_unit = unit;

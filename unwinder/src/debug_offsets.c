@@ -8,6 +8,7 @@
 #include "frameproof/frameproof.h"
 #include "debug_offsets.h"
 #include "fp_facts.h"
+#include "versions.h"
 
 /* Upper bounds for structure sizes reported by a table. */
 #define MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
@@ -26,7 +27,7 @@ typedef struct field_desc {
     int8_t group;        /* index into the group table below */
     uint8_t kind;
     uint8_t width;       /* bytes read at the offset by the walker */
-    int16_t member;      /* offsetof(fp_layout, ...) or -1 to skip */
+    int16_t member;      /* offsetof(fpi_layout, ...) or -1 to skip */
 } field_desc;
 
 enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_COUNT };
@@ -41,7 +42,7 @@ static const char *const group_name[G_COUNT] = {
     "pyobject", "type_object", "bytes_object", "unicode_object", "gen_object",
 };
 
-#define M(f) ((int16_t)offsetof(fp_layout, f))
+#define M(f) ((int16_t)offsetof(fpi_layout, f))
 #define SZ(p, g, m) {p, g, F_SIZE, 8, m}
 #define OF(p, g, w, m) {p, g, F_OFF, w, m}
 #define AB(p, g, m) {p, g, F_ABS, 8, m}
@@ -124,9 +125,9 @@ static uint64_t load_u64(const uint8_t *p)
     return v;
 }
 
-int fp_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded)
+int fpi_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion, int *free_threaded)
 {
-    if (len < 24 || memcmp(table, FP_DEBUG_COOKIE, FP_DEBUG_COOKIE_LEN) != 0)
+    if (len < 24 || memcmp(table, FPI_DEBUG_COOKIE, FPI_DEBUG_COOKIE_LEN) != 0)
         return 0;
     uint64_t v = load_u64(table + 8);
     uint64_t ft = load_u64(table + 16);
@@ -137,39 +138,47 @@ int fp_debug_offsets_peek(const uint8_t *table, size_t len, uint32_t *hexversion
     return 1;
 }
 
-static void set_member(fp_layout *l, int16_t member, int32_t v)
+static void set_member(fpi_layout *l, int16_t member, int32_t v)
 {
     memcpy((char *)l + member, &v, sizeof v);
 }
 
-int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_errbuf *eb)
+int fpi_debug_offsets_parse(const uint8_t *table, size_t len, fpi_layout *out, fpi_errbuf *eb)
+{
+    return fpi_debug_offsets_parse_opt(table, len, false, out, eb);
+}
+
+int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_untested, fpi_layout *out,
+                                fpi_errbuf *eb)
 {
     uint32_t hex;
     int ft;
-    if (!fp_debug_offsets_peek(table, len, &hex, &ft))
-        return fp_err(eb, FP_E_NOT_PYTHON, "no _Py_DebugOffsets cookie \"%s\" at the runtime address", FP_DEBUG_COOKIE);
-    unsigned major = hex >> 24, minor = (hex >> 16) & 0xff;
+    if (!fpi_debug_offsets_peek(table, len, &hex, &ft))
+        return fpi_err(eb, FP_E_NOT_PYTHON, "runtime address: no _Py_DebugOffsets cookie \"%s\"", FPI_DEBUG_COOKIE);
+    unsigned major = fpi_hex_major(hex), minor = fpi_hex_minor(hex);
     const field_desc *fields;
     size_t nfields, need;
-    if (major != 3 || minor < 13 || minor > 15) {
-        if (major == 3 && minor > 15)
-            return fp_err(eb, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", major, minor);
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets carry an impossible version 0x%08x", hex);
+    if (fpi_minor_untested(major, minor)) {
+        if (!allow_untested)
+            return fpi_err_unsupported(eb, major, minor);
+        minor = FPI_MINOR_NEWEST; /* read the table in the newest known shape */
+    } else if (major != FPI_PY_MAJOR || minor < FPI_MINOR_DEBUG_OFFSETS) {
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: impossible version 0x%08x", hex);
     }
     if (ft != 0 && ft != 1)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets free_threaded flag is %d", ft);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded flag is %d", ft);
     switch (minor) {
-    case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_313; break;
-    case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_314; break;
-    default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FP_DEBUG_OFFSETS_SIZE_315; break;
+    case 13: fields = fields_313; nfields = sizeof fields_313 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_313; break;
+    case 14: fields = fields_314; nfields = sizeof fields_314 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_314; break;
+    default: fields = fields_315; nfields = sizeof fields_315 / sizeof *fields; need = FPI_DEBUG_OFFSETS_SIZE_315; break;
     }
     if (len < need)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets table truncated: %zu < %zu bytes", len, need);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: table truncated to %zu of %zu bytes", len, need);
 
     memset(out, 0, sizeof *out);
     /* Every int32 member starts as "absent". */
-    for (size_t off = offsetof(fp_layout, rt_interpreters_head); off + 4 <= offsetof(fp_layout, uni_kind_shift); off += 4)
-        set_member(out, (int16_t)off, FP_OFF_NONE);
+    for (size_t off = offsetof(fpi_layout, rt_interpreters_head); off + 4 <= offsetof(fpi_layout, uni_kind_shift); off += 4)
+        set_member(out, (int16_t)off, FPI_OFF_NONE);
     out->hexversion = hex;
     out->minor = minor;
     out->free_threaded = ft;
@@ -182,18 +191,18 @@ int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_
         uint64_t v = load_u64(table + f->pos);
         if (f->kind == F_SIZE) {
             if (v == 0 || v > group_max[f->group])
-                return fp_err(eb, FP_E_CORRUPT, "debug offsets: %s.size = %llu is out of bounds (1..%u)",
+                return fpi_err(eb, FP_E_CORRUPT, "debug offsets: %s.size = %llu is out of bounds (1..%u)",
                               group_name[f->group], (unsigned long long)v, group_max[f->group]);
             gsize[f->group] = v;
         } else if (f->kind == F_OFF) {
             if (v > gsize[f->group] || gsize[f->group] - v < f->width)
-                return fp_err(eb, FP_E_CORRUPT,
+                return fpi_err(eb, FP_E_CORRUPT,
                               "debug offsets: field at table byte %u (%s) = %llu does not fit in size %llu",
                               f->pos, group_name[f->group], (unsigned long long)v,
                               (unsigned long long)gsize[f->group]);
         } else {
             if (v > group_max[f->group])
-                return fp_err(eb, FP_E_CORRUPT, "debug offsets: value at table byte %u = %llu is out of bounds",
+                return fpi_err(eb, FP_E_CORRUPT, "debug offsets: value at table byte %u = %llu is out of bounds",
                               f->pos, (unsigned long long)v);
         }
         switch (f->member) {
@@ -209,44 +218,44 @@ int fp_debug_offsets_parse(const uint8_t *table, size_t len, fp_layout *out, fp_
     /* The GIL fields are stored relative to the interpreter; the walker
      * reads them through interp->ceval.gil, so make them relative. */
     if (gil_locked < gil_base || gil_holder < gil_base || gil_locked - gil_base > 64 || gil_holder - gil_base > 64)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: GIL fields are not inside the GIL structure");
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: GIL fields are not inside the GIL structure");
     out->gil_locked = (int32_t)(gil_locked - gil_base);
     out->gil_last_holder = (int32_t)(gil_holder - gil_base);
     if (exc_state >= 0) {
         if (err_exc < 0 || err_exc > 64 || (uint64_t)(exc_state + err_exc + 8) > gsize[G_TS])
-            return fp_err(eb, FP_E_CORRUPT, "debug offsets: exc_state.exc_value lies outside the thread state");
+            return fpi_err(eb, FP_E_CORRUPT, "debug offsets: exc_state.exc_value lies outside the thread state");
         out->err_exc_value = (int32_t)err_exc;
         out->ts_exc_state = (int32_t)exc_state;
     }
     /* Positions read relative to objects must leave room for the data. */
     if (out->co_code_adaptive < out->co_qualname || (uint64_t)out->co_code_adaptive > gsize[G_CODE])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: co_code_adaptive (%d) is outside the code object", out->co_code_adaptive);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: co_code_adaptive (%d) is outside the code object", out->co_code_adaptive);
     if (out->uni_ascii_size < out->uni_state + 4 || (uint64_t)out->uni_ascii_size > gsize[G_UNI])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: asciiobject_size (%d) is invalid", out->uni_ascii_size);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: asciiobject_size (%d) is invalid", out->uni_ascii_size);
     /* The str reader may read the data pointer of a non-compact str right
      * after the compact header: it must lie inside the unicode object. */
-    int64_t compact = out->uni_compact_size != FP_OFF_NONE ? out->uni_compact_size : out->uni_ascii_size + 16;
+    int64_t compact = out->uni_compact_size != FPI_OFF_NONE ? out->uni_compact_size : out->uni_ascii_size + 16;
     if ((uint64_t)compact + 8 > gsize[G_UNI] || compact < out->uni_ascii_size)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: unicode_object.size (%llu) cannot hold its compact header (%lld)",
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: unicode_object.size (%llu) cannot hold its compact header (%lld)",
                       (unsigned long long)gsize[G_UNI], (long long)compact);
     if ((uint64_t)out->bytes_sval >= gsize[G_BYTES])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is outside bytes_object.size", out->bytes_sval);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is outside bytes_object.size", out->bytes_sval);
     if (out->bytes_sval < out->ob_size + 8 || out->bytes_sval > 256)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
-    if (out->fr_tlbc_index != FP_OFF_NONE && out->fr_tlbc_index != 0 &&
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
+    if (out->fr_tlbc_index != FPI_OFF_NONE && out->fr_tlbc_index != 0 &&
         (uint64_t)out->fr_tlbc_index + 4 > gsize[G_FRAME])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_index (%d) is outside the frame", out->fr_tlbc_index);
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_index (%d) is outside the frame", out->fr_tlbc_index);
     if (out->fr_tlbc_index == 0)
-        out->fr_tlbc_index = FP_OFF_NONE;   /* GIL builds store 0 */
+        out->fr_tlbc_index = FPI_OFF_NONE;   /* GIL builds store 0 */
     if (out->co_tlbc == 0)
-        out->co_tlbc = FP_OFF_NONE;
+        out->co_tlbc = FPI_OFF_NONE;
     if (out->interp_tlbc_generation == 0)
-        out->interp_tlbc_generation = FP_OFF_NONE;
-    if (out->co_tlbc != FP_OFF_NONE && (uint64_t)out->co_tlbc + 8 > gsize[G_CODE])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: co_tlbc (%d) is outside the code object", out->co_tlbc);
-    if (out->interp_tlbc_generation != FP_OFF_NONE && (uint64_t)out->interp_tlbc_generation + 4 > gsize[G_INTERP])
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_generation is outside the interpreter state");
-    if (ft != (out->fr_tlbc_index != FP_OFF_NONE) && minor >= 14)
-        return fp_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded=%d disagrees with tlbc_index", ft);
-    return fp_layout_add_builtin_extras(out, eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0);
+        out->interp_tlbc_generation = FPI_OFF_NONE;
+    if (out->co_tlbc != FPI_OFF_NONE && (uint64_t)out->co_tlbc + 8 > gsize[G_CODE])
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: co_tlbc (%d) is outside the code object", out->co_tlbc);
+    if (out->interp_tlbc_generation != FPI_OFF_NONE && (uint64_t)out->interp_tlbc_generation + 4 > gsize[G_INTERP])
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_generation is outside the interpreter state");
+    if (ft != (out->fr_tlbc_index != FPI_OFF_NONE) && minor >= 14)
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: free_threaded=%d disagrees with tlbc_index", ft);
+    return fpi_layout_add_builtin_extras(out, eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0);
 }

@@ -1,4 +1,5 @@
-/* error.c — error codes, their names, and the per-handle message buffer. */
+/* error.c — error codes, their names, and the one message formatter (the
+ * message convention is in fp_error.h). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,18 +29,42 @@ const char *fp_strerror(int code)
     }
 }
 
-int fp_err(fp_errbuf *eb, int code, const char *fmt, ...)
+int fpi_vmsg(char *buf, size_t len, int code, const char *fmt, va_list ap)
 {
-    if (eb) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(eb->msg, sizeof eb->msg, fmt, ap);
-        va_end(ap);
-    }
+    if (buf && len)
+        vsnprintf(buf, len, fmt, ap);
     return code;
 }
 
-void fp_err_append(fp_errbuf *eb, const char *fmt, ...)
+int fpi_msg(char *buf, size_t len, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(buf, len, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int fpi_err(fpi_errbuf *eb, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int fpi_err_code(fpi_errbuf *eb, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, code, fmt, ap);
+    va_end(ap);
+    fpi_err_append(eb, ": %s", fp_strerror(code));
+    return code;
+}
+
+void fpi_err_append(fpi_errbuf *eb, const char *fmt, ...)
 {
     if (!eb)
         return;
@@ -48,11 +73,23 @@ void fp_err_append(fp_errbuf *eb, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(eb->msg + used, sizeof eb->msg - used, fmt, ap);
+    fpi_vmsg(eb->msg + used, sizeof eb->msg - used, 0, fmt, ap);
     va_end(ap);
 }
 
-int fp_errno_code(int err)
+void fpi_err_prefix(fpi_errbuf *eb, const char *fmt, ...)
+{
+    if (!eb)
+        return;
+    fpi_errbuf inner = *eb;
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(eb->msg, sizeof eb->msg, 0, fmt, ap);
+    va_end(ap);
+    fpi_err_append(eb, ": %s", inner.msg);
+}
+
+int fpi_errno_code(int err)
 {
     switch (err) {
     case ESRCH:

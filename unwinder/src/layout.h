@@ -1,25 +1,26 @@
 /* layout.h — the normalised description of one CPython build's memory
  * layout: every offset and constant the walker uses, whatever its source
  * (a built-in table for 3.11/3.12, the target's _Py_DebugOffsets plus
- * built-in knowledge for 3.13+).  FP_OFF_NONE marks a field the build lacks.
+ * built-in knowledge for 3.13+).  FPI_OFF_NONE marks a field the build lacks.
  */
-#ifndef FP_LAYOUT_H
-#define FP_LAYOUT_H
+#ifndef FPI_LAYOUT_H
+#define FPI_LAYOUT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define FP_OFF_NONE (-1)
+#define FPI_OFF_NONE (-1)
 
 /* Largest structure prefix the walker copies in one read. */
-#define FP_MAX_STRUCT_READ 4096
+#define FPI_MAX_STRUCT_READ 4096
 /* Largest str or bytes header the object readers copy. */
-#define FP_STR_HEADER_MAX 128
+#define FPI_STR_HEADER_MAX 128
 
-typedef struct fp_layout {
+typedef struct fpi_layout {
     uint32_t hexversion;          /* of the target */
-    uint32_t minor;               /* 11..15 */
+    uint32_t minor;               /* 11..15: whose built-in knowledge applies (the
+                                   * newest for an allowed untested target) */
     bool free_threaded;
     bool debug;
     bool from_debug_offsets;      /* fields came from the target's own table */
@@ -79,19 +80,19 @@ typedef struct fp_layout {
     int32_t uni_length, uni_state, uni_ascii_size, uni_compact_size;
     /* state word bit positions */
     uint32_t uni_kind_shift, uni_compact_bit, uni_ascii_bit;
-} fp_layout;
+} fpi_layout;
 
 /* Built-in tables. */
-const fp_layout *fp_layout_builtin_311(void);
-const fp_layout *fp_layout_builtin_312(void);
+const fpi_layout *fpi_layout_builtin_311(void);
+const fpi_layout *fpi_layout_builtin_312(void);
 
 /* Fills the fields of a 3.13+ layout that the target's _Py_DebugOffsets
- * does not carry (after fp_debug_offsets_parse filled the rest).  Returns
+ * does not carry (after fpi_debug_offsets_parse filled the rest).  Returns
  * 0 or FP_E_UNSUPPORTED. */
-int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen);
+int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen);
 
 /* Checks that every field the walker reads lies inside the bytes it copies
  * for its structure.  Returns 0 or FP_E_CORRUPT with a message. */
-int fp_layout_check(const fp_layout *l, char *err, size_t errlen);
+int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen);
 
-#endif /* FP_LAYOUT_H */
+#endif /* FPI_LAYOUT_H */

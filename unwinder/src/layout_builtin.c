@@ -8,7 +8,9 @@
 
 #include "frameproof/frameproof.h"
 #include "fp_facts.h"
+#include "fp_error.h"
 #include "layout.h"
+#include "versions.h"
 
 /* Enumerations that are not offsets. */
 #define OWNER_THREAD 0
@@ -39,58 +41,58 @@
 /* Free-threaded builds have a 32-byte object header. */
 #define FT_HEADER_GROWTH 16
 
-static const fp_layout layout_311 = {
+static const fpi_layout layout_311 = {
     .hexversion = 0x030b00f0, .minor = 11,
     .rt_interpreters_head = 40, .rt_gil_locked = 376, .rt_gil_last_holder = 368, .rt_main_thread = 80,
     .interp_size = 107752, .interp_next = 0, .interp_id = 48, .interp_threads_head = 16,
-    .interp_threads_main = FP_OFF_NONE, .interp_ceval_gil = FP_OFF_NONE,
-    .interp_code_generation = FP_OFF_NONE, .interp_tlbc_generation = FP_OFF_NONE,
-    .gil_locked = FP_OFF_NONE, .gil_last_holder = FP_OFF_NONE,
+    .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = FPI_OFF_NONE,
+    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
+    .gil_locked = FPI_OFF_NONE, .gil_last_holder = FPI_OFF_NONE,
     .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 8,
-    .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
+    .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
     .ts_thread_id = 152, .ts_native_thread_id = 160, .ts_datastack_chunk = 296, .ts_datastack_top = 304,
-    .ts_status = FP_OFF_NONE, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
+    .ts_status = FPI_OFF_NONE, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
     .ts_current_exception = 96, .ts_exc_info = 120, .ts_exc_state = 320, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
-    .fr_is_entry = 68, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = -1, .owner_interpreter = -1,
     .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,
-    .co_tlbc = FP_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 48, .uni_compact_size = 72,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
 };
 
-static const fp_layout layout_312 = {
+static const fpi_layout layout_312 = {
     .hexversion = 0x030c00f0, .minor = 12,
-    .rt_interpreters_head = 40, .rt_gil_locked = FP_OFF_NONE, .rt_gil_last_holder = FP_OFF_NONE, .rt_main_thread = 64,
+    .rt_interpreters_head = 40, .rt_gil_locked = FPI_OFF_NONE, .rt_gil_last_holder = FPI_OFF_NONE, .rt_main_thread = 64,
     .interp_size = 383552, .interp_next = 0, .interp_id = 8, .interp_threads_head = 72,
-    .interp_threads_main = FP_OFF_NONE, .interp_ceval_gil = 384,
-    .interp_code_generation = FP_OFF_NONE, .interp_tlbc_generation = FP_OFF_NONE,
+    .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = 384,
+    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
     .gil_locked = 16, .gil_last_holder = 8,
     .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 0,
-    .ts_current_frame = FP_OFF_NONE, .ts_base_frame = FP_OFF_NONE,
+    .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
     .ts_thread_id = 136, .ts_native_thread_id = 144, .ts_datastack_chunk = 232, .ts_datastack_top = 240,
-    .ts_status = 24, .ts_holds_gil = FP_OFF_NONE, .ts_gil_requested = FP_OFF_NONE,
+    .ts_status = 24, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
     .ts_current_exception = 96, .ts_exc_info = 104, .ts_exc_state = 256, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
-    .fr_is_entry = FP_OFF_NONE, .fr_tlbc_index = FP_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = OWNER_BOUNDARY, .owner_interpreter = -1,
     .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,
-    .co_tlbc = FP_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 40, .uni_compact_size = 56,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
 };
 
-const fp_layout *fp_layout_builtin_311(void) { return &layout_311; }
-const fp_layout *fp_layout_builtin_312(void) { return &layout_312; }
+const fpi_layout *fpi_layout_builtin_311(void) { return &layout_311; }
+const fpi_layout *fpi_layout_builtin_312(void) { return &layout_312; }
 
 /* Per-minor facts for 3.13+ that _Py_DebugOffsets does not carry. */
 typedef struct extras {
@@ -101,39 +103,36 @@ typedef struct extras {
 } extras;
 
 static const extras extras_table[] = {
-    {13, 240, 120, 256, 112, FP_OFF_NONE, 184, OWNER_BOUNDARY, -1},
+    {13, 240, 120, 256, 112, FPI_OFF_NONE, 184, OWNER_BOUNDARY, -1},
     {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY},
-    {15, 264, 144, 288, FP_OFF_NONE /* in the table */, FP_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
+    {15, 264, 144, 288, FPI_OFF_NONE /* in the table */, FPI_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
 };
 
-int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
+int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
 {
     const extras *x = NULL;
     for (size_t i = 0; i < sizeof extras_table / sizeof extras_table[0]; i++)
         if (extras_table[i].minor == l->minor)
             x = &extras_table[i];
-    if (!x) {
-        if (err)
-            snprintf(err, errlen, "CPython 3.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", l->minor);
-        return FP_E_UNSUPPORTED;
-    }
+    if (!x)
+        return fpi_msg_unsupported(err, errlen, FPI_PY_MAJOR, l->minor);
     int32_t grow = l->free_threaded ? FT_HEADER_GROWTH : 0;
     l->ts_datastack_top = x->ts_datastack_top;
     l->ts_exc_info = x->ts_exc_info;
-    if (l->ts_exc_state == FP_OFF_NONE)
+    if (l->ts_exc_state == FPI_OFF_NONE)
         l->ts_exc_state = x->ts_exc_state;
-    if (x->ts_current_exception != FP_OFF_NONE)
+    if (x->ts_current_exception != FPI_OFF_NONE)
         l->ts_current_exception = x->ts_current_exception;
-    if (x->ts_holds_gil != FP_OFF_NONE)
+    if (x->ts_holds_gil != FPI_OFF_NONE)
         l->ts_holds_gil = x->ts_holds_gil;
-    if (l->interp_threads_main == FP_OFF_NONE)
+    if (l->interp_threads_main == FPI_OFF_NONE)
         l->interp_threads_main = l->interp_threads_head + 8; /* 3.13: threads.main follows threads.head */
     l->err_exc_value = 0;
-    l->ts_cframe = FP_OFF_NONE;
-    l->cframe_current_frame = FP_OFF_NONE;
-    l->fr_is_entry = FP_OFF_NONE;
-    l->rt_gil_locked = FP_OFF_NONE;
-    l->rt_gil_last_holder = FP_OFF_NONE;
+    l->ts_cframe = FPI_OFF_NONE;
+    l->cframe_current_frame = FPI_OFF_NONE;
+    l->fr_is_entry = FPI_OFF_NONE;
+    l->rt_gil_locked = FPI_OFF_NONE;
+    l->rt_gil_last_holder = FPI_OFF_NONE;
     /* _PyRuntime.main_thread follows interpreters.{head,main,next_id} in 3.13+ */
     l->rt_main_thread = l->rt_interpreters_head + 24;
     l->chunk_previous = 0;
@@ -147,7 +146,7 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
     l->owner_interpreter = x->owner_interpreter;
     l->co_flags = l->co_firstlineno - 20; /* co_flags sits 20 bytes before co_firstlineno in 3.12+ */
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
-    if (l->uni_compact_size == FP_OFF_NONE)
+    if (l->uni_compact_size == FPI_OFF_NONE)
         l->uni_compact_size = l->uni_ascii_size + 16; /* utf8_length + utf8 */
     if (l->free_threaded && l->minor >= 14) {
         l->uni_kind_shift = UNI_KIND_SHIFT_FT314;
@@ -160,5 +159,5 @@ int fp_layout_add_builtin_extras(fp_layout *l, char *err, size_t errlen)
         l->uni_ascii_bit = UNI_ASCII_BIT;
         l->executable_tag_mask = l->minor >= 14 ? STACKREF_TAG_GIL : 0;
     }
-    return fp_layout_check(l, err, errlen);
+    return fpi_layout_check(l, err, errlen);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "frameproof/frameproof.h"
+#include "fp_error.h"
 #include "layout.h"
 
 #define PTR 8
@@ -20,12 +21,11 @@ typedef struct checker {
 
 static void need(checker *c, const char *what, int32_t off, int width, int64_t limit)
 {
-    if (c->failed || off == FP_OFF_NONE)
+    if (c->failed || off == FPI_OFF_NONE)
         return;
     if (off < 0 || (int64_t)off + width > limit) {
-        if (c->err)
-            snprintf(c->err, c->errlen, "layout: %s at %d (+%d) lies outside the %lld bytes read for it", what, off,
-                     width, (long long)limit);
+        fpi_msg(c->err, c->errlen, FP_E_CORRUPT, "layout: %s at %d (+%d) lies outside the %lld bytes read for it", what,
+                off, width, (long long)limit);
         c->failed = 1;
     }
 }
@@ -35,14 +35,14 @@ static int64_t min64(int64_t a, int64_t b)
     return a < b ? a : b;
 }
 
-int fp_layout_check(const fp_layout *l, char *err, size_t errlen)
+int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
 {
     checker c = {err, errlen, 0};
 
     /* Thread state: walk_thread copies max(field) + 8 bytes into a
-     * FP_MAX_STRUCT_READ buffer; the copy must also stay inside ts_size. */
-    int64_t ts = min64(l->ts_size, FP_MAX_STRUCT_READ);
-    need(&c, "ts_size", 0, 1, l->ts_size > 0 ? FP_MAX_STRUCT_READ + 1 : 0);
+     * FPI_MAX_STRUCT_READ buffer; the copy must also stay inside ts_size. */
+    int64_t ts = min64(l->ts_size, FPI_MAX_STRUCT_READ);
+    need(&c, "ts_size", 0, 1, l->ts_size > 0 ? FPI_MAX_STRUCT_READ + 1 : 0);
     need(&c, "ts_next", l->ts_next, PTR, ts);
     need(&c, "ts_interp", l->ts_interp, PTR, ts);
     need(&c, "ts_cframe", l->ts_cframe, PTR, ts);
@@ -57,13 +57,13 @@ int fp_layout_check(const fp_layout *l, char *err, size_t errlen)
     need(&c, "ts_gil_requested", l->ts_gil_requested, U32, ts);
     need(&c, "ts_current_exception", l->ts_current_exception, PTR, ts);
     need(&c, "ts_exc_info", l->ts_exc_info, PTR, ts);
-    if (l->ts_exc_state != FP_OFF_NONE)
+    if (l->ts_exc_state != FPI_OFF_NONE)
         need(&c, "ts_exc_state + err_exc_value", l->ts_exc_state + l->err_exc_value, 2 * PTR, ts);
-    if (l->ts_cframe == FP_OFF_NONE && l->ts_current_frame == FP_OFF_NONE)
+    if (l->ts_cframe == FPI_OFF_NONE && l->ts_current_frame == FPI_OFF_NONE)
         need(&c, "top frame pointer (none)", -2, 0, 0);
 
-    /* Frame: frame_bytes hands out fr_size bytes (≤ FP_MAX_STRUCT_READ). */
-    int64_t fr = l->fr_size > 0 && l->fr_size <= FP_MAX_STRUCT_READ ? l->fr_size : 0;
+    /* Frame: frame_bytes hands out fr_size bytes (≤ FPI_MAX_STRUCT_READ). */
+    int64_t fr = l->fr_size > 0 && l->fr_size <= FPI_MAX_STRUCT_READ ? l->fr_size : 0;
     need(&c, "fr_executable", l->fr_executable, PTR, fr);
     need(&c, "fr_previous", l->fr_previous, PTR, fr);
     need(&c, "fr_instr_ptr", l->fr_instr_ptr, PTR, fr);
@@ -72,8 +72,8 @@ int fp_layout_check(const fp_layout *l, char *err, size_t errlen)
 
     /* Code object: the cache copies [0, co_code_adaptive) (≤ 4096 and
      * within co_size) and reads every identity field from that copy. */
-    int64_t co = l->co_code_adaptive > 0 && l->co_code_adaptive <= FP_MAX_STRUCT_READ &&
-                         (l->co_size == FP_OFF_NONE || l->co_code_adaptive <= l->co_size)
+    int64_t co = l->co_code_adaptive > 0 && l->co_code_adaptive <= FPI_MAX_STRUCT_READ &&
+                         (l->co_size == FPI_OFF_NONE || l->co_code_adaptive <= l->co_size)
                      ? l->co_code_adaptive
                      : 0;
     need(&c, "co_code_adaptive", 0, 1, co);
@@ -86,27 +86,27 @@ int fp_layout_check(const fp_layout *l, char *err, size_t errlen)
     need(&c, "co_name", l->co_name, PTR, co);
     need(&c, "co_qualname", l->co_qualname, PTR, co);
     need(&c, "co_linetable", l->co_linetable, PTR, co);
-    if (l->co_tlbc != FP_OFF_NONE)
+    if (l->co_tlbc != FPI_OFF_NONE)
         need(&c, "co_tlbc", l->co_tlbc, PTR, l->co_size);
 
     /* str: the reader copies uni_ascii_size bytes, then (not compact)
-     * uni_compact_size + 8 into a FP_STR_HEADER_MAX buffer. */
-    int64_t ascii = l->uni_ascii_size > 0 && l->uni_ascii_size <= FP_STR_HEADER_MAX ? l->uni_ascii_size : 0;
+     * uni_compact_size + 8 into a FPI_STR_HEADER_MAX buffer. */
+    int64_t ascii = l->uni_ascii_size > 0 && l->uni_ascii_size <= FPI_STR_HEADER_MAX ? l->uni_ascii_size : 0;
     need(&c, "ob_type (str)", l->ob_type, PTR, ascii);
     need(&c, "uni_length", l->uni_length, PTR, ascii);
     need(&c, "uni_state", l->uni_state, U32, ascii);
     need(&c, "uni_compact_size", l->uni_compact_size, PTR,
-         l->uni_compact_size >= l->uni_ascii_size ? FP_STR_HEADER_MAX : 0);
+         l->uni_compact_size >= l->uni_ascii_size ? FPI_STR_HEADER_MAX : 0);
     if (l->uni_kind_shift > 29 || l->uni_compact_bit > 31 || l->uni_ascii_bit > 31)
         need(&c, "unicode state bits", -2, 0, 0);
 
     /* bytes: the reader copies bytes_sval bytes of header. */
-    int64_t sval = l->bytes_sval > 0 && l->bytes_sval <= FP_STR_HEADER_MAX ? l->bytes_sval : 0;
+    int64_t sval = l->bytes_sval > 0 && l->bytes_sval <= FPI_STR_HEADER_MAX ? l->bytes_sval : 0;
     need(&c, "ob_type (bytes)", l->ob_type, PTR, sval);
     need(&c, "ob_size (bytes)", l->ob_size, PTR, sval);
 
     /* Type objects: tp_name is read on its own (any offset is bounded). */
-    need(&c, "tp_name", l->tp_name, PTR, FP_MAX_STRUCT_READ);
+    need(&c, "tp_name", l->tp_name, PTR, FPI_MAX_STRUCT_READ);
 
     /* Data-stack chunks: copied with their 24-byte header. */
     need(&c, "chunk_previous", l->chunk_previous, PTR, 24);

@@ -109,7 +109,7 @@ static int lt_fits_i32(int64_t v)
     return v >= INT32_MIN && v <= INT32_MAX;
 }
 
-void fp_linetable_iter_init(fp_linetable_iter *it, const uint8_t *table,
+void fpi_linetable_iter_init(fpi_linetable_iter *it, const uint8_t *table,
                             size_t len, int32_t firstlineno)
 {
     it->table = table;
@@ -121,9 +121,9 @@ void fp_linetable_iter_init(fp_linetable_iter *it, const uint8_t *table,
 
 /* Decodes the entry at it->pos.  Nothing in *it changes unless the whole
  * entry is valid, so a corrupt table keeps returning FP_E_CORRUPT. */
-int fp_linetable_next(fp_linetable_iter *it, fp_linetable_entry *e)
+int fpi_linetable_next(fpi_linetable_iter *it, fpi_linetable_entry *e)
 {
-    if (it->len > FP_LINETABLE_MAX_BYTES ||
+    if (it->len > FPI_LINETABLE_MAX_BYTES ||
         (it->table == NULL && it->len != 0)) {
         return FP_E_CORRUPT;
     }
@@ -207,17 +207,17 @@ int fp_linetable_next(fp_linetable_iter *it, fp_linetable_entry *e)
     return 1;
 }
 
-int fp_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
-                        uint32_t unit, fp_position *out)
+int fpi_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
+                        uint32_t unit, fpi_position *out)
 {
-    if (len > FP_LINETABLE_MAX_BYTES || (table == NULL && len != 0)) {
+    if (len > FPI_LINETABLE_MAX_BYTES || (table == NULL && len != 0)) {
         return FP_E_CORRUPT;
     }
-    fp_linetable_iter it;
-    fp_linetable_entry e;
-    fp_linetable_iter_init(&it, table, len, firstlineno);
+    fpi_linetable_iter it;
+    fpi_linetable_entry e;
+    fpi_linetable_iter_init(&it, table, len, firstlineno);
     for (;;) {
-        int rc = fp_linetable_next(&it, &e);
+        int rc = fpi_linetable_next(&it, &e);
         if (rc < 0) {
             return rc;
         }

@@ -4,46 +4,46 @@
  * allocation.  Positions follow code.co_positions() exactly: 1-based lines,
  * 0-based UTF-8 byte columns, FP_POS_NONE where co_positions() gives None.
  */
-#ifndef FP_LINETABLE_H
-#define FP_LINETABLE_H
+#ifndef FPI_LINETABLE_H
+#define FPI_LINETABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 /* Hard cap on the table size the decoder accepts (bytes). */
-#define FP_LINETABLE_MAX_BYTES (64u * 1024u * 1024u)
+#define FPI_LINETABLE_MAX_BYTES (64u * 1024u * 1024u)
 
-typedef struct fp_position {
+typedef struct fpi_position {
     int32_t line, end_line, column, end_column; /* FP_POS_NONE (-1) when absent */
-} fp_position;
+} fpi_position;
 
 /* One decoded entry: code units [start, start + length). */
-typedef struct fp_linetable_entry {
+typedef struct fpi_linetable_entry {
     uint32_t start;
     uint32_t length; /* 1..8 */
-    fp_position pos;
-} fp_linetable_entry;
+    fpi_position pos;
+} fpi_linetable_entry;
 
-typedef struct fp_linetable_iter {
+typedef struct fpi_linetable_iter {
     const uint8_t *table;
     size_t len;
     size_t pos;          /* byte position of the next entry */
     int64_t line;        /* running line number */
     uint32_t unit;       /* start unit of the next entry */
-} fp_linetable_iter;
+} fpi_linetable_iter;
 
-void fp_linetable_iter_init(fp_linetable_iter *it, const uint8_t *table,
+void fpi_linetable_iter_init(fpi_linetable_iter *it, const uint8_t *table,
                             size_t len, int32_t firstlineno);
 
 /* Returns 1 and fills *e for the next entry, 0 at the end of the table, or
  * FP_E_CORRUPT for a malformed table (truncated entry, continuation byte
  * where an entry should start, varint overflow, line out of int32 range). */
-int fp_linetable_next(fp_linetable_iter *it, fp_linetable_entry *e);
+int fpi_linetable_next(fpi_linetable_iter *it, fpi_linetable_entry *e);
 
 /* Position of code unit `unit`.  Returns 0 (a unit past the end of the
  * table gets all-FP_POS_NONE), or FP_E_CORRUPT if the table is malformed
  * before the entry covering `unit`. */
-int fp_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
-                        uint32_t unit, fp_position *out);
+int fpi_linetable_lookup(const uint8_t *table, size_t len, int32_t firstlineno,
+                        uint32_t unit, fpi_position *out);
 
-#endif /* FP_LINETABLE_H */
+#endif /* FPI_LINETABLE_H */

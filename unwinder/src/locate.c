@@ -17,12 +17,11 @@
 #include "locate_elf.h"
 #include "maps.h"
 #include "proc_state.h"
+#include "versions.h"
 
 #define MAX_CANDIDATES 64
-#define MIN_MINOR FP_FACT_PY_MINOR_MIN
-#define MAX_MINOR FP_FACT_PY_MINOR_MAX
 
-void fp_format_version(uint32_t hex, char *buf, size_t len)
+void fpi_format_version(uint32_t hex, char *buf, size_t len)
 {
     unsigned major = hex >> 24, minor = (hex >> 16) & 0xff, micro = (hex >> 8) & 0xff;
     unsigned level = (hex >> 4) & 0xf, serial = hex & 0xf;
@@ -51,35 +50,32 @@ static uint32_t version_from_name(const char *path)
     return 0;
 }
 
-int fp_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool free_threaded,
-                      bool debug, fp_errbuf *why)
+int fpi_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool free_threaded,
+                      bool debug, fpi_errbuf *why)
 {
-    unsigned minor = hexversion ? (hexversion >> 16) & 0xff : 0;
-    char ver[32];
-    if (hexversion && (hexversion >> 24 != 3 || minor < MIN_MINOR || minor > MAX_MINOR)) {
-        fp_format_version(hexversion, ver, sizeof ver);
-        return fp_err(why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)",
-                      hexversion >> 24, minor);
-    }
-    fp_layout l;
-    if (hexversion == 0 || minor >= 13) {
-        uint8_t table[FP_DEBUG_OFFSETS_READ];
+    unsigned major = fpi_hex_major(hexversion), minor = hexversion ? fpi_hex_minor(hexversion) : 0;
+    bool untested = hexversion && fpi_minor_untested(major, minor);
+    if (hexversion && (major != FPI_PY_MAJOR || minor < FPI_MINOR_OLDEST || (untested && !s->opts.allow_untested)))
+        return fpi_err_unsupported(why, major, minor);
+    fpi_layout l;
+    if (hexversion == 0 || minor >= FPI_MINOR_DEBUG_OFFSETS) {
+        uint8_t table[FPI_DEBUG_OFFSETS_READ];
         int rc = fp_reader_read(s->rd, runtime, table, sizeof table);
         if (rc)
-            return fp_err(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
-        rc = fp_debug_offsets_parse(table, sizeof table, &l, why);
+            return fpi_err_code(why, rc, "cannot read _PyRuntime at 0x%llx", (unsigned long long)runtime);
+        rc = fpi_debug_offsets_parse_opt(table, sizeof table, s->opts.allow_untested, &l, why);
         if (rc)
             return rc;
         if (hexversion && ((l.hexversion ^ hexversion) & 0xffff0000u))
-            return fp_err(why, FP_E_CORRUPT, "Py_Version says 0x%08x but the debug offsets say 0x%08x",
+            return fpi_err(why, FP_E_CORRUPT, "Py_Version 0x%08x: the debug offsets say 0x%08x",
                           hexversion, l.hexversion);
     } else {
         if (free_threaded)
-            return fp_err(why, FP_E_UNSUPPORTED, "free-threaded CPython 3.%u does not exist", minor);
+            return fpi_err(why, FP_E_UNSUPPORTED, "free-threaded CPython 3.%u: no such build", minor);
         if (debug)
-            return fp_err(why, FP_E_UNSUPPORTED,
-                          "debug builds of CPython 3.%u are not supported (no verified layout)", minor);
-        l = *(minor == 11 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+            return fpi_err(why, FP_E_UNSUPPORTED,
+                          "debug build of CPython 3.%u: not supported (no verified layout)", minor);
+        l = *(minor == 11 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         l.hexversion = hexversion;
     }
     l.debug = debug;
@@ -87,31 +83,31 @@ int fp_layout_resolve(fp_session *s, uint64_t runtime, uint32_t hexversion, bool
     uint64_t head = 0;
     int rc = fp_reader_read(s->rd, runtime + (uint64_t)l.rt_interpreters_head, &head, sizeof head);
     if (rc)
-        return fp_err(why, rc, "cannot read the interpreter list");
+        return fpi_err_code(why, rc, "cannot read the interpreter list");
     if (head == 0)
-        return fp_err(why, FP_E_NOT_PYTHON, "the runtime has no interpreter (not initialised yet, or finalised)");
+        return fpi_err(why, FP_E_NOT_PYTHON, "runtime: no interpreter (not initialised yet, or finalised)");
     uint64_t probe;
     if ((rc = fp_reader_read(s->rd, head + (uint64_t)l.interp_threads_head, &probe, sizeof probe)))
-        return fp_err(why, FP_E_NOT_PYTHON, "the interpreter list points to unreadable memory (0x%llx)",
+        return fpi_err(why, FP_E_NOT_PYTHON, "interpreter list: points to unreadable memory (0x%llx)",
                       (unsigned long long)head);
     s->layout = l;
     memset(&s->info, 0, sizeof s->info);
     s->info.hexversion = l.hexversion;
-    fp_format_version(l.hexversion, s->info.version, sizeof s->info.version);
+    fpi_format_version(l.hexversion, s->info.version, sizeof s->info.version);
     s->info.free_threaded = l.free_threaded;
     s->info.debug = debug;
     s->info.runtime_addr = runtime;
-    (void)ver;
+    s->info.untested = fpi_minor_untested(fpi_hex_major(l.hexversion), fpi_hex_minor(l.hexversion));
     return FP_OK;
 }
 
 typedef struct candidate {
-    const fp_mapping *map;
+    const fpi_mapping *map;
 } candidate;
 
-static int open_mapped_file(int pid, const fp_mapping *m, char *used, size_t usedlen)
+static int open_mapped_file(int pid, const fpi_mapping *m, char *used, size_t usedlen)
 {
-    char path[FP_MAPS_MAX_PATH + 64];
+    char path[FPI_MAPS_MAX_PATH + 64];
     int fd = -1;
     if (!m->deleted) {
         snprintf(path, sizeof path, "/proc/%d/root%s", pid, m->path);
@@ -126,27 +122,27 @@ static int open_mapped_file(int pid, const fp_mapping *m, char *used, size_t use
     return fd;
 }
 
-static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf *log, int *best)
+static int try_candidate(fp_session *s, int pid, const fpi_mapping *m, fpi_errbuf *log, int *best)
 {
-    char used[FP_MAPS_MAX_PATH + 64];
-    fp_errbuf why = {{0}};
+    char used[FPI_MAPS_MAX_PATH + 64];
+    fpi_errbuf why = {{0}};
     int fd = open_mapped_file(pid, m, used, sizeof used);
     if (fd < 0) {
         int err = errno;
-        fp_err_append(log, "%s%s @0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));
+        fpi_err_append(log, "%s%s at 0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));
         if (*best == FP_E_NOT_PYTHON && (err == EACCES || err == EPERM))
             *best = FP_E_PERMISSION;
         return FP_E_IO;
     }
-    fp_elf_info ei;
-    int rc = fp_elf_inspect_fd(fd, &ei, &why);
+    fpi_elf_info ei;
+    int rc = fpi_elf_inspect_fd(fd, &ei, &why);
     close(fd);
     if (rc) {
-        fp_err_append(log, "%s%s: %s", log->msg[0] ? "; " : "", m->path, why.msg);
+        fpi_err_append(log, "%s%s: %s", log->msg[0] ? "; " : "", m->path, why.msg);
         return rc;
     }
     if (!ei.has_load) {
-        fp_err_append(log, "%s%s: no loadable segment", log->msg[0] ? "; " : "", m->path);
+        fpi_err_append(log, "%s%s: no loadable segment", log->msg[0] ? "; " : "", m->path);
         return FP_E_FORMAT;
     }
     uint64_t bias = m->start - ei.load_vaddr;
@@ -157,11 +153,10 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
             hex = (uint32_t)v;
     } else {
         uint32_t named = version_from_name(m->path);
-        if (named && ((named >> 24) != 3 || ((named >> 16) & 0xff) < MIN_MINOR)) {
-            fp_err_append(log, "%s%s: CPython %u.%u", log->msg[0] ? "; " : "", m->path, named >> 24, (named >> 16) & 0xff);
+        if (named && ((named >> 24) != FPI_PY_MAJOR || ((named >> 16) & 0xff) < FPI_MINOR_OLDEST)) {
+            fpi_err_append(log, "%s%s: CPython %u.%u", log->msg[0] ? "; " : "", m->path, named >> 24, (named >> 16) & 0xff);
             *best = FP_E_UNSUPPORTED;
-            fp_err(&why, FP_E_UNSUPPORTED, "CPython %u.%u is not supported (" FP_FACT_PY_SUPPORTED " are)", named >> 24,
-                   (named >> 16) & 0xff);
+            fpi_err_unsupported(&why, named >> 24, (named >> 16) & 0xff);
             s->err = why;
             return FP_E_UNSUPPORTED;
         }
@@ -172,18 +167,18 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     };
     for (size_t i = 0; i < sizeof ways / sizeof ways[0]; i++) {
         if (!ways[i].have) {
-            fp_err_append(log, "%s%s: %s: absent", log->msg[0] ? "; " : "", m->path, ways[i].what);
+            fpi_err_append(log, "%s%s: %s: absent", log->msg[0] ? "; " : "", m->path, ways[i].what);
             continue;
         }
         if (i == 1 && ways[0].have && ways[0].addr == ways[1].addr)
             continue;
         why.msg[0] = 0;
-        rc = fp_layout_resolve(s, ways[i].addr, hex, false, ei.debug_build, &why);
+        rc = fpi_layout_resolve(s, ways[i].addr, hex, false, ei.debug_build, &why);
         if (rc == FP_OK) {
             snprintf(s->info.binary, sizeof s->info.binary, "%s", m->path);
             return FP_OK;
         }
-        fp_err_append(log, "%s%s: %s at 0x%llx: %s", log->msg[0] ? "; " : "", m->path, ways[i].what, (unsigned long long)ways[i].addr,
+        fpi_err_append(log, "%s%s: %s at 0x%llx: %s", log->msg[0] ? "; " : "", m->path, ways[i].what, (unsigned long long)ways[i].addr,
                       why.msg);
         if (rc == FP_E_UNSUPPORTED) {
             *best = FP_E_UNSUPPORTED;
@@ -195,15 +190,15 @@ static int try_candidate(fp_session *s, int pid, const fp_mapping *m, fp_errbuf 
     return FP_E_NOT_PYTHON;
 }
 
-int fp_locate_pid(fp_session *s, int pid)
+int fpi_locate_pid(fp_session *s, int pid)
 {
-    fp_maps maps;
-    int rc = fp_maps_read_pid(pid, &maps, &s->err);
+    fpi_maps maps;
+    int rc = fpi_maps_read_pid(pid, &maps, &s->err);
     if (rc) {
         if (rc == FP_E_PROCESS_GONE)
-            return fp_err(&s->err, rc, "process %d does not exist or exited", pid);
+            return fpi_err(&s->err, rc, "process %d: does not exist or exited", pid);
         if (rc == FP_E_PERMISSION)
-            return fp_err(&s->err, rc, "permission denied reading process %d: run as its user or with CAP_SYS_PTRACE", pid);
+            return fpi_err(&s->err, rc, "permission denied reading process %d: run as its user or with CAP_SYS_PTRACE", pid);
         return rc;
     }
     if (s->opts.reader == FP_READER_AUTO) {
@@ -213,46 +208,46 @@ int fp_locate_pid(fp_session *s, int pid)
             if (!maps.v[i].readable || maps.v[i].end - maps.v[i].start < sizeof probe)
                 continue;
             if (fp_reader_read(s->rd, maps.v[i].start, probe, sizeof probe) == FP_E_UNSUPPORTED) {
-                char msg[FP_ERRMSG_MAX] = "";
+                char msg[FPI_ERRMSG_MAX] = "";
                 fp_reader_close(&s->own_reader);
                 rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
                 if (rc) {
-                    fp_maps_free(&maps);
-                    return fp_err(&s->err, rc, "process_vm_readv is unavailable and %s", msg);
+                    fpi_maps_free(&maps);
+                    return fpi_err(&s->err, rc, "process_vm_readv: unavailable, and %s", msg);
                 }
                 s->rd = &s->own_reader;
             }
             break;
         }
     }
-    fp_errbuf log = {{0}};
+    fpi_errbuf log = {{0}};
     int best = FP_E_NOT_PYTHON;
     size_t tried = 0;
     for (size_t i = 0; i < maps.n && tried < MAX_CANDIDATES; i++) {
-        const fp_mapping *m = &maps.v[i];
+        const fpi_mapping *m = &maps.v[i];
         if (!m->path || m->offset != 0 || !strstr(base_name(m->path), "python"))
             continue;
         tried++;
         rc = try_candidate(s, pid, m, &log, &best);
         if (rc == FP_OK) {
-            fp_maps_free(&maps);
+            fpi_maps_free(&maps);
             return FP_OK;
         }
         if (best == FP_E_PROCESS_GONE || best == FP_E_PERMISSION)
             break;
     }
     size_t nmaps = maps.n;
-    fp_maps_free(&maps);
+    fpi_maps_free(&maps);
     if (best == FP_E_UNSUPPORTED)
         return FP_E_UNSUPPORTED; /* s->err holds the version message */
-    if (best == FP_E_PROCESS_GONE || fp_proc_is_gone(pid))
-        return fp_err(&s->err, FP_E_PROCESS_GONE, "process %d exited", pid);
+    if (best == FP_E_PROCESS_GONE || fpi_proc_is_gone(pid))
+        return fpi_err(&s->err, FP_E_PROCESS_GONE, "process %d: exited", pid);
     if (best == FP_E_PERMISSION)
-        return fp_err(&s->err, FP_E_PERMISSION,
+        return fpi_err(&s->err, FP_E_PERMISSION,
                       "permission denied reading process %d: run as its user or with CAP_SYS_PTRACE", pid);
     if (tried == 0)
-        return fp_err(&s->err, FP_E_NOT_PYTHON,
+        return fpi_err(&s->err, FP_E_NOT_PYTHON,
                       "process %d is not running Python (searched: mappings of files named like python or "
                       "libpython in /proc/%d/maps: none of %zu mappings)", pid, pid, nmaps);
-    return fp_err(&s->err, FP_E_NOT_PYTHON, "process %d is not running Python (searched: %s)", pid, log.msg);
+    return fpi_err(&s->err, FP_E_NOT_PYTHON, "process %d is not running Python (searched: %s)", pid, log.msg);
 }

@@ -14,7 +14,7 @@ static const char *const DEBUG_SYMBOLS[] = {
     "_Py_RefTotal",
 };
 
-static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, fp_elf_info *out)
+static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, fpi_elf_info *out)
 {
     if (sh->sh_entsize == 0)
         return;
@@ -22,8 +22,8 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, fp_elf_inf
     if (!data || !data->d_buf)
         return;
     size_t count = data->d_size / sh->sh_entsize;
-    if (count > FP_ELF_MAX_SYMBOLS)
-        count = FP_ELF_MAX_SYMBOLS;
+    if (count > FPI_ELF_MAX_SYMBOLS)
+        count = FPI_ELF_MAX_SYMBOLS;
     for (size_t i = 0; i < count; i++) {
         GElf_Sym sym;
         if (!gelf_getsym(data, (int)i, &sym))
@@ -47,20 +47,20 @@ static void scan_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, fp_elf_inf
     }
 }
 
-static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
+static int inspect(Elf *elf, fpi_elf_info *out, fpi_errbuf *eb)
 {
     memset(out, 0, sizeof *out);
     if (elf_kind(elf) != ELF_K_ELF)
-        return fp_err(eb, FP_E_FORMAT, "not an ELF file");
+        return fpi_err(eb, FP_E_FORMAT, "ELF header: not an ELF file");
     GElf_Ehdr eh;
     if (!gelf_getehdr(elf, &eh))
-        return fp_err(eb, FP_E_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "bad ELF header: %s", elf_errmsg(-1));
     if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_machine != EM_X86_64)
-        return fp_err(eb, FP_E_UNSUPPORTED, "not an x86-64 ELF64 file");
+        return fpi_err(eb, FP_E_UNSUPPORTED, "ELF header: not an x86-64 ELF64 file");
 
     size_t nph = 0;
     if (elf_getphdrnum(elf, &nph) == 0) {
-        for (size_t i = 0; i < nph && i < FP_ELF_MAX_SECTIONS; i++) {
+        for (size_t i = 0; i < nph && i < FPI_ELF_MAX_SECTIONS; i++) {
             GElf_Phdr ph;
             if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
                 continue;
@@ -79,12 +79,12 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
 
     size_t shstrndx;
     if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-        return fp_err(eb, FP_E_FORMAT, "no section name table: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "no section name table: %s", elf_errmsg(-1));
     Elf_Scn *scn = NULL;
     size_t nsec = 0;
     while ((scn = elf_nextscn(elf, scn)) != NULL) {
-        if (++nsec > FP_ELF_MAX_SECTIONS)
-            return fp_err(eb, FP_E_LIMIT, "more than %u sections", FP_ELF_MAX_SECTIONS);
+        if (++nsec > FPI_ELF_MAX_SECTIONS)
+            return fpi_err(eb, FP_E_LIMIT, "ELF section table: more than %u sections", FPI_ELF_MAX_SECTIONS);
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh))
             continue;
@@ -100,24 +100,24 @@ static int inspect(Elf *elf, fp_elf_info *out, fp_errbuf *eb)
     return FP_OK;
 }
 
-int fp_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb)
+int fpi_elf_inspect_mem(const void *image, size_t len, fpi_elf_info *out, fpi_errbuf *eb)
 {
     elf_version(EV_CURRENT);
     /* libelf wants a mutable pointer but does not write through it with ELF_C_READ_MMAP semantics of elf_memory. */
     Elf *elf = elf_memory((char *)(uintptr_t)image, len);
     if (!elf)
-        return fp_err(eb, FP_E_FORMAT, "cannot parse ELF image: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "cannot parse ELF image: %s", elf_errmsg(-1));
     int rc = inspect(elf, out, eb);
     elf_end(elf);
     return rc;
 }
 
-int fp_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb)
+int fpi_elf_inspect_fd(int fd, fpi_elf_info *out, fpi_errbuf *eb)
 {
     elf_version(EV_CURRENT);
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
     if (!elf)
-        return fp_err(eb, FP_E_FORMAT, "cannot parse ELF file: %s", elf_errmsg(-1));
+        return fpi_err(eb, FP_E_FORMAT, "cannot parse ELF file: %s", elf_errmsg(-1));
     int rc = inspect(elf, out, eb);
     elf_end(elf);
     return rc;

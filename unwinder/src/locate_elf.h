@@ -1,6 +1,6 @@
 /* locate_elf.h — what the locator needs from one ELF file (via libelf). */
-#ifndef FP_LOCATE_ELF_H
-#define FP_LOCATE_ELF_H
+#ifndef FPI_LOCATE_ELF_H
+#define FPI_LOCATE_ELF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -9,10 +9,10 @@
 #include "fp_error.h"
 
 /* Bounds on untrusted ELF input. */
-#define FP_ELF_MAX_SECTIONS 65536u
-#define FP_ELF_MAX_SYMBOLS (16u * 1024u * 1024u)
+#define FPI_ELF_MAX_SECTIONS 65536u
+#define FPI_ELF_MAX_SYMBOLS (16u * 1024u * 1024u)
 
-typedef struct fp_elf_info {
+typedef struct fpi_elf_info {
     bool has_section;          /* .PyRuntime */
     uint64_t section_addr, section_size;
     bool has_runtime_sym;      /* _PyRuntime */
@@ -22,12 +22,12 @@ typedef struct fp_elf_info {
     bool debug_build;          /* a Py_REF_DEBUG-only symbol is exported */
     bool has_load;             /* a PT_LOAD with file offset 0 was found */
     uint64_t load_vaddr;       /* its p_vaddr rounded down to p_align */
-} fp_elf_info;
+} fpi_elf_info;
 
 /* Inspects an ELF image held in memory (the buffer is not modified). */
-int fp_elf_inspect_mem(const void *image, size_t len, fp_elf_info *out, fp_errbuf *eb);
+int fpi_elf_inspect_mem(const void *image, size_t len, fpi_elf_info *out, fpi_errbuf *eb);
 
 /* Inspects the ELF file open on fd. */
-int fp_elf_inspect_fd(int fd, fp_elf_info *out, fp_errbuf *eb);
+int fpi_elf_inspect_fd(int fd, fpi_elf_info *out, fpi_errbuf *eb);
 
 #endif

@@ -1,4 +1,4 @@
-/* maps.c — reading and parsing /proc/PID/maps into fp_maps. */
+/* maps.c — reading and parsing /proc/PID/maps into fpi_maps. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -44,7 +44,7 @@ static void skip_field(const char **p, const char *end)
     while (*p < end && **p == ' ') (*p)++;
 }
 
-static int parse_line(const char *p, const char *end, fp_mapping *m)
+static int parse_line(const char *p, const char *end, fpi_mapping *m)
 {
     memset(m, 0, sizeof *m);
     if (parse_hex(&p, end, &m->start) || p >= end || *p != '-')
@@ -69,7 +69,7 @@ static int parse_line(const char *p, const char *end, fp_mapping *m)
     skip_field(&p, end); /* inode */
     if (p < end && *p != '\0') {
         size_t len = (size_t)(end - p);
-        if (len > FP_MAPS_MAX_PATH)
+        if (len > FPI_MAPS_MAX_PATH)
             return -1;
         size_t sl = sizeof DELETED_SUFFIX - 1;
         if (len > sl && memcmp(end - sl, DELETED_SUFFIX, sl) == 0) {
@@ -83,7 +83,7 @@ static int parse_line(const char *p, const char *end, fp_mapping *m)
     return 0;
 }
 
-int fp_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
+int fpi_maps_parse(const char *text, size_t len, fpi_maps *out, fpi_errbuf *eb)
 {
     size_t cap = 0;
     out->v = NULL;
@@ -95,28 +95,28 @@ int fp_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
         const char *le = nl ? nl : end;
         lineno++;
         if (le > p) {
-            if (out->n >= FP_MAPS_MAX_ENTRIES) {
-                fp_maps_free(out);
-                return fp_err(eb, FP_E_LIMIT, "more than %u mappings", FP_MAPS_MAX_ENTRIES);
+            if (out->n >= FPI_MAPS_MAX_ENTRIES) {
+                fpi_maps_free(out);
+                return fpi_err(eb, FP_E_LIMIT, "memory maps: more than %u mappings", FPI_MAPS_MAX_ENTRIES);
             }
             if (out->n == cap) {
                 size_t ncap = cap ? cap * 2 : 64;
-                fp_mapping *nv = realloc(out->v, ncap * sizeof *nv);
+                fpi_mapping *nv = realloc(out->v, ncap * sizeof *nv);
                 if (!nv) {
-                    fp_maps_free(out);
-                    return FP_E_NOMEM;
+                    fpi_maps_free(out);
+                    return fpi_err(eb, FP_E_NOMEM, "out of memory: %zu mappings", ncap);
                 }
                 out->v = nv;
                 cap = ncap;
             }
             int rc = parse_line(p, le, &out->v[out->n]);
             if (rc == -2) {
-                fp_maps_free(out);
-                return FP_E_NOMEM;
+                fpi_maps_free(out);
+                return fpi_err(eb, FP_E_NOMEM, "out of memory: mapping on maps line %zu", lineno);
             }
             if (rc) {
-                fp_maps_free(out);
-                return fp_err(eb, FP_E_FORMAT, "malformed maps line %zu", lineno);
+                fpi_maps_free(out);
+                return fpi_err(eb, FP_E_FORMAT, "memory maps: line %zu is malformed", lineno);
             }
             out->n++;
         }
@@ -125,17 +125,17 @@ int fp_maps_parse(const char *text, size_t len, fp_maps *out, fp_errbuf *eb)
     return FP_OK;
 }
 
-int fp_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
+int fpi_maps_read_pid(int pid, fpi_maps *out, fpi_errbuf *eb)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/maps", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        int code = fp_errno_code(err);
+        int code = fpi_errno_code(err);
         if (code == FP_E_PROCESS_GONE)
-            return fp_err(eb, code, "process %d does not exist", pid);
-        return fp_err(eb, code, "cannot open %s: %s", path, strerror(err));
+            return fpi_err(eb, code, "process %d: does not exist", pid);
+        return fpi_err(eb, code, "cannot open %s: %s", path, strerror(err));
     }
     char *buf = NULL;
     size_t len = 0, cap = 0;
@@ -144,14 +144,14 @@ int fp_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
             if (cap >= MAPS_MAX_BYTES) {
                 free(buf);
                 close(fd);
-                return fp_err(eb, FP_E_LIMIT, "%s is larger than %u bytes", path, MAPS_MAX_BYTES);
+                return fpi_err(eb, FP_E_LIMIT, "%s: larger than %u bytes", path, MAPS_MAX_BYTES);
             }
             size_t ncap = cap ? cap * 2 : MAPS_READ_CHUNK * 2;
             char *nb = realloc(buf, ncap);
             if (!nb) {
                 free(buf);
                 close(fd);
-                return FP_E_NOMEM;
+                return fpi_err(eb, FP_E_NOMEM, "out of memory: reading %s", path);
             }
             buf = nb;
             cap = ncap;
@@ -163,23 +163,23 @@ int fp_maps_read_pid(int pid, fp_maps *out, fp_errbuf *eb)
             int err = errno;
             free(buf);
             close(fd);
-            return fp_err(eb, fp_errno_code(err), "reading %s: %s", path, strerror(err));
+            return fpi_err(eb, fpi_errno_code(err), "reading %s: %s", path, strerror(err));
         }
         if (n == 0)
             break;
         len += (size_t)n;
     }
     close(fd);
-    int rc = fp_maps_parse(buf, len, out, eb);
+    int rc = fpi_maps_parse(buf, len, out, eb);
     free(buf);
     if (rc == FP_OK && out->n == 0) {
-        fp_maps_free(out);
-        return fp_err(eb, FP_E_PROCESS_GONE, "process %d has no memory mappings (exited or a zombie)", pid);
+        fpi_maps_free(out);
+        return fpi_err(eb, FP_E_PROCESS_GONE, "process %d: no memory mappings (exited or a zombie)", pid);
     }
     return rc;
 }
 
-void fp_maps_free(fp_maps *m)
+void fpi_maps_free(fpi_maps *m)
 {
     for (size_t i = 0; i < m->n; i++)
         free(m->v[i].path);
@@ -188,10 +188,10 @@ void fp_maps_free(fp_maps *m)
     m->n = 0;
 }
 
-bool fp_maps_contains(const fp_maps *m, uint64_t addr, uint64_t len)
+bool fpi_maps_contains(const fpi_maps *m, uint64_t addr, uint64_t len)
 {
     for (size_t i = 0; i < m->n; i++) {
-        const fp_mapping *e = &m->v[i];
+        const fpi_mapping *e = &m->v[i];
         if (e->readable && addr >= e->start && addr < e->end)
             return len <= e->end - addr;
     }

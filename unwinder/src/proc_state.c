@@ -28,7 +28,7 @@ static char read_state_letter(const char *path)
     return close_paren[2];
 }
 
-bool fp_proc_is_gone(int pid)
+bool fpi_proc_is_gone(int pid)
 {
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return true;
@@ -38,7 +38,7 @@ bool fp_proc_is_gone(int pid)
     return st == 0 || st == 'Z' || st == 'X';
 }
 
-char fp_proc_thread_state(int pid, long tid)
+char fpi_proc_thread_state(int pid, long tid)
 {
     char path[96];
     snprintf(path, sizeof path, "/proc/%d/task/%ld/stat", pid, tid);

@@ -1,14 +1,14 @@
 /* proc_state.h — small /proc queries shared by the live-process backends. */
-#ifndef FP_PROC_STATE_H
-#define FP_PROC_STATE_H
+#ifndef FPI_PROC_STATE_H
+#define FPI_PROC_STATE_H
 
 #include <stdbool.h>
 
 /* True if the process no longer exists or is a zombie (its memory is gone). */
-bool fp_proc_is_gone(int pid);
+bool fpi_proc_is_gone(int pid);
 
 /* Scheduler state letter of a thread ('R', 'S', ...) from
  * /proc/PID/task/TID/stat, or 0 if it cannot be read. */
-char fp_proc_thread_state(int pid, long tid);
+char fpi_proc_thread_state(int pid, long tid);
 
 #endif

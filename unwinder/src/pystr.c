@@ -10,13 +10,13 @@
 #define TYPE_NAME_PROBE 9 /* strlen("NoneType") + 1 */
 
 static const struct { const char *name; int kind; } known_types[] = {
-    {"code", FP_TYPE_CODE},
-    {"str", FP_TYPE_STR},
-    {"bytes", FP_TYPE_BYTES},
-    {"NoneType", FP_TYPE_NONE},
+    {"code", FPI_TYPE_CODE},
+    {"str", FPI_TYPE_STR},
+    {"bytes", FPI_TYPE_BYTES},
+    {"NoneType", FPI_TYPE_NONE},
 };
 
-int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind)
+int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)
 {
     for (size_t i = 0; i < s->ntypes; i++) {
         if (s->types[i].addr == type_addr) {
@@ -25,31 +25,31 @@ int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind)
         }
     }
     uint8_t tbuf[8];
-    const fp_layout *l = &s->layout;
-    int rc = fp_read(s, type_addr + (uint64_t)l->tp_name, tbuf, sizeof tbuf);
+    const fpi_layout *l = &s->layout;
+    int rc = fpi_read(s, type_addr + (uint64_t)l->tp_name, tbuf, sizeof tbuf);
     if (rc)
         return rc;
-    uint64_t name_addr = fp_load_u64(tbuf, 0);
-    char name[FP_MAX_TYPE_NAME];
+    uint64_t name_addr = fpi_load_u64(tbuf, 0);
+    char name[FPI_MAX_TYPE_NAME];
     memset(name, 0, sizeof name);
     /* Read the longest known name plus its NUL; tp_name may end right at
      * the end of a mapping, so fall back to one byte at a time. */
     size_t want = TYPE_NAME_PROBE;
-    if (fp_read(s, name_addr, name, want) != FP_OK) {
+    if (fpi_read(s, name_addr, name, want) != FP_OK) {
         for (size_t i = 0; i < want; i++) {
-            if ((rc = fp_read(s, name_addr + i, name + i, 1)))
+            if ((rc = fpi_read(s, name_addr + i, name + i, 1)))
                 return rc;
             if (name[i] == 0)
                 break;
         }
     }
-    int k = FP_TYPE_OTHER;
+    int k = FPI_TYPE_OTHER;
     for (size_t i = 0; i < sizeof known_types / sizeof known_types[0]; i++) {
         size_t n = strlen(known_types[i].name);
         if (memcmp(name, known_types[i].name, n) == 0 && name[n] == 0)
             k = known_types[i].kind;
     }
-    if (s->ntypes < FP_TYPE_CACHE_SLOTS && k != FP_TYPE_OTHER) {
+    if (s->ntypes < FPI_TYPE_CACHE_SLOTS && k != FPI_TYPE_OTHER) {
         s->types[s->ntypes].addr = type_addr;
         s->types[s->ntypes].kind = k;
         s->ntypes++;
@@ -84,42 +84,42 @@ static size_t put_utf8(char *o, uint32_t cp)
     return 4;
 }
 
-int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
+int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
 {
-    const fp_layout *l = &s->layout;
-    uint8_t hdr[FP_STR_HEADER_MAX];
+    const fpi_layout *l = &s->layout;
+    uint8_t hdr[FPI_STR_HEADER_MAX];
     size_t hlen = (size_t)l->uni_compact_size + 8;
     if (hlen > sizeof hdr)
-        return fp_err(&s->err, FP_E_CORRUPT, "str header size %zu is too large", hlen);
-    int rc = fp_read(s, addr, hdr, (size_t)l->uni_ascii_size);
+        return fpi_err(&s->err, FP_E_CORRUPT, "str header: size %zu is too large", hlen);
+    int rc = fpi_read(s, addr, hdr, (size_t)l->uni_ascii_size);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
     int kind_type;
-    rc = fp_type_kind(s, fp_load_u64(hdr, l->ob_type), &kind_type);
+    rc = fpi_type_kind(s, fpi_load_u64(hdr, l->ob_type), &kind_type);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
-    if (kind_type != FP_TYPE_STR)
-        return fp_err(&s->err, FP_E_CORRUPT, "object at 0x%llx is not a str", (unsigned long long)addr);
-    int64_t length = (int64_t)fp_load_u64(hdr, l->uni_length);
-    uint32_t state = fp_load_u32(hdr, l->uni_state);
+        return fpi_err_code(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
+    if (kind_type != FPI_TYPE_STR)
+        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx: not a str", (unsigned long long)addr);
+    int64_t length = (int64_t)fpi_load_u64(hdr, l->uni_length);
+    uint32_t state = fpi_load_u32(hdr, l->uni_state);
     unsigned kind = (state >> l->uni_kind_shift) & 7u;
     bool compact = (state >> l->uni_compact_bit) & 1u;
     bool ascii = (state >> l->uni_ascii_bit) & 1u;
-    if (length < 0 || (uint64_t)length > FP_MAX_STRING_CHARS)
-        return fp_err(&s->err, length < 0 ? FP_E_CORRUPT : FP_E_LIMIT,
-                      "str at 0x%llx has length %lld (limit %u)", (unsigned long long)addr,
-                      (long long)length, FP_MAX_STRING_CHARS);
+    if (length < 0 || (uint64_t)length > FPI_MAX_STRING_CHARS)
+        return fpi_err(&s->err, length < 0 ? FP_E_CORRUPT : FP_E_LIMIT,
+                      "str at 0x%llx: length %lld (limit %u)", (unsigned long long)addr,
+                      (long long)length, FPI_MAX_STRING_CHARS);
     if ((kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
-        return fp_err(&s->err, FP_E_CORRUPT, "str at 0x%llx has an invalid state word 0x%x",
+        return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx: invalid state word 0x%x",
                       (unsigned long long)addr, state);
     uint64_t data;
     if (compact) {
         data = addr + (uint64_t)(ascii ? l->uni_ascii_size : l->uni_compact_size);
     } else {
-        rc = fp_read(s, addr, hdr, hlen);
+        rc = fpi_read(s, addr, hdr, hlen);
         if (rc)
-            return fp_err(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
-        data = fp_load_u64(hdr, l->uni_compact_size);
+            return fpi_err_code(&s->err, rc, "cannot read str object at 0x%llx", (unsigned long long)addr);
+        data = fpi_load_u64(hdr, l->uni_compact_size);
     }
     size_t nbytes = (size_t)length * kind;
     uint8_t *raw = malloc(nbytes ? nbytes : 1);
@@ -127,13 +127,14 @@ int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
     if (!raw || !utf8) {
         free(raw);
         free(utf8);
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: str at 0x%llx (%lld characters)", (unsigned long long)addr,
+                       (long long)length);
     }
-    rc = fp_read(s, data, raw, nbytes);
+    rc = fpi_read(s, data, raw, nbytes);
     if (rc) {
         free(raw);
         free(utf8);
-        return fp_err(&s->err, rc, "cannot read %zu bytes of str data at 0x%llx", nbytes, (unsigned long long)data);
+        return fpi_err_code(&s->err, rc, "cannot read %zu bytes of str data at 0x%llx", nbytes, (unsigned long long)data);
     }
     size_t o = 0;
     for (int64_t i = 0; i < length; i++) {
@@ -153,10 +154,10 @@ int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
         }
         o += put_utf8(utf8 + o, cp);
     }
-    if (o > FP_MAX_STRING_BYTES) {
+    if (o > FPI_MAX_STRING_BYTES) {
         free(raw);
         free(utf8);
-        return fp_err(&s->err, FP_E_LIMIT, "str at 0x%llx exceeds %u bytes", (unsigned long long)addr, FP_MAX_STRING_BYTES);
+        return fpi_err(&s->err, FP_E_LIMIT, "str at 0x%llx: more than %u bytes", (unsigned long long)addr, FPI_MAX_STRING_BYTES);
     }
     utf8[o] = 0;
     free(raw);
@@ -167,35 +168,36 @@ int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len)
 corrupt:
     free(raw);
     free(utf8);
-    return fp_err(&s->err, FP_E_CORRUPT, "str at 0x%llx holds an invalid code point", (unsigned long long)addr);
+    return fpi_err(&s->err, FP_E_CORRUPT, "str at 0x%llx: invalid code point", (unsigned long long)addr);
 }
 
-int fp_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len)
+int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len)
 {
-    const fp_layout *l = &s->layout;
-    uint8_t hdr[FP_STR_HEADER_MAX];
+    const fpi_layout *l = &s->layout;
+    uint8_t hdr[FPI_STR_HEADER_MAX];
     if ((size_t)l->bytes_sval > sizeof hdr)
-        return fp_err(&s->err, FP_E_CORRUPT, "bytes header is too large");
-    int rc = fp_read(s, addr, hdr, (size_t)l->bytes_sval);
+        return fpi_err(&s->err, FP_E_CORRUPT, "bytes header: too large");
+    int rc = fpi_read(s, addr, hdr, (size_t)l->bytes_sval);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read bytes object at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read bytes object at 0x%llx", (unsigned long long)addr);
     int kind_type;
-    rc = fp_type_kind(s, fp_load_u64(hdr, l->ob_type), &kind_type);
+    rc = fpi_type_kind(s, fpi_load_u64(hdr, l->ob_type), &kind_type);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
-    if (kind_type != FP_TYPE_BYTES)
-        return fp_err(&s->err, FP_E_CORRUPT, "object at 0x%llx is not bytes", (unsigned long long)addr);
-    int64_t size = (int64_t)fp_load_u64(hdr, l->ob_size);
+        return fpi_err_code(&s->err, rc, "cannot read the type of the object at 0x%llx", (unsigned long long)addr);
+    if (kind_type != FPI_TYPE_BYTES)
+        return fpi_err(&s->err, FP_E_CORRUPT, "object at 0x%llx: not bytes", (unsigned long long)addr);
+    int64_t size = (int64_t)fpi_load_u64(hdr, l->ob_size);
     if (size < 0 || (uint64_t)size > max)
-        return fp_err(&s->err, size < 0 ? FP_E_CORRUPT : FP_E_LIMIT, "bytes at 0x%llx has size %lld (limit %zu)",
+        return fpi_err(&s->err, size < 0 ? FP_E_CORRUPT : FP_E_LIMIT, "bytes at 0x%llx: size %lld (limit %zu)",
                       (unsigned long long)addr, (long long)size, max);
     uint8_t *buf = malloc(size ? (size_t)size : 1);
     if (!buf)
-        return FP_E_NOMEM;
-    rc = fp_read(s, addr + (uint64_t)l->bytes_sval, buf, (size_t)size);
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: bytes at 0x%llx (%lld bytes)", (unsigned long long)addr,
+                       (long long)size);
+    rc = fpi_read(s, addr + (uint64_t)l->bytes_sval, buf, (size_t)size);
     if (rc) {
         free(buf);
-        return fp_err(&s->err, rc, "cannot read %lld bytes at 0x%llx", (long long)size, (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read %lld bytes at 0x%llx", (long long)size, (unsigned long long)addr);
     }
     *out = buf;
     *out_len = (size_t)size;

@@ -18,6 +18,7 @@
 
 #include "frameproof/image.h"
 #include "fp_facts.h"
+#include "fp_error.h"
 
 /* Fixed header of format version 1 (all integers little-endian); the
  * layout is one of the shared facts (facts/facts.env). */
@@ -84,12 +85,10 @@ struct fp_image {
 __attribute__((format(printf, 4, 5)))
 static int img_err(char *err, size_t errlen, int code, const char *fmt, ...)
 {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    fpi_vmsg(err, errlen, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -128,26 +127,26 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     if (len < IMG_PREAMBLE)
         return img_err(err, errlen, FP_E_FORMAT, "image truncated: %zu bytes, no header", len);
     if (memcmp(b, IMG_MAGIC, IMG_MAGIC_LEN) != 0)
-        return img_err(err, errlen, FP_E_FORMAT, "not a frameproof memory image (bad magic)");
+        return img_err(err, errlen, FP_E_FORMAT, "image: not a frameproof memory image (bad magic)");
     uint32_t format = get_u32(b + IMG_OFF_FORMAT);
     if (format != FP_IMAGE_FORMAT_VERSION)
-        return img_err(err, errlen, FP_E_UNSUPPORTED, "image format version %u is not supported (this reader knows %u)",
+        return img_err(err, errlen, FP_E_UNSUPPORTED, "image format version %u: not supported (this reader knows %u)",
                        format, FP_IMAGE_FORMAT_VERSION);
     uint32_t hsize = get_u32(b + IMG_OFF_HEADER_SIZE);
     if (hsize < IMG_V1_HEADER_SIZE || hsize > IMG_MAX_HEADER_SIZE)
-        return img_err(err, errlen, FP_E_FORMAT, "image header size %u is outside %u..%u", hsize, IMG_V1_HEADER_SIZE,
+        return img_err(err, errlen, FP_E_FORMAT, "image header: size %u is outside %u..%u", hsize, IMG_V1_HEADER_SIZE,
                        IMG_MAX_HEADER_SIZE);
     if (len < hsize)
-        return img_err(err, errlen, FP_E_FORMAT, "image truncated inside its %u-byte header (%zu bytes)", hsize, len);
+        return img_err(err, errlen, FP_E_FORMAT, "image: truncated inside its %u-byte header (%zu bytes)", hsize, len);
     uint32_t flags = get_u32(b + IMG_OFF_FLAGS);
     if (flags & ~IMG_KNOWN_FLAGS)
-        return img_err(err, errlen, FP_E_FORMAT, "image header has unknown flags 0x%x", flags);
+        return img_err(err, errlen, FP_E_FORMAT, "image header: unknown flags 0x%x", flags);
     uint32_t pid = get_u32(b + IMG_OFF_PID);
     if (pid > INT32_MAX)
-        return img_err(err, errlen, FP_E_FORMAT, "image pid %u is out of range", pid);
+        return img_err(err, errlen, FP_E_FORMAT, "image header: pid %u is out of range", pid);
     const uint8_t *ver = b + IMG_OFF_PYVERSION;
     if (!memchr(ver, 0, FP_IMAGE_VERSION_LEN))
-        return img_err(err, errlen, FP_E_FORMAT, "image version string is not terminated");
+        return img_err(err, errlen, FP_E_FORMAT, "image header: version string is not terminated");
     fp_image_meta *m = &img->meta;
     m->pid = (int32_t)pid;
     m->hexversion = get_u32(b + IMG_OFF_HEXVERSION);
@@ -159,13 +158,13 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     uint32_t nthreads = get_u32(b + IMG_OFF_THREAD_COUNT);
     uint64_t nregions = get_u64(b + IMG_OFF_REGION_COUNT);
     if (nthreads > FP_IMAGE_MAX_THREADS)
-        return img_err(err, errlen, FP_E_LIMIT, "image lists %u threads (limit %u)", nthreads, FP_IMAGE_MAX_THREADS);
+        return img_err(err, errlen, FP_E_LIMIT, "image: %u threads (limit %u)", nthreads, FP_IMAGE_MAX_THREADS);
     if (nregions > FP_IMAGE_MAX_REGIONS)
-        return img_err(err, errlen, FP_E_LIMIT, "image lists %llu regions (limit %u)", (unsigned long long)nregions,
+        return img_err(err, errlen, FP_E_LIMIT, "image: %llu regions (limit %u)", (unsigned long long)nregions,
                        FP_IMAGE_MAX_REGIONS);
     size_t pos = hsize;
     if ((len - pos) / IMG_THREAD_ENTRY < nthreads)
-        return img_err(err, errlen, FP_E_FORMAT, "image truncated inside its thread table");
+        return img_err(err, errlen, FP_E_FORMAT, "image: truncated inside its thread table");
     /* Every region takes a header and at least one byte: a count the file
      * cannot hold is rejected before anything is allocated for it. */
     if ((len - pos - (size_t)nthreads * IMG_THREAD_ENTRY) / (IMG_REGION_HEADER + 1) < nregions)
@@ -174,15 +173,15 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     img->threads = calloc(nthreads ? nthreads : 1, sizeof *img->threads);
     img->regions = calloc(nregions ? (size_t)nregions : 1, sizeof *img->regions);
     if (!img->threads || !img->regions)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: tables of %u threads and %llu regions", nthreads, (unsigned long long)nregions);
     for (uint32_t i = 0; i < nthreads; i++, pos += IMG_THREAD_ENTRY) {
         const uint8_t *t = b + pos;
         uint8_t state = t[IMG_THREAD_OFF_STATE];
         if (!valid_state(state))
-            return img_err(err, errlen, FP_E_FORMAT, "thread %u has an invalid state byte 0x%02x", i, state);
+            return img_err(err, errlen, FP_E_FORMAT, "image thread %u: invalid state byte 0x%02x", i, state);
         for (unsigned k = IMG_THREAD_OFF_STATE + 1; k < IMG_THREAD_ENTRY; k++)
             if (t[k])
-                return img_err(err, errlen, FP_E_FORMAT, "thread %u has nonzero reserved bytes", i);
+                return img_err(err, errlen, FP_E_FORMAT, "image thread %u: nonzero reserved bytes", i);
         img->threads[i].native_id = get_u64(t);
         img->threads[i].state = (char)state;
     }
@@ -191,25 +190,25 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     uint64_t total = 0, prev_end = 0;
     for (uint64_t i = 0; i < nregions; i++) {
         if (len - pos < IMG_REGION_HEADER)
-            return img_err(err, errlen, FP_E_FORMAT, "image truncated at the header of region %llu",
+            return img_err(err, errlen, FP_E_FORMAT, "image: truncated at the header of region %llu",
                            (unsigned long long)i);
         uint64_t addr = get_u64(b + pos), rlen = get_u64(b + pos + 8);
         pos += IMG_REGION_HEADER;
         if (rlen == 0)
-            return img_err(err, errlen, FP_E_FORMAT, "region %llu at 0x%llx is empty", (unsigned long long)i,
+            return img_err(err, errlen, FP_E_FORMAT, "image region %llu at 0x%llx: empty", (unsigned long long)i,
                            (unsigned long long)addr);
         if (rlen > UINT64_MAX - addr)
-            return img_err(err, errlen, FP_E_FORMAT, "region %llu at 0x%llx wraps around the address space",
+            return img_err(err, errlen, FP_E_FORMAT, "image region %llu at 0x%llx: wraps around the address space",
                            (unsigned long long)i, (unsigned long long)addr);
         if (i > 0 && addr < prev_end)
             return img_err(err, errlen, FP_E_FORMAT,
-                           "region %llu at 0x%llx overlaps or precedes the previous region (ending at 0x%llx)",
+                           "image region %llu at 0x%llx: overlaps or precedes the previous region (ending at 0x%llx)",
                            (unsigned long long)i, (unsigned long long)addr, (unsigned long long)prev_end);
         if (rlen > FP_IMAGE_MAX_BYTES - total)
-            return img_err(err, errlen, FP_E_LIMIT, "image holds more than %llu bytes of memory",
+            return img_err(err, errlen, FP_E_LIMIT, "image: more than %llu bytes of memory",
                            (unsigned long long)FP_IMAGE_MAX_BYTES);
         if (rlen > len - pos)
-            return img_err(err, errlen, FP_E_FORMAT, "region %llu at 0x%llx (%llu bytes) runs past the end of the image",
+            return img_err(err, errlen, FP_E_FORMAT, "image region %llu at 0x%llx (%llu bytes): runs past the end of the image",
                            (unsigned long long)i, (unsigned long long)addr, (unsigned long long)rlen);
         img->regions[i] = (img_region){addr, rlen, b + pos};
         pos += (size_t)rlen;
@@ -219,7 +218,7 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     img->nregions = (size_t)nregions;
     img->region_bytes = total;
     if (pos != len)
-        return img_err(err, errlen, FP_E_FORMAT, "image has %zu trailing bytes after its last region", len - pos);
+        return img_err(err, errlen, FP_E_FORMAT, "image: %zu trailing bytes after its last region", len - pos);
     return FP_OK;
 }
 
@@ -229,7 +228,7 @@ static int image_from_buffer(uint8_t *buf, size_t len, fp_image **out, char *err
     fp_image *img = calloc(1, sizeof *img);
     if (!img) {
         free(buf);
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: an image handle");
     }
     img->buf = buf;
     img->len = len;
@@ -245,13 +244,13 @@ static int image_from_buffer(uint8_t *buf, size_t len, fp_image **out, char *err
 int fp_image_open_mem(const void *buf, size_t len, fp_image **out, char *err, size_t errlen)
 {
     if (!out || (!buf && len))
-        return img_err(err, errlen, FP_E_INVALID_ARG, "missing image buffer or output");
+        return img_err(err, errlen, FP_E_INVALID_ARG, "image: missing buffer or output");
     *out = NULL;
     if ((uint64_t)len > IMG_MAX_FILE_SIZE)
-        return img_err(err, errlen, FP_E_LIMIT, "image of %zu bytes is too large", len);
+        return img_err(err, errlen, FP_E_LIMIT, "image of %zu bytes: too large", len);
     uint8_t *copy = malloc(len ? len : 1);
     if (!copy)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: a copy of the %zu-byte image", len);
     if (len)
         memcpy(copy, buf, len);
     return image_from_buffer(copy, len, out, err, errlen);
@@ -260,7 +259,7 @@ int fp_image_open_mem(const void *buf, size_t len, fp_image **out, char *err, si
 int fp_image_open(const char *path, fp_image **out, char *err, size_t errlen)
 {
     if (!path || !out)
-        return img_err(err, errlen, FP_E_INVALID_ARG, "missing image path or output");
+        return img_err(err, errlen, FP_E_INVALID_ARG, "image: missing path or output");
     *out = NULL;
     uint8_t *buf = NULL;
     int rc = FP_OK;
@@ -273,18 +272,18 @@ int fp_image_open(const char *path, fp_image **out, char *err, size_t errlen)
         goto out;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = img_err(err, errlen, FP_E_IO, "%s is not a regular file", path);
+        rc = img_err(err, errlen, FP_E_IO, "%s: not a regular file", path);
         goto out;
     }
     if (st.st_size < 0 || (uint64_t)st.st_size > IMG_MAX_FILE_SIZE || (uint64_t)st.st_size > SIZE_MAX) {
-        rc = img_err(err, errlen, FP_E_LIMIT, "%s is too large for an image (%lld bytes)", path,
+        rc = img_err(err, errlen, FP_E_LIMIT, "%s: too large for an image (%lld bytes)", path,
                      (long long)st.st_size);
         goto out;
     }
     size_t len = (size_t)st.st_size;
     buf = malloc(len ? len : 1);
     if (!buf) {
-        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory reading %s", path);
+        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory: reading %s", path);
         goto out;
     }
     size_t done = 0;
@@ -297,7 +296,7 @@ int fp_image_open(const char *path, fp_image **out, char *err, size_t errlen)
             goto out;
         }
         if (n == 0) {
-            rc = img_err(err, errlen, FP_E_IO, "%s shrank while being read", path);
+            rc = img_err(err, errlen, FP_E_IO, "%s: shrank while being read", path);
             goto out;
         }
         done += (size_t)n;
@@ -544,7 +543,7 @@ static int cmp_build_region(const void *a, const void *b)
 int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
     if (!b || !out || !outlen)
-        return img_err(err, errlen, FP_E_INVALID_ARG, "missing builder or output");
+        return img_err(err, errlen, FP_E_INVALID_ARG, "image builder: missing builder or output");
     if (b->nregions)
         qsort(b->regions, b->nregions, sizeof *b->regions, cmp_build_region);
     /* Count the merged regions and check for overlaps. */
@@ -553,7 +552,7 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
         if (i > 0) {
             uint64_t prev_end = b->regions[i - 1].addr + b->regions[i - 1].len;
             if (b->regions[i].addr < prev_end)
-                return img_err(err, errlen, FP_E_INVALID_ARG, "regions at 0x%llx and 0x%llx overlap",
+                return img_err(err, errlen, FP_E_INVALID_ARG, "image builder: regions at 0x%llx and 0x%llx overlap",
                                (unsigned long long)b->regions[i - 1].addr, (unsigned long long)b->regions[i].addr);
             if (b->regions[i].addr == prev_end)
                 continue;
@@ -561,14 +560,14 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
         merged++;
     }
     if (merged > FP_IMAGE_MAX_REGIONS)
-        return img_err(err, errlen, FP_E_LIMIT, "too many regions (%zu)", merged);
+        return img_err(err, errlen, FP_E_LIMIT, "image builder: too many regions (%zu)", merged);
     uint64_t total = (uint64_t)IMG_V1_HEADER_SIZE + (uint64_t)b->nthreads * IMG_THREAD_ENTRY +
                      (uint64_t)merged * IMG_REGION_HEADER + b->bytes;
     if (total > SIZE_MAX)
-        return img_err(err, errlen, FP_E_LIMIT, "image too large");
+        return img_err(err, errlen, FP_E_LIMIT, "image builder: image too large");
     uint8_t *buf = calloc(1, (size_t)total);
     if (!buf)
-        return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        return img_err(err, errlen, FP_E_NOMEM, "out of memory: serialising %llu bytes", (unsigned long long)total);
     memcpy(buf, IMG_MAGIC, IMG_MAGIC_LEN);
     put_u32(buf + IMG_OFF_FORMAT, FP_IMAGE_FORMAT_VERSION);
     put_u32(buf + IMG_OFF_HEADER_SIZE, IMG_V1_HEADER_SIZE);
@@ -609,7 +608,7 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
 int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, size_t errlen)
 {
     if (!b || !path)
-        return img_err(err, errlen, FP_E_INVALID_ARG, "missing builder or path");
+        return img_err(err, errlen, FP_E_INVALID_ARG, "image builder: missing builder or path");
     uint8_t *buf = NULL;
     size_t len = 0;
     char *tmp = NULL;
@@ -620,7 +619,7 @@ int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, siz
     size_t plen = strlen(path) + sizeof ".tmp";
     tmp = malloc(plen);
     if (!tmp) {
-        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory");
+        rc = img_err(err, errlen, FP_E_NOMEM, "out of memory: the temporary name for %s", path);
         goto out;
     }
     snprintf(tmp, plen, "%s.tmp", path);
@@ -834,13 +833,13 @@ static int capture_granules(fp_recorder *r, fp_image_builder *b, uint64_t start,
 int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t errlen)
 {
     if (!r || !b)
-        return img_err(err, errlen, FP_E_INVALID_ARG, "missing recorder or builder");
+        return img_err(err, errlen, FP_E_INVALID_ARG, "recorder: missing recorder or builder");
     rec_compact(r);
     uint64_t total = 0;
     for (size_t i = 0; i < r->n; i++) {
         uint64_t len = r->v[i].end - r->v[i].start;
         if (len > FP_IMAGE_MAX_BYTES - total)
-            return img_err(err, errlen, FP_E_LIMIT, "recorded more than %llu bytes",
+            return img_err(err, errlen, FP_E_LIMIT, "recorder: more than %llu bytes recorded",
                            (unsigned long long)FP_IMAGE_MAX_BYTES);
         total += len;
     }
@@ -848,7 +847,7 @@ int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t e
         uint64_t start = r->v[i].start, len = r->v[i].end - start;
         uint8_t *buf = malloc((size_t)len);
         if (!buf)
-            return img_err(err, errlen, FP_E_NOMEM, "out of memory");
+            return img_err(err, errlen, FP_E_NOMEM, "out of memory: capturing %llu bytes at 0x%llx", (unsigned long long)len, (unsigned long long)start);
         int rc;
         if (fp_reader_read(&r->inner, start, buf, (size_t)len) == FP_OK)
             rc = fp_image_builder_add_region(b, start, buf, (size_t)len);

@@ -28,12 +28,12 @@ static int mem_read(void *ctx, uint64_t addr, void *buf, size_t len)
             if (errno == EINTR)
                 continue;
             int err = errno;
-            if (fp_proc_is_gone(c->pid))
+            if (fpi_proc_is_gone(c->pid))
                 return FP_E_PROCESS_GONE;
             return err == EPERM || err == EACCES ? FP_E_PERMISSION : FP_E_READ;
         }
         if (n == 0)
-            return fp_proc_is_gone(c->pid) ? FP_E_PROCESS_GONE : FP_E_READ;
+            return fpi_proc_is_gone(c->pid) ? FP_E_PROCESS_GONE : FP_E_READ;
         done += (size_t)n;
     }
     return FP_OK;
@@ -56,24 +56,19 @@ static const fp_reader_ops mem_ops = {
 
 int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
-    if (pid <= 0) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "invalid pid %d", pid);
-        return FP_E_INVALID_ARG;
-    }
+    if (pid <= 0)
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "pid %d: invalid", pid);
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/mem", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        if (errbuf)
-            snprintf(errbuf, errlen, "cannot open %s: %s", path, strerror(err));
-        return fp_errno_code(err);
+        return fpi_msg(errbuf, errlen, fpi_errno_code(err), "cannot open %s: %s", path, strerror(err));
     }
     mem_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         close(fd);
-        return FP_E_NOMEM;
+        return fpi_msg(errbuf, errlen, FP_E_NOMEM, "out of memory: a reader for %s", path);
     }
     c->pid = pid;
     c->fd = fd;

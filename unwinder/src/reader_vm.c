@@ -18,7 +18,7 @@ typedef struct vm_ctx {
 
 static int vm_fail(vm_ctx *c, int err)
 {
-    if (err == ESRCH || fp_proc_is_gone(c->pid))
+    if (err == ESRCH || fpi_proc_is_gone(c->pid))
         return FP_E_PROCESS_GONE;
     if (err == ENOSYS)
         return FP_E_UNSUPPORTED;
@@ -85,14 +85,11 @@ static const fp_reader_ops vm_ops = {
 
 int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen)
 {
-    if (pid <= 0) {
-        if (errbuf)
-            snprintf(errbuf, errlen, "invalid pid %d", pid);
-        return FP_E_INVALID_ARG;
-    }
+    if (pid <= 0)
+        return fpi_msg(errbuf, errlen, FP_E_INVALID_ARG, "pid %d: invalid", pid);
     vm_ctx *c = calloc(1, sizeof *c);
     if (!c)
-        return FP_E_NOMEM;
+        return fpi_msg(errbuf, errlen, FP_E_NOMEM, "out of memory: a reader for process %d", pid);
     c->pid = pid;
     out->ops = &vm_ops;
     out->ctx = c;

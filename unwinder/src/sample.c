@@ -26,15 +26,15 @@ void fp_sample_free(fp_sample *sm)
     free(sm);
 }
 
-int fp_sample_reset(fp_sample *sm)
+int fpi_sample_reset(fp_sample *sm)
 {
     sm->ninterps = sm->nthreads = sm->nframes = 0;
     return FP_OK;
 }
 
-fp_interp *fp_sample_push_interp(fp_sample *sm)
+fp_interp *fpi_sample_push_interp(fp_sample *sm)
 {
-    fp_interp *na = fp_grow(sm->interps, &sm->interps_cap, sm->ninterps + 1, sizeof *na, SAMPLE_INITIAL);
+    fp_interp *na = fpi_grow(sm->interps, &sm->interps_cap, sm->ninterps + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->interps = na;
@@ -43,9 +43,9 @@ fp_interp *fp_sample_push_interp(fp_sample *sm)
     return e;
 }
 
-fp_thread *fp_sample_push_thread(fp_sample *sm)
+fp_thread *fpi_sample_push_thread(fp_sample *sm)
 {
-    fp_thread *na = fp_grow(sm->threads, &sm->threads_cap, sm->nthreads + 1, sizeof *na, SAMPLE_INITIAL);
+    fp_thread *na = fpi_grow(sm->threads, &sm->threads_cap, sm->nthreads + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->threads = na;
@@ -54,9 +54,9 @@ fp_thread *fp_sample_push_thread(fp_sample *sm)
     return e;
 }
 
-fp_frame *fp_sample_push_frame(fp_sample *sm)
+fp_frame *fpi_sample_push_frame(fp_sample *sm)
 {
-    fp_frame *na = fp_grow(sm->frames, &sm->frames_cap, sm->nframes + 1, sizeof *na, SAMPLE_INITIAL);
+    fp_frame *na = fpi_grow(sm->frames, &sm->frames_cap, sm->nframes + 1, sizeof *na, SAMPLE_INITIAL);
     if (!na)
         return NULL;
     sm->frames = na;

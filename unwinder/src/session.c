@@ -38,7 +38,7 @@ int fp_session_new(const fp_options *opts, fp_session **out)
         s->opts.max_threads = FP_DEFAULT_MAX_THREADS;
     if (!s->opts.max_interpreters)
         s->opts.max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
-    fp_code_cache_init(&s->cc);
+    fpi_code_cache_init(&s->cc);
     *out = s;
     return FP_OK;
 }
@@ -56,8 +56,8 @@ void fp_session_detach(fp_session *s)
     s->ntypes = 0;
     s->have_generation = false;
     s->nlast_ts = s->ncur_ts = 0;
-    fp_code_cache_free(&s->cc);
-    fp_code_cache_init(&s->cc);
+    fpi_code_cache_free(&s->cc);
+    fpi_code_cache_init(&s->cc);
 }
 
 void fp_session_free(fp_session *s)
@@ -103,7 +103,7 @@ int fp_session_python(const fp_session *s, fp_python_info *out)
 
 static void finish_attach(fp_session *s)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
                         l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
                         l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,
@@ -118,14 +118,14 @@ static void finish_attach(fp_session *s)
 
 static int open_live_reader(fp_session *s, int pid)
 {
-    char msg[FP_ERRMSG_MAX] = "";
+    char msg[FPI_ERRMSG_MAX] = "";
     int rc;
     if (s->opts.reader == FP_READER_MEM)
         rc = fp_reader_open_mem(pid, &s->own_reader, msg, sizeof msg);
     else
         rc = fp_reader_open_vm(pid, &s->own_reader, msg, sizeof msg);
     if (rc)
-        return fp_err(&s->err, rc, "%s", msg);
+        return fpi_err(&s->err, rc, "%s", msg);
     s->rd = &s->own_reader;
     return FP_OK;
 }
@@ -133,15 +133,15 @@ static int open_live_reader(fp_session *s, int pid)
 int fp_session_attach_pid(fp_session *s, int pid)
 {
     if (!s || pid <= 0)
-        return s ? fp_err(&s->err, FP_E_INVALID_ARG, "invalid pid %d", pid) : FP_E_INVALID_ARG;
+        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "pid %d: invalid", pid) : FP_E_INVALID_ARG;
     if (s->attached)
-        return fp_err(&s->err, FP_E_STATE, "session is already attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: already attached");
     s->err.msg[0] = 0;
     int rc = open_live_reader(s, pid);
     if (rc)
         return rc;
     s->pid = pid;
-    rc = fp_locate_pid(s, pid);
+    rc = fpi_locate_pid(s, pid);
     if (rc) {
         fp_reader_close(&s->own_reader);
         s->rd = NULL;
@@ -155,16 +155,16 @@ int fp_session_attach_pid(fp_session *s, int pid)
 int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc)
 {
     if (!s || !reader || !reader->ops || !desc)
-        return s ? fp_err(&s->err, FP_E_INVALID_ARG, "missing reader or target description") : FP_E_INVALID_ARG;
+        return s ? fpi_err(&s->err, FP_E_INVALID_ARG, "session: missing reader or target description") : FP_E_INVALID_ARG;
     if (s->attached)
-        return fp_err(&s->err, FP_E_STATE, "session is already attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: already attached");
     s->err.msg[0] = 0;
     s->rd = reader;
     s->pid = desc->pid;
     s->thread_state = desc->thread_state;
     s->thread_state_ctx = desc->thread_state_ctx;
-    fp_errbuf why = {{0}};
-    int rc = fp_layout_resolve(s, desc->runtime_addr, desc->hexversion, desc->free_threaded, desc->debug, &why);
+    fpi_errbuf why = {{0}};
+    int rc = fpi_layout_resolve(s, desc->runtime_addr, desc->hexversion, desc->free_threaded, desc->debug, &why);
     if (rc) {
         s->rd = NULL;
         s->pid = 0;
@@ -180,12 +180,12 @@ int fp_session_sample(fp_session *s, fp_sample *sm)
     if (!s || !sm)
         return FP_E_INVALID_ARG;
     if (!s->attached)
-        return fp_err(&s->err, FP_E_STATE, "session is not attached");
+        return fpi_err(&s->err, FP_E_STATE, "session: not attached");
     s->err.msg[0] = 0;
-    int rc = fp_walk_all(s, sm);
-    if (rc == FP_E_READ && s->pid > 0 && fp_proc_is_gone(s->pid))
+    int rc = fpi_walk_all(s, sm);
+    if (rc == FP_E_READ && s->pid > 0 && fpi_proc_is_gone(s->pid))
         rc = FP_E_PROCESS_GONE;
     if (rc == FP_E_PROCESS_GONE)
-        fp_err(&s->err, rc, "process %d exited", s->pid);
+        fpi_err(&s->err, rc, "process %d: exited", s->pid);
     return rc;
 }

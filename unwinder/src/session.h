@@ -1,7 +1,7 @@
 /* session.h — internal state of an fp_session and an fp_sample, shared by
  * the walker, the code cache and the attach logic. */
-#ifndef FP_SESSION_H
-#define FP_SESSION_H
+#ifndef FPI_SESSION_H
+#define FPI_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,26 +13,26 @@
 #include "linetable.h"
 
 /* Limits on data read from the target. */
-#define FP_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
-#define FP_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
-#define FP_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
-#define FP_MAX_CHUNKS 4096u                         /* chunks per thread */
-#define FP_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
-#define FP_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
-#define FP_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
-#define FP_TYPE_CACHE_SLOTS 16
-#define FP_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
-#define FP_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
-#define FP_CODE_FINGERPRINT_WORDS 8
+#define FPI_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
+#define FPI_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
+#define FPI_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
+#define FPI_MAX_CHUNKS 4096u                         /* chunks per thread */
+#define FPI_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
+#define FPI_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
+#define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
+#define FPI_TYPE_CACHE_SLOTS 16
+#define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
+#define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
+#define FPI_CODE_FINGERPRINT_WORDS 8
 
-enum fp_type_kind { FP_TYPE_OTHER = 0, FP_TYPE_CODE, FP_TYPE_STR, FP_TYPE_BYTES, FP_TYPE_NONE };
+enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE };
 
-typedef struct fp_type_slot {
+typedef struct fpi_type_slot {
     uint64_t addr;
     int kind;
-} fp_type_slot;
+} fpi_type_slot;
 
-typedef struct fp_code_entry {
+typedef struct fpi_code_entry {
     uint64_t addr;
     uint64_t epoch;           /* cache epoch it belongs to */
     uint64_t checked_sample;  /* sample number when last validated */
@@ -43,75 +43,75 @@ typedef struct fp_code_entry {
     int32_t firsttraceable;
     int64_t code_units;       /* Py_SIZE(code) */
     uint32_t flags;
-    uint64_t fingerprint[FP_CODE_FINGERPRINT_WORDS]; /* fields compared when the address is seen again */
+    uint64_t fingerprint[FPI_CODE_FINGERPRINT_WORDS]; /* fields compared when the address is seen again */
     /* one-entry lookup memo */
     int32_t memo_unit;
-    fp_position memo_pos;
-    struct fp_code_entry *retired_next;
-} fp_code_entry;
+    fpi_position memo_pos;
+    struct fpi_code_entry *retired_next;
+} fpi_code_entry;
 
-typedef struct fp_code_cache {
-    fp_code_entry **slots;    /* open addressing by addr */
+typedef struct fpi_code_cache {
+    fpi_code_entry **slots;    /* open addressing by addr */
     size_t cap, count;
     uint64_t epoch;
-    fp_code_entry *retired;   /* replaced during a sample, freed at the next */
-} fp_code_cache;
+    fpi_code_entry *retired;   /* replaced during a sample, freed at the next */
+} fpi_code_cache;
 
 /* A copied data-stack chunk. */
-typedef struct fp_chunk_copy {
+typedef struct fpi_chunk_copy {
     uint64_t remote;          /* address of the chunk header */
     uint64_t size;            /* bytes copied (header included) */
     size_t local;             /* offset in the session's stack buffer */
-} fp_chunk_copy;
+} fpi_chunk_copy;
 
 /* A frame found on the chain, before its code object is resolved. */
-typedef struct fp_pending_frame {
+typedef struct fpi_pending_frame {
     uint64_t addr, code, instr;
     int32_t tlbc_index;
     bool generator;
-} fp_pending_frame;
+} fpi_pending_frame;
 
 /* Thread states and live data-stack parts read ahead in one batch per
  * interpreter, from the thread list the previous sample saw. */
-typedef struct fp_thread_prefetch {
+typedef struct fpi_thread_prefetch {
     uint64_t ts;              /* thread state address */
     size_t tsbuf;             /* offset of its copy in ts_bufs */
     uint64_t chunk, top;      /* the live chunk part copied, if any */
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
-} fp_thread_prefetch;
+} fpi_thread_prefetch;
 
 struct fp_session {
     fp_options opts;
-    fp_errbuf err;
+    fpi_errbuf err;
     bool attached;
     int pid;
     fp_reader own_reader;     /* live backends owned by the session */
     const fp_reader *rd;      /* the reader in use */
     char (*thread_state)(void *ctx, uint64_t native_id); /* non-live sources */
     void *thread_state_ctx;
-    fp_layout layout;
+    fpi_layout layout;
     fp_python_info info;
-    fp_type_slot types[FP_TYPE_CACHE_SLOTS];
+    fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];
     size_t ntypes;
-    fp_code_cache cc;
+    fpi_code_cache cc;
     uint64_t sample_no;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
-    uint8_t frame_buf[FP_MAX_STRUCT_READ];
+    uint8_t frame_buf[FPI_MAX_STRUCT_READ];
     /* per-thread scratch, reused */
     uint8_t *stack_buf;
     size_t stack_cap;
-    fp_chunk_copy *chunks;
+    fpi_chunk_copy *chunks;
     size_t nchunks, chunks_cap;
-    fp_pending_frame *pending;   /* the current thread's chain */
+    fpi_pending_frame *pending;   /* the current thread's chain */
     size_t npending, pending_cap;
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;
-    fp_code_entry **prefetch_entries;
+    fpi_code_entry **prefetch_entries;
     size_t prefetch_n_cap;
-    fp_thread_prefetch *pf;   /* this interpreter's prefetched threads */
+    fpi_thread_prefetch *pf;   /* this interpreter's prefetched threads */
     size_t npf, pf_cap;
     uint8_t *ts_bufs, *chunk_bufs;
     size_t ts_bufs_cap, chunk_bufs_cap;
@@ -135,38 +135,38 @@ struct fp_sample {
 };
 
 /* sample.c */
-int fp_sample_reset(fp_sample *sm);
-fp_interp *fp_sample_push_interp(fp_sample *sm);
-fp_thread *fp_sample_push_thread(fp_sample *sm);
-fp_frame *fp_sample_push_frame(fp_sample *sm);
+int fpi_sample_reset(fp_sample *sm);
+fp_interp *fpi_sample_push_interp(fp_sample *sm);
+fp_thread *fpi_sample_push_thread(fp_sample *sm);
+fp_frame *fpi_sample_push_frame(fp_sample *sm);
 
 /* memory helpers (walk.c) */
-int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len);
-uint64_t fp_load_u64(const uint8_t *base, int32_t off);
-uint32_t fp_load_u32(const uint8_t *base, int32_t off);
-uint8_t fp_load_u8(const uint8_t *base, int32_t off);
+int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len);
+uint64_t fpi_load_u64(const uint8_t *base, int32_t off);
+uint32_t fpi_load_u32(const uint8_t *base, int32_t off);
+uint8_t fpi_load_u8(const uint8_t *base, int32_t off);
 
 /* pystr.c: reads a str object and returns a malloc'd UTF-8 copy. */
-int fp_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
+int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
 /* reads a bytes object into a malloc'd buffer (max bytes). */
-int fp_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len);
+int fpi_read_bytes(fp_session *s, uint64_t addr, size_t max, uint8_t **out, size_t *out_len);
 /* classifies a type object by its tp_name (cached per type address). */
-int fp_type_kind(fp_session *s, uint64_t type_addr, int *kind);
+int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind);
 
 /* code_cache.c */
-void fp_code_cache_init(fp_code_cache *cc);
-void fp_code_cache_free(fp_code_cache *cc);
-void fp_code_cache_begin_sample(fp_code_cache *cc);
-void fp_code_cache_invalidate(fp_code_cache *cc);
+void fpi_code_cache_init(fpi_code_cache *cc);
+void fpi_code_cache_free(fpi_code_cache *cc);
+void fpi_code_cache_begin_sample(fpi_code_cache *cc);
+void fpi_code_cache_invalidate(fpi_code_cache *cc);
 /* Looks up or reads the code object at addr. */
-int fp_code_get(fp_session *s, uint64_t addr, fp_code_entry **out);
-int fp_code_position(fp_code_entry *e, int32_t unit, fp_position *pos);
+int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out);
+int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos);
 /* Re-validates, in one batched read, every cached code object of the chain
  * that needs it this sample (versions without code_object_generation).
- * Best effort: entries it cannot confirm are left to fp_code_get. */
-void fp_code_prevalidate(fp_session *s, const fp_pending_frame *frames, size_t n);
+ * Best effort: entries it cannot confirm are left to fpi_code_get. */
+void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n);
 
 /* walk.c */
-int fp_walk_all(fp_session *s, fp_sample *sm);
+int fpi_walk_all(fp_session *s, fp_sample *sm);
 
 #endif

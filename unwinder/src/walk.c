@@ -21,28 +21,28 @@
 #define CHUNK_LIST_INITIAL 16u
 #define PENDING_INITIAL 256u
 
-int fp_read(fp_session *s, uint64_t addr, void *buf, size_t len)
+int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len)
 {
     if (addr == 0)
         return FP_E_READ;
     return fp_reader_read(s->rd, addr, buf, len);
 }
 
-uint64_t fp_load_u64(const uint8_t *base, int32_t off)
+uint64_t fpi_load_u64(const uint8_t *base, int32_t off)
 {
     uint64_t v;
     memcpy(&v, base + off, sizeof v);
     return v;
 }
 
-uint32_t fp_load_u32(const uint8_t *base, int32_t off)
+uint32_t fpi_load_u32(const uint8_t *base, int32_t off)
 {
     uint32_t v;
     memcpy(&v, base + off, sizeof v);
     return v;
 }
 
-uint8_t fp_load_u8(const uint8_t *base, int32_t off)
+uint8_t fpi_load_u8(const uint8_t *base, int32_t off)
 {
     return base[off];
 }
@@ -54,62 +54,77 @@ static bool fatal(int rc)
     return rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM;
 }
 
+/* Does [chunk, top) hold a chunk header and something more, without
+ * wrapping around the address space or exceeding a chunk's size bound? */
+static bool live_span(uint64_t chunk, uint64_t top)
+{
+    return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
+}
+
 /* Copies the thread's data-stack chunks into s->stack_buf.  `pre` (may be
  * NULL) is the live part of the newest chunk already read for this sample. */
-static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fp_thread_prefetch *pre)
+static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_thread_prefetch *pre)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     s->nchunks = 0;
     size_t used = 0;
-    for (unsigned n = 0; chunk && n < FP_MAX_CHUNKS; n++) {
+    if (chunk && top && top < chunk)
+        return fpi_err(&s->err, FP_E_CORRUPT, "data-stack top 0x%llx: below its chunk at 0x%llx",
+                       (unsigned long long)top, (unsigned long long)chunk);
+    for (unsigned n = 0; chunk && n < FPI_MAX_CHUNKS; n++) {
         /* The newest chunk is live only up to datastack_top: copy that part,
          * header included, in one read; older chunks are copied whole. */
-        bool live_part = n == 0 && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES;
+        bool live_part = n == 0 && live_span(chunk, top);
         uint8_t hdr[CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
         if (!live_part) {
-            int rc = fp_read(s, chunk, hdr, sizeof hdr);
+            int rc = fpi_read(s, chunk, hdr, sizeof hdr);
             if (rc)
-                return fp_err(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
-            size = fp_load_u64(hdr, l->chunk_size);
-            if (size < CHUNK_HEADER || size > FP_MAX_CHUNK_BYTES)
-                return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu",
+                return fpi_err_code(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
+            size = fpi_load_u64(hdr, l->chunk_size);
+            if (size < CHUNK_HEADER || size > FPI_MAX_CHUNK_BYTES)
+                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
             want = size;
+            if (want > UINT64_MAX - chunk)
+                return fpi_err(&s->err, FP_E_CORRUPT,
+                               "data-stack chunk at 0x%llx: its %llu bytes wrap around the address space",
+                               (unsigned long long)chunk, (unsigned long long)want);
         } else {
             want = top - chunk;
         }
-        if (used + want > FP_MAX_STACK_COPY)
-            return fp_err(&s->err, FP_E_LIMIT, "data stack larger than %u bytes", FP_MAX_STACK_COPY);
-        uint8_t *nb = fp_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
-        fp_chunk_copy *nc = fp_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
+        if (used + want > FPI_MAX_STACK_COPY)
+            return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FPI_MAX_STACK_COPY);
+        uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
+        fpi_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
         if (nb)
             s->stack_buf = nb;
         if (nc)
             s->chunks = nc;
         if (!nb || !nc)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: copying %zu bytes of data-stack chunks",
+                           used + (size_t)want);
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
             memcpy(s->stack_buf + used, s->chunk_bufs + pre->chunkbuf, (size_t)want);
         else
-            rc = fp_read(s, chunk, s->stack_buf + used, (size_t)want);
+            rc = fpi_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
-            return fp_err(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
+            return fpi_err_code(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
                           (unsigned long long)chunk, (unsigned long long)want);
         if (live_part) {
-            size = fp_load_u64(s->stack_buf + used, l->chunk_size);
-            if (size < want || size > FP_MAX_CHUNK_BYTES)
-                return fp_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx has size %llu below its top",
+            size = fpi_load_u64(s->stack_buf + used, l->chunk_size);
+            if (size < want || size > FPI_MAX_CHUNK_BYTES)
+                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu below its top",
                               (unsigned long long)chunk, (unsigned long long)size);
         }
-        prev = fp_load_u64(s->stack_buf + used, l->chunk_previous);
-        s->chunks[s->nchunks++] = (fp_chunk_copy){chunk, want, used};
+        prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
+        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, used};
         used += (size_t)want;
         chunk = prev;
     }
     if (chunk)
-        return fp_err(&s->err, FP_E_LIMIT, "more than %u data-stack chunks", FP_MAX_CHUNKS);
+        return fpi_err(&s->err, FP_E_LIMIT, "data stack: more than %u chunks", FPI_MAX_CHUNKS);
     return FP_OK;
 }
 
@@ -119,16 +134,16 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
 {
     size_t fsize = (size_t)s->layout.fr_size;
     for (size_t i = 0; i < s->nchunks; i++) {
-        const fp_chunk_copy *c = &s->chunks[i];
+        const fpi_chunk_copy *c = &s->chunks[i];
         if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
             c->remote + c->size - addr >= fsize) {
             *out = s->stack_buf + c->local + (addr - c->remote);
             return FP_OK;
         }
     }
-    int rc = fp_read(s, addr, s->frame_buf, fsize);
+    int rc = fpi_read(s, addr, s->frame_buf, fsize);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
     *out = s->frame_buf;
     return FP_OK;
 }
@@ -137,27 +152,27 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
  * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
 static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     *out = code + (uint64_t)l->co_code_adaptive;
-    if (idx == 0 || l->co_tlbc == FP_OFF_NONE)
+    if (idx == 0 || l->co_tlbc == FPI_OFF_NONE)
         return FP_OK;
-    if (idx < 0 || idx >= FP_MAX_TLBC_ENTRIES)
-        return fp_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d is out of range", idx);
+    if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
     uint64_t arr;
-    int rc = fp_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
+    int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
+        return fpi_err_code(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
     int64_t size;
-    if ((rc = fp_read(s, arr, &size, sizeof size)))
-        return fp_err(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
-    if (size < 0 || size > FP_MAX_TLBC_ENTRIES || idx >= size)
-        return fp_err(&s->err, FP_E_CORRUPT, "tlbc_index %d is outside the TLBC array of size %lld",
+    if ((rc = fpi_read(s, arr, &size, sizeof size)))
+        return fpi_err_code(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
+    if (size < 0 || size > FPI_MAX_TLBC_ENTRIES || idx >= size)
+        return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
                       idx, (long long)size);
     uint64_t entry;
-    if ((rc = fp_read(s, arr + PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
-        return fp_err(&s->err, rc, "cannot read TLBC entry %d", idx);
+    if ((rc = fpi_read(s, arr + PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
+        return fpi_err_code(&s->err, rc, "cannot read TLBC entry %d", idx);
     if (entry == 0)
-        return fp_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx is empty", idx,
+        return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,
                       (unsigned long long)code);
     *out = entry;
     return FP_OK;
@@ -172,11 +187,11 @@ static bool has_cycle(const uint64_t *addrs, size_t n)
     return false;
 }
 
-static int push_pending(fp_session *s, const fp_pending_frame *pf)
+static int push_pending(fp_session *s, const fpi_pending_frame *pf)
 {
-    fp_pending_frame *np = fp_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
+    fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
     if (!np)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
     s->pending = np;
     s->pending[s->npending++] = *pf;
     return FP_OK;
@@ -186,7 +201,7 @@ static int push_pending(fp_session *s, const fp_pending_frame *pf)
  * Python frame (entry and shim frames are skipped). */
 static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
     s->npending = 0;
@@ -195,15 +210,15 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
             s->frame_addrs[n - 1] = addr;
             if (has_cycle(s->frame_addrs, n))
-                return fp_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu has a cycle at 0x%llx",
+                return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
                               (unsigned long long)th->native_id, (unsigned long long)addr);
-            return fp_err(&s->err, FP_E_LIMIT, "thread %llu is deeper than %u frames",
+            return fpi_err(&s->err, FP_E_LIMIT, "thread %llu: deeper than %u frames",
                           (unsigned long long)th->native_id, s->opts.max_depth);
         }
         if (depth < s->frame_addrs_cap)
             s->frame_addrs[depth] = addr;
         if (addr & (PTR_SIZE - 1))
-            return fp_err(&s->err, FP_E_CORRUPT, "unaligned frame pointer 0x%llx", (unsigned long long)addr);
+            return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: unaligned", (unsigned long long)addr);
         if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
             last = addr;
             break;
@@ -212,8 +227,8 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         int rc = frame_bytes(s, addr, &fr);
         if (rc)
             return rc;
-        int owner = fp_load_u8(fr, l->fr_owner);
-        uint64_t previous = fp_load_u64(fr, l->fr_previous);
+        int owner = fpi_load_u8(fr, l->fr_owner);
+        uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
@@ -221,20 +236,20 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             continue;
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
-            return fp_err(&s->err, FP_E_CORRUPT, "frame 0x%llx has owner %d", (unsigned long long)addr, owner);
-        fp_pending_frame pf = {
+            return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx: unknown owner %d", (unsigned long long)addr, owner);
+        fpi_pending_frame pf = {
             .addr = addr,
-            .code = fp_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
-            .instr = fp_load_u64(fr, l->fr_instr_ptr),
-            .tlbc_index = l->fr_tlbc_index != FP_OFF_NONE ? (int32_t)fp_load_u32(fr, l->fr_tlbc_index) : 0,
+            .code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
+            .instr = fpi_load_u64(fr, l->fr_instr_ptr),
+            .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
             .generator = owner == l->owner_generator,
         };
         if ((rc = push_pending(s, &pf)))
             return rc;
         addr = previous;
     }
-    if (l->ts_base_frame != FP_OFF_NONE && top && last != base_frame)
-        return fp_err(&s->err, FP_E_INCOMPLETE,
+    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame)
+        return fpi_err(&s->err, FP_E_INCOMPLETE,
                       "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
                       (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
     return FP_OK;
@@ -243,14 +258,14 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
 /* Phase 2: resolve each recorded frame's code object and position. */
 static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
 {
-    const fp_layout *l = &s->layout;
-    fp_code_prevalidate(s, s->pending, s->npending);
+    const fpi_layout *l = &s->layout;
+    fpi_code_prevalidate(s, s->pending, s->npending);
     for (size_t i = 0; i < s->npending; i++) {
-        const fp_pending_frame *pf = &s->pending[i];
-        fp_code_entry *ce;
-        int rc = fp_code_get(s, pf->code, &ce);
+        const fpi_pending_frame *pf = &s->pending[i];
+        fpi_code_entry *ce;
+        int rc = fpi_code_get(s, pf->code, &ce);
         if (rc) {
-            fp_err_append(&s->err, " in frame 0x%llx", (unsigned long long)pf->addr);
+            fpi_err_prefix(&s->err, "frame 0x%llx", (unsigned long long)pf->addr);
             return rc;
         }
         uint64_t start;
@@ -258,7 +273,7 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
             return rc;
         int64_t delta = (int64_t)(pf->instr - start);
         if (delta % CODEUNIT_SIZE != 0 || delta < -CODEUNIT_SIZE || delta / CODEUNIT_SIZE >= ce->code_units)
-            return fp_err(&s->err, FP_E_CORRUPT,
+            return fpi_err(&s->err, FP_E_CORRUPT,
                           "frame 0x%llx: instruction pointer 0x%llx is outside the bytecode of %s (0x%llx, %lld units)",
                           (unsigned long long)pf->addr, (unsigned long long)pf->instr, ce->qualname,
                           (unsigned long long)start, (long long)ce->code_units);
@@ -268,12 +283,12 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
          * Python-visible stack. */
         if (!pf->generator && unit < ce->firsttraceable)
             continue;
-        fp_frame *f = fp_sample_push_frame(sm);
+        fp_frame *f = fpi_sample_push_frame(sm);
         if (!f)
-            return FP_E_NOMEM;
-        fp_position pos;
-        if ((rc = fp_code_position(ce, unit, &pos)))
-            return fp_err(&s->err, rc, "corrupt line table in %s (%s)", ce->qualname, ce->filename);
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
+        fpi_position pos;
+        if ((rc = fpi_code_position(ce, unit, &pos)))
+            return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         f->function = ce->qualname;
         f->name = ce->name;
         f->file = ce->filename;
@@ -301,24 +316,24 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
  * value is neither NULL nor None. */
 static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, uint64_t item, int *out)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     for (uint32_t n = 0; item && n < s->opts.max_depth; n++) {
         uint64_t pair[2];
         int rc = FP_OK;
         if (item == ts + (uint64_t)l->ts_exc_state) /* the thread state's own item: already copied */
             memcpy(pair, tsbuf + l->ts_exc_state + l->err_exc_value, sizeof pair);
         else
-            rc = fp_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
+            rc = fpi_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
         if (rc)
             return rc;
         if (pair[0]) {
             uint64_t type;
-            if ((rc = fp_read(s, pair[0] + (uint64_t)l->ob_type, &type, sizeof type)))
+            if ((rc = fpi_read(s, pair[0] + (uint64_t)l->ob_type, &type, sizeof type)))
                 return rc;
             int kind;
-            if ((rc = fp_type_kind(s, type, &kind)))
+            if ((rc = fpi_type_kind(s, type, &kind)))
                 return rc;
-            if (kind != FP_TYPE_NONE) {
+            if (kind != FPI_TYPE_NONE) {
                 *out = FP_YES;
                 return FP_OK;
             }
@@ -338,23 +353,23 @@ typedef struct interp_info {
 } interp_info;
 
 static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
-                            const fp_thread_prefetch *pre, uint64_t *next)
+                            const fpi_thread_prefetch *pre, uint64_t *next)
 {
-    const fp_layout *l = &s->layout;
-    uint8_t buf[FP_MAX_STRUCT_READ];
+    const fpi_layout *l = &s->layout;
+    uint8_t buf[FPI_MAX_STRUCT_READ];
     int rc = FP_OK;
     if (pre)
         memcpy(buf, s->ts_bufs + pre->tsbuf, s->ts_read_len);
     else
-        rc = fp_read(s, ts, buf, s->ts_read_len);
+        rc = fpi_read(s, ts, buf, s->ts_read_len);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
-    *next = fp_load_u64(buf, l->ts_next);
-    fp_thread *th = fp_sample_push_thread(sm);
+        return fpi_err_code(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
+    *next = fpi_load_u64(buf, l->ts_next);
+    fp_thread *th = fpi_sample_push_thread(sm);
     if (!th)
-        return FP_E_NOMEM;
-    th->native_id = fp_load_u64(buf, l->ts_native_thread_id);
-    th->thread_id = fp_load_u64(buf, l->ts_thread_id);
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding thread %zu to the sample", sm->nthreads + 1);
+    th->native_id = fpi_load_u64(buf, l->ts_native_thread_id);
+    th->thread_id = fpi_load_u64(buf, l->ts_thread_id);
     th->interp_id = ii->id;
     th->first_frame = sm->nframes;
     /* threads.main is cleared when finalisation starts (atexit handlers
@@ -364,44 +379,44 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
                (ii->main_thread_id && th->thread_id == ii->main_thread_id);
     th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
     if (!l->free_threaded) {
-        if (l->ts_holds_gil != FP_OFF_NONE)
-            th->holds_gil = fp_load_u32(buf, l->ts_holds_gil) ? FP_YES : FP_NO;
+        if (l->ts_holds_gil != FPI_OFF_NONE)
+            th->holds_gil = fpi_load_u32(buf, l->ts_holds_gil) ? FP_YES : FP_NO;
         else if (ii->gil_known)
             th->holds_gil = ii->gil_holder == ts ? FP_YES : FP_NO;
-        if (l->ts_gil_requested != FP_OFF_NONE)
-            th->gil_requested = fp_load_u32(buf, l->ts_gil_requested) && th->holds_gil != FP_YES ? FP_YES : FP_NO;
+        if (l->ts_gil_requested != FPI_OFF_NONE)
+            th->gil_requested = fpi_load_u32(buf, l->ts_gil_requested) && th->holds_gil != FP_YES ? FP_YES : FP_NO;
     }
     if (s->opts.thread_cpu_state) {
         char st = 0;
         if (s->thread_state)
             st = s->thread_state(s->thread_state_ctx, th->native_id);
         else if (s->pid > 0)
-            st = fp_proc_thread_state(s->pid, (long)th->native_id);
+            st = fpi_proc_thread_state(s->pid, (long)th->native_id);
         if (st)
             th->on_cpu = st == 'R' ? FP_YES : FP_NO;
     }
     int exc = FP_NO;
-    if (fp_load_u64(buf, l->ts_current_exception) != 0)
+    if (fpi_load_u64(buf, l->ts_current_exception) != 0)
         exc = FP_YES;
-    else if ((rc = thread_exception(s, ts, buf, fp_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
+    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
         return rc;
     th->exception = rc ? FP_UNKNOWN : exc;
 
     uint64_t top;
-    if (l->ts_current_frame != FP_OFF_NONE) {
-        top = fp_load_u64(buf, l->ts_current_frame);
+    if (l->ts_current_frame != FPI_OFF_NONE) {
+        top = fpi_load_u64(buf, l->ts_current_frame);
     } else {
-        uint64_t cframe = fp_load_u64(buf, l->ts_cframe);
+        uint64_t cframe = fpi_load_u64(buf, l->ts_cframe);
         top = 0;
-        if (cframe && (rc = fp_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
+        if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
             th->error = rc;
-            return fp_err(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+            return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
         }
     }
-    uint64_t base = l->ts_base_frame != FP_OFF_NONE ? fp_load_u64(buf, l->ts_base_frame) : 0;
+    uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
     if (top && top == base)
         return FP_OK; /* a thread state with no Python frames */
-    rc = copy_chunks(s, fp_load_u64(buf, l->ts_datastack_chunk), fp_load_u64(buf, l->ts_datastack_top), pre);
+    rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc)
         rc = walk_frames(s, sm, th, top, base);
     if (rc) {
@@ -417,11 +432,11 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state. */
 static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
-                       const fp_thread_prefetch *pre, uint64_t *next)
+                       const fpi_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
-    for (unsigned attempt = 0; attempt < FP_THREAD_WALK_ATTEMPTS; attempt++) {
+    for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */
@@ -434,7 +449,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
 
 static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, interp_info *ii)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     memset(ii, 0, sizeof *ii);
     ii->addr = addr;
     uint64_t id = 0, gilp = 0, gen = 0;
@@ -443,38 +458,38 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &ii->next, 8};
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &ii->threads_head, 8};
     iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &id, 8};
-    if (l->interp_threads_main != FP_OFF_NONE)
+    if (l->interp_threads_main != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &ii->threads_main, 8};
-    if (l->interp_ceval_gil != FP_OFF_NONE)
+    if (l->interp_ceval_gil != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &gilp, 8};
-    if (l->interp_code_generation != FP_OFF_NONE)
+    if (l->interp_code_generation != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
     int rc = fp_reader_readv(s->rd, iov, n);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
+        return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
     ii->id = (int64_t)id;
-    if (l->interp_code_generation != FP_OFF_NONE) {
+    if (l->interp_code_generation != FPI_OFF_NONE) {
         /* Any code object freed since the last look may have had its
          * address reused: forget every cached code object. */
         if (!s->have_generation || gen != s->code_generation)
-            fp_code_cache_invalidate(&s->cc);
+            fpi_code_cache_invalidate(&s->cc);
         s->code_generation = gen;
         s->have_generation = true;
     }
     uint64_t locked_addr = 0, holder_addr = 0;
-    if (l->rt_gil_locked != FP_OFF_NONE && runtime) {
+    if (l->rt_gil_locked != FPI_OFF_NONE && runtime) {
         locked_addr = runtime + (uint64_t)l->rt_gil_locked;
         holder_addr = runtime + (uint64_t)l->rt_gil_last_holder;
-    } else if (gilp && l->gil_locked != FP_OFF_NONE) {
+    } else if (gilp && l->gil_locked != FPI_OFF_NONE) {
         locked_addr = gilp + (uint64_t)l->gil_locked;
         holder_addr = gilp + (uint64_t)l->gil_last_holder;
     }
-    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FP_OFF_NONE) {
+    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FPI_OFF_NONE) {
         int32_t locked = 0;
         uint64_t holder = 0;
         fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
         if ((rc = fp_reader_readv(s->rd, g, 2)))
-            return fp_err(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
+            return fpi_err_code(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
         ii->gil_known = true;
         ii->gil_holder = locked ? holder : 0;
     }
@@ -490,7 +505,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
  * less (or nothing) prefetched. */
 static void prefetch_threads(fp_session *s, const interp_info *ii)
 {
-    const fp_layout *l = &s->layout;
+    const fpi_layout *l = &s->layout;
     s->npf = 0;
     size_t n = 0;
     for (size_t i = 0; i + 1 < s->nlast_ts; i += 2)
@@ -498,16 +513,16 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
             n++;
     if (n < 2 || n > s->opts.max_threads)
         return; /* nothing to gain, or nothing known */
-    fp_thread_prefetch *pf = fp_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
+    fpi_thread_prefetch *pf = fpi_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
     if (!pf)
         return;
     s->pf = pf;
     size_t tslen = s->ts_read_len;
-    uint8_t *tb = fp_grow(s->ts_bufs, &s->ts_bufs_cap, n * tslen, 1, n * tslen);
+    uint8_t *tb = fpi_grow(s->ts_bufs, &s->ts_bufs_cap, n * tslen, 1, n * tslen);
     if (!tb)
         return;
     s->ts_bufs = tb;
-    fp_iov *iov = fp_grow(s->pf_iov, &s->pf_iov_cap, n, sizeof *iov, n);
+    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, n, sizeof *iov, n);
     if (!iov)
         return;
     s->pf_iov = iov;
@@ -515,32 +530,31 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
     for (size_t i = 0; i + 1 < s->nlast_ts && k < n; i += 2) {
         if (s->last_ts[i] != ii->addr)
             continue;
-        pf[k] = (fp_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
+        pf[k] = (fpi_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
         iov[k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
         k++;
     }
     if (pf[0].ts != ii->threads_head || fp_reader_readv(s->rd, iov, n) != FP_OK)
         return;
     size_t valid = 1;
-    while (valid < n && fp_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
+    while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
         valid++;
     /* The live part of each thread's newest chunk, in one more read. */
     size_t total = 0, m = 0;
     for (size_t i = 0; i < valid; i++) {
-        uint64_t chunk = fp_load_u64(tb + i * tslen, l->ts_datastack_chunk);
-        uint64_t top = fp_load_u64(tb + i * tslen, l->ts_datastack_top);
+        uint64_t chunk = fpi_load_u64(tb + i * tslen, l->ts_datastack_chunk);
+        uint64_t top = fpi_load_u64(tb + i * tslen, l->ts_datastack_top);
         pf[i].chunk = chunk;
         pf[i].top = top;
         pf[i].chunklen = 0;
-        if (chunk && top > chunk + CHUNK_HEADER && top - chunk <= FP_MAX_CHUNK_BYTES &&
-            total + (top - chunk) <= FP_MAX_STACK_COPY) {
+        if (live_span(chunk, top) && total + (top - chunk) <= FPI_MAX_STACK_COPY) {
             pf[i].chunkbuf = total;
             pf[i].chunklen = (size_t)(top - chunk);
             total += pf[i].chunklen;
         }
     }
     s->npf = valid;
-    uint8_t *cb = fp_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, STACK_COPY_INITIAL);
+    uint8_t *cb = fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, STACK_COPY_INITIAL);
     if (!cb) {
         for (size_t i = 0; i < valid; i++)
             pf[i].chunklen = 0;
@@ -558,19 +572,19 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
 /* Remembers which thread states the interpreter had, for the next sample. */
 static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
 {
-    uint64_t *nl = fp_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
+    uint64_t *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
     if (!nl)
-        return FP_E_NOMEM;
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", s->ncur_ts / 2 + 1);
     s->cur_ts = nl;
     s->cur_ts[s->ncur_ts++] = interp;
     s->cur_ts[s->ncur_ts++] = ts;
     return FP_OK;
 }
 
-int fp_walk_all(fp_session *s, fp_sample *sm)
+int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
-    const fp_layout *l = &s->layout;
-    fp_sample_reset(sm);
+    const fpi_layout *l = &s->layout;
+    fpi_sample_reset(sm);
     s->sample_no++;
     /* This sample's thread list becomes the guess for the next one. */
     uint64_t *tl = s->last_ts;
@@ -581,11 +595,11 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
     s->cur_ts = tl;
     s->cur_ts_cap = tcap;
     s->ncur_ts = 0;
-    fp_code_cache_begin_sample(&s->cc);
+    fpi_code_cache_begin_sample(&s->cc);
     if (s->frame_addrs_cap < s->opts.max_depth) {
         uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
         if (!na)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a walk history of %u frames", s->opts.max_depth);
         s->frame_addrs = na;
         s->frame_addrs_cap = s->opts.max_depth;
     }
@@ -595,23 +609,23 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
     int32_t lo = l->rt_interpreters_head;
     int32_t mt = l->rt_main_thread;
     size_t span = mt > lo && mt - lo + 8 <= RUNTIME_SPAN_MAX ? (size_t)(mt - lo) + 8 : 8;
-    int rc = fp_read(s, runtime + (uint64_t)lo, rt, span);
+    int rc = fpi_read(s, runtime + (uint64_t)lo, rt, span);
     if (rc)
-        return fp_err(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
-    uint64_t interp = fp_load_u64(rt, 0);
-    uint64_t main_tid = span > 8 ? fp_load_u64(rt, mt - lo) : 0;
+        return fpi_err_code(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
+    uint64_t interp = fpi_load_u64(rt, 0);
+    uint64_t main_tid = span > 8 ? fpi_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
-    fp_errbuf first_err = {{0}};
+    fpi_errbuf first_err = {{0}};
     uint32_t ninterp = 0;
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
-            return fp_err(&s->err, FP_E_LIMIT, "more than %u interpreters (or a cycle)", s->opts.max_interpreters);
+            return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
         interp_info ii;
         if ((rc = read_interp(s, interp, runtime, main_tid, &ii)))
             return rc;
-        fp_interp *fi = fp_sample_push_interp(sm);
+        fp_interp *fi = fpi_sample_push_interp(sm);
         if (!fi)
-            return FP_E_NOMEM;
+            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding interpreter %zu to the sample", sm->ninterps + 1);
         fi->id = ii.id;
         fi->first_thread = sm->nthreads;
         size_t interp_index = sm->ninterps - 1;
@@ -620,12 +634,12 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
         uint32_t nthreads = 0;
         while (ts) {
             if (++nthreads > s->opts.max_threads)
-                return fp_err(&s->err, FP_E_LIMIT, "more than %u threads in interpreter %lld (or a cycle)",
+                return fpi_err(&s->err, FP_E_LIMIT, "thread list: more than %u threads in interpreter %lld (or a cycle)",
                               s->opts.max_threads, (long long)ii.id);
             uint64_t next = 0;
             size_t before = sm->nthreads;
             size_t k = nthreads - 1;
-            const fp_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
+            const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = remember_thread(s, interp, ts)))
                 return rc;
             rc = walk_thread(s, sm, &ii, ts, pre, &next);
@@ -635,8 +649,8 @@ int fp_walk_all(fp_session *s, fp_sample *sm)
                 if (fatal(rc))
                     return rc;
                 if (sm->nthreads == before) { /* the thread list itself is broken */
-                    fp_errbuf why = s->err;
-                    return fp_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
+                    fpi_errbuf why = s->err;
+                    return fpi_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
                 }
                 if (result == FP_OK) {
                     result = rc == FP_E_LIMIT ? FP_E_LIMIT : FP_E_INCOMPLETE;

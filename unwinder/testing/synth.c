@@ -30,7 +30,7 @@ typedef struct region {
 } region;
 
 struct synth_image {
-    fp_layout l;
+    fpi_layout l;
     /* PyASCIIObject.state bits, from the builder's own knowledge of the
      * layout id (not from the walker's layout) so a wrong walker table
      * shows up as a mismatch */
@@ -153,7 +153,7 @@ static long utf8_decode(const char *s, uint32_t *out, size_t max)
 
 static uint64_t str_object(synth_image *im, const char *utf8, bool noncompact)
 {
-    const fp_layout *l = &im->l;
+    const fpi_layout *l = &im->l;
     size_t cap = strlen(utf8) + 1;
     uint32_t *cps = malloc(cap * sizeof *cps);
     if (!cps)
@@ -237,7 +237,7 @@ static uint64_t linetable_object(synth_image *im, const synth_code *c, int *unit
         n += put_varint(buf + n, (uint32_t)(e->column + 1));
         n += put_varint(buf + n, (uint32_t)(e->end_column + 1));
     }
-    const fp_layout *l = &im->l;
+    const fpi_layout *l = &im->l;
     uint64_t obj = alloc(im, (size_t)l->bytes_sval + n + 1);
     if (!obj)
         return 0;
@@ -256,7 +256,7 @@ typedef struct built_code {
 
 static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, built_code *out)
 {
-    const fp_layout *l = &im->l;
+    const fpi_layout *l = &im->l;
     int units = 0;
     uint64_t lt = linetable_object(im, c, &units);
     uint64_t qn = str_object(im, c->qualname, c->noncompact_names);
@@ -279,7 +279,7 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     out->addr = co;
     memset(out->tlbc_copies, 0, sizeof out->tlbc_copies);
     out->tlbc_copies[0] = co + (uint64_t)l->co_code_adaptive;
-    if (want_tlbc && l->co_tlbc != FP_OFF_NONE) {
+    if (want_tlbc && l->co_tlbc != FPI_OFF_NONE) {
         uint64_t arr = alloc(im, 8 + 8 * SYNTH_MAX_TLBC);
         if (!arr)
             return -1;
@@ -312,14 +312,14 @@ static int setup_layout(synth_image *im, const char *id, const uint8_t *table, s
     im->compact_bit = ft314 ? 11 : 5;
     im->ascii_bit = ft314 ? 12 : 6;
     if (strcmp(id, "3.11") == 0 || strcmp(id, "3.12") == 0) {
-        im->l = *(strcmp(id, "3.11") == 0 ? fp_layout_builtin_311() : fp_layout_builtin_312());
+        im->l = *(strcmp(id, "3.11") == 0 ? fpi_layout_builtin_311() : fpi_layout_builtin_312());
         im->hexversion = strcmp(id, "3.11") == 0 ? 0x030b07f0u : 0x030c01f0u;
         return FP_OK;
     }
     if (!table)
         return fail(im, "3.13+ layouts need their debug-offsets table");
-    fp_errbuf eb = {{0}};
-    int rc = fp_debug_offsets_parse(table, table_len, &im->l, &eb);
+    fpi_errbuf eb = {{0}};
+    int rc = fpi_debug_offsets_parse(table, table_len, &im->l, &eb);
     if (rc)
         return fail(im, eb.msg);
     im->hexversion = im->l.hexversion;
@@ -342,7 +342,7 @@ static uint64_t frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_
 static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, const synth_thread *t, size_t ti,
                         built_code *codes, size_t ncodes, uint64_t *ts_out)
 {
-    const fp_layout *l = &im->l;
+    const fpi_layout *l = &im->l;
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return fail(im, "too many frames");
     uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
@@ -369,7 +369,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     im->frame_addrs[ti] = addrs;
     uint64_t below = 0; /* the caller of the frame being placed */
     uint64_t base = 0;
-    if (l->ts_base_frame != FP_OFF_NONE) {
+    if (l->ts_base_frame != FPI_OFF_NONE) {
         base = alloc(im, (size_t)l->fr_size);
         if (!base)
             return fail(im, "out of memory");
@@ -412,7 +412,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put64(im, fa + (uint64_t)l->fr_previous, below);
         put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[tlbc] + (uint64_t)f->unit * 2);
         put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
-        if (l->fr_tlbc_index != FP_OFF_NONE)
+        if (l->fr_tlbc_index != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
         below = fa;
     }
@@ -420,7 +420,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     if (base && t->nframes == 0)
         top = base;
     put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
-    if (l->ts_current_frame != FP_OFF_NONE) {
+    if (l->ts_current_frame != FPI_OFF_NONE) {
         put64(im, ts + (uint64_t)l->ts_current_frame, top);
     } else {
         uint64_t cf = alloc(im, CFRAME_BYTES);
@@ -446,7 +446,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     int rc = setup_layout(im, layout_id, table, table_len);
     if (rc)
         goto out;
-    const fp_layout *l = &im->l;
+    const fpi_layout *l = &im->l;
     im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
     im->ts_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->ts_addrs);
     im->nthreads = d->nthreads;
@@ -455,7 +455,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         goto out;
     }
     /* The runtime: the debug table first (3.13+), then the interpreter list. */
-    size_t rt_len = (size_t)l->rt_interpreters_head + 64 + FP_DEBUG_OFFSETS_READ;
+    size_t rt_len = (size_t)l->rt_interpreters_head + 64 + FPI_DEBUG_OFFSETS_READ;
     im->runtime = alloc(im, rt_len);
     im->type_code = type_object(im, "code");
     im->type_str = type_object(im, "str");
@@ -476,10 +476,10 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         goto out;
     }
     if (table)
-        memcpy(synth_bytes(im, im->runtime, FP_DEBUG_OFFSETS_READ), table,
-               table_len < FP_DEBUG_OFFSETS_READ ? table_len : FP_DEBUG_OFFSETS_READ);
+        memcpy(synth_bytes(im, im->runtime, FPI_DEBUG_OFFSETS_READ), table,
+               table_len < FPI_DEBUG_OFFSETS_READ ? table_len : FPI_DEBUG_OFFSETS_READ);
     put64(im, im->runtime + (uint64_t)l->rt_interpreters_head, interp);
-    if (l->interp_ceval_gil != FP_OFF_NONE)
+    if (l->interp_ceval_gil != FPI_OFF_NONE)
         put64(im, interp + (uint64_t)l->interp_ceval_gil, gil);
 
     /* Code objects, once each. */
@@ -518,9 +518,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         else
             first = ts;
         if (d->threads[t].main) {
-            if (l->interp_threads_main != FP_OFF_NONE)
+            if (l->interp_threads_main != FPI_OFF_NONE)
                 put64(im, interp + (uint64_t)l->interp_threads_main, ts);
-            if (l->rt_main_thread != FP_OFF_NONE)
+            if (l->rt_main_thread != FPI_OFF_NONE)
                 put64(im, im->runtime + (uint64_t)l->rt_main_thread, d->threads[t].thread_id);
         }
         prev = ts;
@@ -579,7 +579,7 @@ void synth_target(const synth_image *im, fp_target_desc *out)
     out->free_threaded = im->l.free_threaded;
 }
 
-const fp_layout *synth_layout(const synth_image *im)
+const fpi_layout *synth_layout(const synth_image *im)
 {
     return &im->l;
 }

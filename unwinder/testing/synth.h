@@ -62,7 +62,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
 void synth_free(synth_image *img);
 void synth_reader(synth_image *img, fp_reader *out);
 void synth_target(const synth_image *img, fp_target_desc *out);
-const fp_layout *synth_layout(const synth_image *img);
+const fpi_layout *synth_layout(const synth_image *img);
 
 /* Address of the frame built for thread t, frame f (for corruption tests),
  * and raw access to the image's bytes at an address (NULL if unmapped). */

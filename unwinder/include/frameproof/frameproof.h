@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frameproof/export.h"
 #include "frameproof/reader.h"
 #include "frameproof/version.h"
 
@@ -44,7 +45,7 @@ enum fp_error {
 };
 
 /* Returns a short, static description of an FP_E_* code. */
-const char *fp_strerror(int code);
+FP_API const char *fp_strerror(int code);
 
 /* Reader backends for live processes. */
 enum fp_reader_kind {
@@ -65,9 +66,15 @@ typedef struct fp_options {
     uint32_t max_interpreters;
     bool cache_code;         /* cache decoded code objects between samples (default true) */
     bool thread_cpu_state;   /* read /proc/PID/task/TID/stat for on_cpu (default true, live only) */
+    /* Unwind a CPython newer than the newest supported version (default
+     * false: refused with FP_E_UNSUPPORTED).  Its own _Py_DebugOffsets are
+     * read in the newest version's shape and validated as always; fields
+     * the table lacks come from the newest version's built-in knowledge.
+     * fp_python_info.untested says when this happened. */
+    bool allow_untested;
 } fp_options;
 
-void fp_options_init(fp_options *opts);
+FP_API void fp_options_init(fp_options *opts);
 
 /* Facts about the target's interpreter, known after attaching. */
 typedef struct fp_python_info {
@@ -77,6 +84,7 @@ typedef struct fp_python_info {
     bool debug;              /* Py_DEBUG build */
     uint64_t runtime_addr;   /* address of _PyRuntime in the target */
     char binary[4096];       /* file the runtime was found in ("" when not from a file) */
+    bool untested;           /* newer than the newest supported version (fp_options.allow_untested) */
 } fp_python_info;
 
 /* Tri-state for facts a version or build may not be able to tell. */
@@ -129,13 +137,13 @@ typedef struct fp_session fp_session;
 typedef struct fp_sample fp_sample;
 
 /* Session lifecycle.  fp_session_new only fails with FP_E_NOMEM. */
-int fp_session_new(const fp_options *opts, fp_session **out);
-void fp_session_free(fp_session *s);
+FP_API int fp_session_new(const fp_options *opts, fp_session **out);
+FP_API void fp_session_free(fp_session *s);
 
 /* Attach to a live process: locates the runtime, reads and validates its
  * layout.  On failure the session stays detached and fp_session_errmsg tells
  * every strategy tried. */
-int fp_session_attach_pid(fp_session *s, int pid);
+FP_API int fp_session_attach_pid(fp_session *s, int pid);
 
 /* What a non-process memory source must say about its target. */
 typedef struct fp_target_desc {
@@ -153,33 +161,33 @@ typedef struct fp_target_desc {
 
 /* Attach to any memory source.  The reader is borrowed: it must outlive
  * the session's use of it. */
-int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc);
+FP_API int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc);
 
-void fp_session_detach(fp_session *s);
+FP_API void fp_session_detach(fp_session *s);
 
 /* The detailed message of the last failed call ("" if none). */
-const char *fp_session_errmsg(const fp_session *s);
+FP_API const char *fp_session_errmsg(const fp_session *s);
 
-int fp_session_python(const fp_session *s, fp_python_info *out);
+FP_API int fp_session_python(const fp_session *s, fp_python_info *out);
 
 /* The reader in use ("process_vm_readv", "/proc/PID/mem", ...). */
-const char *fp_session_reader_name(const fp_session *s);
+FP_API const char *fp_session_reader_name(const fp_session *s);
 
 /* Samples: reusable; storage grows as needed and is kept between samples. */
-int fp_sample_new(fp_sample **out);
-void fp_sample_free(fp_sample *sm);
+FP_API int fp_sample_new(fp_sample **out);
+FP_API void fp_sample_free(fp_sample *sm);
 
 /* Take one sample of all threads of all interpreters.  Returns FP_OK, or an
  * error.  On FP_E_INCOMPLETE the sample holds every thread, and threads whose
  * walk failed carry a nonzero fp_thread.error and no frames. */
-int fp_session_sample(fp_session *s, fp_sample *sm);
+FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
 
-size_t fp_sample_interp_count(const fp_sample *sm);
-const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i);
-size_t fp_sample_thread_count(const fp_sample *sm);
-const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i);
-size_t fp_sample_frame_count(const fp_sample *sm);
-const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_interp_count(const fp_sample *sm);
+FP_API const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_thread_count(const fp_sample *sm);
+FP_API const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_frame_count(const fp_sample *sm);
+FP_API const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i);
 
 #ifdef __cplusplus
 }

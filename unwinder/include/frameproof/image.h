@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frameproof/export.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/reader.h"
 
@@ -63,38 +64,38 @@ typedef struct fp_image_thread {
  * unsorted regions, trailing bytes), FP_E_UNSUPPORTED (unknown format
  * version), FP_E_LIMIT (a bound above is exceeded), FP_E_IO, FP_E_NOMEM or
  * FP_E_INVALID_ARG.  err (may be NULL) receives a message on failure. */
-int fp_image_open(const char *path, fp_image **out, char *err, size_t errlen);
-int fp_image_open_mem(const void *buf, size_t len, fp_image **out, char *err, size_t errlen);
-void fp_image_free(fp_image *img);
+FP_API int fp_image_open(const char *path, fp_image **out, char *err, size_t errlen);
+FP_API int fp_image_open_mem(const void *buf, size_t len, fp_image **out, char *err, size_t errlen);
+FP_API void fp_image_free(fp_image *img);
 
 /* An fp_reader over the image's regions.  It borrows img, which must
  * outlive it; fp_reader_close on it is harmless and frees nothing. */
-int fp_image_reader(fp_image *img, fp_reader *out);
+FP_API int fp_image_reader(fp_image *img, fp_reader *out);
 
 /* The target description to attach with (pid is 0: an image has no live
  * process to query). */
-int fp_image_target(const fp_image *img, fp_target_desc *out);
+FP_API int fp_image_target(const fp_image *img, fp_target_desc *out);
 
-int fp_image_get_meta(const fp_image *img, fp_image_meta *out);
-size_t fp_image_thread_count(const fp_image *img);
+FP_API int fp_image_get_meta(const fp_image *img, fp_image_meta *out);
+FP_API size_t fp_image_thread_count(const fp_image *img);
 /* NULL when i is out of range. */
-const fp_image_thread *fp_image_thread_at(const fp_image *img, size_t i);
-size_t fp_image_region_count(const fp_image *img);
-uint64_t fp_image_region_bytes(const fp_image *img);
+FP_API const fp_image_thread *fp_image_thread_at(const fp_image *img, size_t i);
+FP_API size_t fp_image_region_count(const fp_image *img);
+FP_API uint64_t fp_image_region_bytes(const fp_image *img);
 
 /* Builder.  Regions may be added in any order; touching regions are merged
  * and overlapping ones make serialisation fail with FP_E_INVALID_ARG. */
 typedef struct fp_image_builder fp_image_builder;
 
-int fp_image_builder_new(const fp_image_meta *meta, fp_image_builder **out);
-void fp_image_builder_free(fp_image_builder *b);
-int fp_image_builder_add_thread(fp_image_builder *b, uint64_t native_id, char state);
+FP_API int fp_image_builder_new(const fp_image_meta *meta, fp_image_builder **out);
+FP_API void fp_image_builder_free(fp_image_builder *b);
+FP_API int fp_image_builder_add_thread(fp_image_builder *b, uint64_t native_id, char state);
 /* Copies data[0..len). */
-int fp_image_builder_add_region(fp_image_builder *b, uint64_t addr, const void *data, size_t len);
+FP_API int fp_image_builder_add_region(fp_image_builder *b, uint64_t addr, const void *data, size_t len);
 /* Serialises into a malloc'd buffer the caller frees. */
-int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outlen, char *err, size_t errlen);
+FP_API int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outlen, char *err, size_t errlen);
 /* Writes the image to path (through a temporary file renamed into place). */
-int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, size_t errlen);
+FP_API int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, size_t errlen);
 
 /* Recording reader.  granule: power of two in [FP_RECORD_MIN_GRANULE,
  * FP_RECORD_MAX_GRANULE] (0 = default).  Because a granule never exceeds a
@@ -107,15 +108,15 @@ int fp_image_builder_write(fp_image_builder *b, const char *path, char *err, siz
 typedef struct fp_recorder fp_recorder;
 
 /* inner is borrowed and must outlive the recorder. */
-int fp_recorder_new(const fp_reader *inner, uint32_t granule, fp_recorder **out);
-void fp_recorder_free(fp_recorder *r);
+FP_API int fp_recorder_new(const fp_reader *inner, uint32_t granule, fp_recorder **out);
+FP_API void fp_recorder_free(fp_recorder *r);
 /* A reader that forwards to inner and records every successful read. */
-int fp_recorder_reader(fp_recorder *r, fp_reader *out);
+FP_API int fp_recorder_reader(fp_recorder *r, fp_reader *out);
 /* Number of distinct ranges recorded so far (after merging). */
-size_t fp_recorder_range_count(fp_recorder *r);
+FP_API size_t fp_recorder_range_count(fp_recorder *r);
 /* Reads every recorded range through inner again and adds it to b (ranges
  * that became unreadable are added in the granules still readable). */
-int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t errlen);
+FP_API int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

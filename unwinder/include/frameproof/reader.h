@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "frameproof/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,14 +43,14 @@ typedef struct fp_reader {
 } fp_reader;
 
 /* Helpers that dispatch through ops. */
-int fp_reader_read(const fp_reader *r, uint64_t addr, void *buf, size_t len);
-int fp_reader_readv(const fp_reader *r, const fp_iov *iov, size_t n);
-void fp_reader_close(fp_reader *r);
+FP_API int fp_reader_read(const fp_reader *r, uint64_t addr, void *buf, size_t len);
+FP_API int fp_reader_readv(const fp_reader *r, const fp_iov *iov, size_t n);
+FP_API void fp_reader_close(fp_reader *r);
 
 /* Live-process backends.  They fill *out; fp_reader_close releases them.
  * errbuf (may be NULL) receives a message on failure. */
-int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen);
-int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen);
+FP_API int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen);
+FP_API int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen);
 
 #ifdef __cplusplus
 }
