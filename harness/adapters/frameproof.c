@@ -52,6 +52,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     fp_options_init(&o);
     o.reader = cfg->reader;
     o.cache_code = cfg->cache_code;
+    o.allow_untested = t->allow_untested;
     if (fp_session_new(&o, &st->s) != FP_OK || fp_sample_new(&st->sm) != FP_OK) {
         detach(st);
         return CF_E_NOMEM;
@@ -64,8 +65,8 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     }
     fp_python_info py;
     if (fp_session_python(st->s, &py) == FP_OK)
-        snprintf(st->info, sizeof st->info, "libframeproof %s, %s, CPython %s", FP_VERSION_STRING,
-                 fp_session_reader_name(st->s), py.version);
+        snprintf(st->info, sizeof st->info, "libframeproof %s, %s, CPython %s%s", FP_VERSION_STRING,
+                 fp_session_reader_name(st->s), py.version, py.untested ? " (untested version)" : "");
     *state = st;
     return CF_OK;
 }

@@ -18,6 +18,7 @@ typedef struct cf_target {
     int pid;                   /* the process to sample (host pid namespace) */
     const cf_interp *interp;   /* its interpreter: version, build, root, argv */
     double timeout;            /* seconds one foreign run may take (already scaled) */
+    bool allow_untested;       /* the user allows unwinding CPython newer than the newest supported */
 } cf_target;
 
 typedef struct cf_adapter_def cf_adapter_def;

@@ -144,6 +144,7 @@ static int attach(case_run *cr, config_state *c, const cf_truth *t)
         .pid = cr->sample_pid,
         .interp = cr->p->interp,
         .timeout = CF_ADAPTER_TIMEOUT_S * cr->p->timeout_scale * (cr->p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0),
+        .allow_untested = cr->p->allow_untested,
     };
     char err[CF_ERRMSG_LEN] = "", msg[CF_ERRMSG_LEN + 32];
     int rc = c->def->attach(c->def, &target, &c->state, err, sizeof err);

@@ -23,6 +23,7 @@ typedef struct cf_case_params {
     const cf_adapter_set *adapters; /* the configurations under test */
     double timeout_scale;
     int fault;                 /* enum cf_fault */
+    bool allow_untested;       /* --allow-untested-version */
 } cf_case_params;
 
 /* Runs the case and builds its report object (see `frameproof conform

@@ -369,6 +369,7 @@ static int worker_main(conform_run *r, size_t k)
         .pgid_path = pgid,
         .timeout_scale = r->o.timeout_scale,
         .adapters = &r->adapters,
+        .allow_untested = r->o.adapter.allow_untested,
         .fault = r->o.fault,
     };
     json_object *result = NULL;
