@@ -69,6 +69,9 @@ void fp_session_free(fp_session *s)
     free(s->chunks);
     free(s->frame_addrs);
     free(s->pending);
+    free(s->seen);
+    free(s->verify_buf);
+    free(s->verify_iov);
     free(s->pf);
     free(s->ts_bufs);
     free(s->chunk_bufs);

@@ -57,12 +57,24 @@ typedef struct fpi_code_cache {
     fpi_code_entry *retired;   /* replaced during a sample, freed at the next */
 } fpi_code_cache;
 
-/* A copied data-stack chunk. */
+/* A copied data-stack chunk: its live part, from the header up to the
+ * thread's datastack_top (newest chunk) or the chunk's saved top (older
+ * chunks).  Frames between the live end and the chunk's end are dead. */
 typedef struct fpi_chunk_copy {
     uint64_t remote;          /* address of the chunk header */
-    uint64_t size;            /* bytes copied (header included) */
+    uint64_t size;            /* bytes copied (header included): the live part */
+    uint64_t alloc;           /* the chunk's allocated size */
     size_t local;             /* offset in the session's stack buffer */
 } fpi_chunk_copy;
+
+/* Every frame a walk followed, with the fields that decide the stack; the
+ * read-back check (verify.c) requires them unchanged. */
+typedef struct fpi_seen_frame {
+    uint64_t addr;
+    uint64_t previous, executable, instr;
+    uint32_t tlbc_index;
+    uint8_t owner;
+} fpi_seen_frame;
 
 /* A frame found on the chain, before its code object is resolved. */
 typedef struct fpi_pending_frame {
@@ -106,6 +118,12 @@ struct fp_session {
     size_t nchunks, chunks_cap;
     fpi_pending_frame *pending;   /* the current thread's chain */
     size_t npending, pending_cap;
+    fpi_seen_frame *seen;        /* every frame of the current thread's walk */
+    size_t nseen, seen_cap;
+    uint8_t *verify_buf;         /* read-back copies (verify.c) */
+    size_t verify_cap;
+    fp_iov *verify_iov;
+    size_t verify_iov_cap;
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;

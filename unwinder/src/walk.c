@@ -12,9 +12,11 @@
 #include "grow.h"
 #include "proc_state.h"
 #include "session.h"
+#include "verify.h"
 
 #define PTR_SIZE 8u
 #define CHUNK_HEADER 24u
+#define CHUNK_TOP 16u        /* _PyStackChunk.top: slots in use when a newer chunk was pushed */
 #define CODEUNIT_SIZE 2
 #define RUNTIME_SPAN_MAX 64
 #define STACK_COPY_INITIAL 65536u  /* bytes */
@@ -61,8 +63,11 @@ static bool live_span(uint64_t chunk, uint64_t top)
     return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
 }
 
-/* Copies the thread's data-stack chunks into s->stack_buf.  `pre` (may be
- * NULL) is the live part of the newest chunk already read for this sample. */
+/* Copies the live part of the thread's data-stack chunks into
+ * s->stack_buf: the newest chunk up to datastack_top, older ones up to the
+ * top they saved when a newer chunk was pushed (the rest of a chunk holds
+ * dead frames).  `pre` (may be NULL) is the live part of the newest chunk
+ * already read for this sample. */
 static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_thread_prefetch *pre)
 {
     const fpi_layout *l = &s->layout;
@@ -85,11 +90,17 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
             if (size < CHUNK_HEADER || size > FPI_MAX_CHUNK_BYTES)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
-            want = size;
-            if (want > UINT64_MAX - chunk)
+            if (size > UINT64_MAX - chunk)
                 return fpi_err(&s->err, FP_E_CORRUPT,
                                "data-stack chunk at 0x%llx: its %llu bytes wrap around the address space",
-                               (unsigned long long)chunk, (unsigned long long)want);
+                               (unsigned long long)chunk, (unsigned long long)size);
+            /* The newest chunk without a live part (its top at the header)
+             * holds no frame; an older one is live up to its saved top. */
+            uint64_t slots = n == 0 ? 0 : fpi_load_u64(hdr, CHUNK_TOP);
+            if (slots > (size - CHUNK_HEADER) / PTR_SIZE)
+                return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: top %llu slots beyond its %llu bytes",
+                               (unsigned long long)chunk, (unsigned long long)slots, (unsigned long long)size);
+            want = CHUNK_HEADER + slots * PTR_SIZE;
         } else {
             want = top - chunk;
         }
@@ -119,7 +130,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
                               (unsigned long long)chunk, (unsigned long long)size);
         }
         prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
-        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, used};
+        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, size, used};
         used += (size_t)want;
         chunk = prev;
     }
@@ -129,7 +140,9 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
 }
 
 /* Returns a pointer to fr_size bytes of the frame at addr: from the chunk
- * copy when it lies inside one, else read directly into s->frame_buf. */
+ * copy when it lies inside one's live part, else read directly into
+ * s->frame_buf.  A frame inside a chunk but beyond its live part is dead:
+ * the walk followed a pointer the thread had already left behind. */
 static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
 {
     size_t fsize = (size_t)s->layout.fr_size;
@@ -140,6 +153,10 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
             *out = s->stack_buf + c->local + (addr - c->remote);
             return FP_OK;
         }
+        if (addr >= c->remote && addr - c->remote < c->alloc)
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx lies beyond the live part of its data-stack chunk (0x%llx + %llu bytes)",
+                           (unsigned long long)addr, (unsigned long long)c->remote, (unsigned long long)c->size);
     }
     int rc = fpi_read(s, addr, s->frame_buf, fsize);
     if (rc)
@@ -197,14 +214,27 @@ static int push_pending(fp_session *s, const fpi_pending_frame *pf)
     return FP_OK;
 }
 
+static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr)
+{
+    const fpi_layout *l = &s->layout;
+    fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, PENDING_INITIAL);
+    if (!ns)
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
+    s->seen = ns;
+    s->seen[s->nseen++] = fpi_seen_fields(l, addr, fr);
+    return FP_OK;
+}
+
 /* Phase 1: follow the chain from the thread's top frame, recording every
- * Python frame (entry and shim frames are skipped). */
+ * frame followed (for the read-back check) and every Python frame (entry
+ * and shim frames are skipped). */
 static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame)
 {
     const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
     s->npending = 0;
+    s->nseen = 0;
     while (addr) {
         if (depth >= s->opts.max_depth) {
             size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
@@ -226,6 +256,8 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         const uint8_t *fr = NULL;
         int rc = frame_bytes(s, addr, &fr);
         if (rc)
+            return rc;
+        if ((rc = push_seen(s, addr, fr)))
             return rc;
         int owner = fpi_load_u8(fr, l->fr_owner);
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
@@ -306,9 +338,14 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
     return FP_OK;
 }
 
-static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame)
+/* Collects the chain, reads back everything it used (verify.c), then
+ * resolves the frames. */
+static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
+                       fpi_verify_want *want)
 {
     int rc = collect_chain(s, th, top, base_frame);
+    if (!rc)
+        rc = fpi_verify_thread(s, want);
     return rc ? rc : emit_frames(s, sm, th);
 }
 
@@ -346,13 +383,14 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
 
 typedef struct interp_info {
     uint64_t addr, next, threads_head, threads_main;
+    uint64_t generation;     /* code_object_generation (3.14+) */
     int64_t id;
     bool gil_known;
     uint64_t gil_holder; /* 0 when unlocked */
     uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
 } interp_info;
 
-static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
+static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t link, uint64_t ts,
                             const fpi_thread_prefetch *pre, uint64_t *next)
 {
     const fpi_layout *l = &s->layout;
@@ -402,11 +440,11 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
         return rc;
     th->exception = rc ? FP_UNKNOWN : exc;
 
-    uint64_t top;
+    uint64_t top, cframe = 0;
     if (l->ts_current_frame != FPI_OFF_NONE) {
         top = fpi_load_u64(buf, l->ts_current_frame);
     } else {
-        uint64_t cframe = fpi_load_u64(buf, l->ts_cframe);
+        cframe = fpi_load_u64(buf, l->ts_cframe);
         top = 0;
         if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
             th->error = rc;
@@ -416,9 +454,26 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
     uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
     if (top && top == base)
         return FP_OK; /* a thread state with no Python frames */
+    fpi_verify_want want = {
+        .native_id = th->native_id,
+        .link_addr = link,
+        .ts = ts,
+        .tsbuf = buf,
+        .cframe_addr = cframe,
+        .top = top,
+        .generation_addr = l->interp_code_generation != FPI_OFF_NONE ? ii->addr + (uint64_t)l->interp_code_generation : 0,
+        .generation = ii->generation,
+        .generation_seen = ii->generation,
+    };
     rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc)
-        rc = walk_frames(s, sm, th, top, base);
+        rc = walk_frames(s, sm, th, top, base, &want);
+    if (want.generation_seen != want.generation) {
+        /* Code objects were freed while the thread was read: none of the
+         * cached ones can be trusted for the retry. */
+        fpi_code_cache_invalidate(&s->cc);
+        s->code_generation = ii->generation = want.generation_seen;
+    }
     if (rc) {
         /* th may have moved if frames grew the arrays: re-fetch. */
         th = &sm->threads[sm->nthreads - 1];
@@ -431,7 +486,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, const interp_info *ii,
 
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state. */
-static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint64_t ts,
+static int walk_thread(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t link, uint64_t ts,
                        const fpi_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
@@ -440,7 +495,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, const interp_info *ii, uint
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */
-        rc = walk_thread_once(s, sm, ii, ts, attempt == 0 ? pre : NULL, next);
+        rc = walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
         if (rc == FP_OK || fatal(rc) || rc == FP_E_LIMIT)
             break;
     }
@@ -475,6 +530,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
             fpi_code_cache_invalidate(&s->cc);
         s->code_generation = gen;
         s->have_generation = true;
+        ii->generation = gen;
     }
     uint64_t locked_addr = 0, holder_addr = 0;
     if (l->rt_gil_locked != FPI_OFF_NONE && runtime) {
@@ -630,7 +686,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         fi->first_thread = sm->nthreads;
         size_t interp_index = sm->ninterps - 1;
         prefetch_threads(s, &ii);
-        uint64_t ts = ii.threads_head;
+        uint64_t ts = ii.threads_head, link = interp + (uint64_t)l->interp_threads_head;
         uint32_t nthreads = 0;
         while (ts) {
             if (++nthreads > s->opts.max_threads)
@@ -642,7 +698,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = remember_thread(s, interp, ts)))
                 return rc;
-            rc = walk_thread(s, sm, &ii, ts, pre, &next);
+            rc = walk_thread(s, sm, &ii, link, ts, pre, &next);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
@@ -657,6 +713,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     first_err = s->err;
                 }
             }
+            link = ts + (uint64_t)l->ts_next;
             ts = next;
         }
         interp = ii.next;

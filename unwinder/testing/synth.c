@@ -48,7 +48,9 @@ struct synth_image {
     size_t errlen;
 };
 
-static uint64_t alloc(synth_image *im, size_t len)
+/* Backs len bytes at the next free address and keeps `span` bytes of
+ * address space for them (span >= len): nothing else is placed there. */
+static uint64_t alloc_span(synth_image *im, size_t len, size_t span)
 {
     if (im->nr == MAX_REGIONS)
         return 0;
@@ -65,8 +67,13 @@ static uint64_t alloc(synth_image *im, size_t len)
         return 0;
     uint64_t addr = im->next;
     im->r[im->nr++] = (region){addr, len, b};
-    im->next = (addr + len + REGION_GAP + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+    im->next = (addr + (span > len ? span : len) + REGION_GAP + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
     return addr;
+}
+
+static uint64_t alloc(synth_image *im, size_t len)
+{
+    return alloc_span(im, len, len);
 }
 
 uint8_t *synth_bytes(synth_image *im, uint64_t addr, size_t len)
@@ -346,11 +353,13 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return fail(im, "too many frames");
     uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
-    /* The chunk says it is CHUNK_BYTES long, like CPython's; only the part
-     * the frames use (all the walker reads, up to datastack_top) is backed. */
+    /* The chunk says it is CHUNK_BYTES long, like CPython's, and owns that
+     * much address space (a frame anywhere in it belongs to the data
+     * stack); only the part the frames use (all the walker reads, up to
+     * datastack_top) is backed. */
     uint64_t slot = ((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull;
     uint64_t used_bytes = CHUNK_HEADER + 8 + slot * (uint64_t)t->nframes;
-    uint64_t chunk = alloc(im, (size_t)(used_bytes < CHUNK_BYTES ? used_bytes : CHUNK_BYTES));
+    uint64_t chunk = alloc_span(im, (size_t)(used_bytes < CHUNK_BYTES ? used_bytes : CHUNK_BYTES), CHUNK_BYTES);
     if (!ts || !chunk)
         return fail(im, "out of memory");
     (void)prev_ts;

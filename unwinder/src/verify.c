@@ -1,0 +1,177 @@
+/* verify.c — the read-back check that makes a sample of a running thread
+ * consistent.
+ *
+ * A walk reads a thread's state, its data-stack chunks and the frames that
+ * live outside them at different instants while the thread runs on.  Such
+ * a copy can follow a top-frame pointer the thread has already left, walk
+ * into slots a newer call chain has reused at the same depth (one stack
+ * made of two chains: the "ABA" case), read a generator frame at another
+ * instant than its caller, or take a thread state that is being freed.
+ *
+ * After the walk, everything that decided the stack is read back in one
+ * batched read — the link that put the thread state on its interpreter's
+ * list, the thread state's ids, top frame and data-stack pointers, the live
+ * parts of its chunks, every other frame that was followed, and the
+ * interpreter's code-object generation (3.14+) — and the walk is accepted
+ * only when all of it is unchanged (but the top frame's instruction, which
+ * moves while the thread runs): then the suspended frames were the
+ * thread's stack at the read-back as well as at the copy.  Otherwise
+ * the thread is reported torn (FP_E_INCOMPLETE), which the walker retries
+ * from fresh reads within its budget. */
+#include <string.h>
+
+#include "grow.h"
+#include "session.h"
+#include "verify.h"
+
+#define VERIFY_IOV_INITIAL 64u
+#define VERIFY_BUF_INITIAL 65536u
+#define WORD 8u
+
+fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr)
+{
+    return (fpi_seen_frame){
+        .addr = addr,
+        .previous = fpi_load_u64(fr, l->fr_previous),
+        .executable = fpi_load_u64(fr, l->fr_executable),
+        .instr = fpi_load_u64(fr, l->fr_instr_ptr),
+        .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0,
+        .owner = fpi_load_u8(fr, l->fr_owner),
+    };
+}
+
+static bool same_frame(const fpi_seen_frame *a, const fpi_seen_frame *b)
+{
+    return a->previous == b->previous && a->executable == b->executable && a->instr == b->instr &&
+           a->tlbc_index == b->tlbc_index && a->owner == b->owner;
+}
+
+/* The fields of a thread state that decide its stack. */
+static bool same_thread_state(const fpi_layout *l, const uint8_t *a, const uint8_t *b)
+{
+    const int32_t offs[] = {
+        l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
+        l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe,
+        l->ts_base_frame,
+    };
+    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
+        if (offs[i] != FPI_OFF_NONE && fpi_load_u64(a, offs[i]) != fpi_load_u64(b, offs[i]))
+            return false;
+    return true;
+}
+
+/* The chunk copy holding the frame at addr, or NULL. */
+static const fpi_chunk_copy *chunk_of(const fp_session *s, uint64_t addr)
+{
+    size_t fsize = (size_t)s->layout.fr_size;
+    for (size_t i = 0; i < s->nchunks; i++) {
+        const fpi_chunk_copy *c = &s->chunks[i];
+        if (addr >= c->remote && addr < c->remote + c->size && c->remote + c->size - addr >= fsize)
+            return c;
+    }
+    return NULL;
+}
+
+static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t len)
+{
+    fp_iov *ni = fpi_grow(s->verify_iov, &s->verify_iov_cap, *n + 1, sizeof *ni, VERIFY_IOV_INITIAL);
+    if (!ni)
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of a walk (%zu reads)", *n + 1);
+    s->verify_iov = ni;
+    /* buf is set once the buffer has its final size (it may move). */
+    s->verify_iov[(*n)++] = (fp_iov){addr, (void *)(uintptr_t)off, len};
+    return FP_OK;
+}
+
+int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
+{
+    const fpi_layout *l = &s->layout;
+    size_t fsize = (size_t)l->fr_size;
+    size_t n = 0, used = 0;
+    w->generation_seen = w->generation;
+    int rc;
+    /* Plan: link, thread state, cframe, generation, chunks, other frames. */
+    size_t at_link = used;
+    if ((rc = add_iov(s, &n, w->link_addr, used, WORD)))
+        return rc;
+    used += WORD;
+    size_t at_ts = used;
+    if ((rc = add_iov(s, &n, w->ts, used, s->ts_read_len)))
+        return rc;
+    used += s->ts_read_len;
+    size_t at_cframe = used;
+    if (w->cframe_addr) {
+        if ((rc = add_iov(s, &n, w->cframe_addr + (uint64_t)l->cframe_current_frame, used, WORD)))
+            return rc;
+        used += WORD;
+    }
+    size_t at_gen = used;
+    if (w->generation_addr) {
+        if ((rc = add_iov(s, &n, w->generation_addr, used, WORD)))
+            return rc;
+        used += WORD;
+    }
+    size_t at_chunks = used;
+    for (size_t i = 0; i < s->nchunks; i++) {
+        if ((rc = add_iov(s, &n, s->chunks[i].remote, used, (size_t)s->chunks[i].size)))
+            return rc;
+        used += (size_t)s->chunks[i].size;
+    }
+    size_t at_frames = used;
+    for (size_t i = 0; i < s->nseen; i++) {
+        if (chunk_of(s, s->seen[i].addr))
+            continue;
+        if ((rc = add_iov(s, &n, s->seen[i].addr, used, fsize)))
+            return rc;
+        used += fsize;
+    }
+    uint8_t *nb = fpi_grow(s->verify_buf, &s->verify_cap, used ? used : 1, 1, VERIFY_BUF_INITIAL);
+    if (!nb)
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes for the read-back of a walk", used);
+    s->verify_buf = nb;
+    for (size_t i = 0; i < n; i++)
+        s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
+    rc = fp_reader_readv(s->rd, s->verify_iov, n);
+    if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM)
+        return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)w->native_id);
+    if (rc)
+        return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu: its walk could not be read back (%s)",
+                       (unsigned long long)w->native_id, fp_strerror(rc));
+
+    const char *what = NULL;
+    if (fpi_load_u64(nb, (int32_t)at_link) != w->ts)
+        what = "the thread state left its interpreter's list";
+    else if (!same_thread_state(l, w->tsbuf, nb + at_ts))
+        what = "its thread state changed";
+    else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at_cframe) != w->top)
+        what = "its top frame changed";
+    else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at_gen)) != w->generation)
+        what = "a code object was freed";
+    size_t other = at_frames;
+    for (size_t i = 0; !what && i < s->nseen; i++) {
+        const fpi_seen_frame *f = &s->seen[i];
+        const fpi_chunk_copy *c = chunk_of(s, f->addr);
+        const uint8_t *fr;
+        if (c) {
+            size_t base = at_chunks;
+            for (const fpi_chunk_copy *p = s->chunks; p < c; p++)
+                base += (size_t)p->size;
+            fr = nb + base + (size_t)(f->addr - c->remote);
+        } else {
+            fr = nb + other;
+            other += fsize;
+        }
+        fpi_seen_frame again = fpi_seen_fields(l, f->addr, fr);
+        /* The top frame runs on: its instruction moves, and the one the
+         * copy holds is where it was.  Every other frame is suspended in a
+         * call and must not have moved at all. */
+        if (i == 0)
+            again.instr = f->instr;
+        if (!same_frame(f, &again))
+            what = "a frame it followed changed";
+    }
+    if (what)
+        return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu changed while it was read (%s)",
+                       (unsigned long long)w->native_id, what);
+    return FP_OK;
+}

@@ -1,0 +1,33 @@
+/* verify.h — the read-back check of a thread's walk (see verify.c). */
+#ifndef FPI_VERIFY_H
+#define FPI_VERIFY_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "session.h"
+
+/* What the walk of one thread used, to be found unchanged. */
+typedef struct fpi_verify_want {
+    uint64_t native_id;        /* for messages */
+    uint64_t link_addr;        /* the pointer that led to the thread state */
+    uint64_t ts;               /* the thread state (and the link's expected value) */
+    const uint8_t *tsbuf;      /* its copy (s->ts_read_len bytes) */
+    uint64_t cframe_addr;      /* 3.11/3.12: the _PyCFrame the top came from (0: none) */
+    uint64_t top;              /* the top frame the walk started from */
+    uint64_t generation_addr;  /* 3.14+: the interpreter's code_object_generation (0: none) */
+    uint64_t generation;       /* its value when the code cache was last trusted */
+    uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
+} fpi_verify_want;
+
+/* The decisive fields of the frame whose fr_size bytes are at fr. */
+fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr);
+
+/* Reads back everything the walk of one thread used (the link, the thread
+ * state, s->chunks, s->seen, the generation) in one batched read: FP_OK
+ * when all of it is unchanged; FP_E_INCOMPLETE ("torn: ...") when anything
+ * changed or could not be read back; FP_E_PROCESS_GONE, FP_E_PERMISSION or
+ * FP_E_NOMEM.  Every error leaves a message. */
+int fpi_verify_thread(fp_session *s, fpi_verify_want *w);
+
+#endif
