@@ -220,12 +220,13 @@ static void test_layouts_round_trip(void **state)
 }
 
 enum corruption {
-    C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK, C_COUNT
+    C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
+    C_RETURNED_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
     "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
-    "data-stack top below a chunk that wraps"};
+    "data-stack top below a chunk that wraps", "a caller that is not suspended in a call"};
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -293,6 +294,21 @@ static bool corrupt(built *b, int what)
         memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
         return true;
     }
+    case C_RETURNED_CALLER: {
+        /* Frame 1 is a direct callee of frame 2 in the standard scene:
+         * give frame 2's code no instruction that pushes frames, as a
+         * frame that has returned (or a dead slot) would look. */
+        uint64_t ip, code;
+        memcpy(&ip, synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), 8);
+        memcpy(&code, synth_bytes(b->img, f2 + (uint64_t)l->fr_executable, 8), 8);
+        code &= ~l->executable_tag_mask;
+        uint64_t units;
+        memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
+        uint64_t start = code + (uint64_t)l->co_code_adaptive;
+        memset(synth_bytes(b->img, start, (size_t)units * 2), 0, (size_t)units * 2);
+        (void)ip;
+        return true;
+    }
     case C_WRAPPED_CHUNK: {
         uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
         memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
@@ -329,6 +345,8 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+            if (c == C_RETURNED_CALLER)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_WRAPPED_CHUNK) {
                 assert_string_equal(fp_session_errmsg(b.s), WRAP_MESSAGE);
                 assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_CORRUPT);

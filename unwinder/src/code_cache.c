@@ -25,6 +25,7 @@ static void entry_free(fpi_code_entry *e)
     free(e->name);
     free(e->filename);
     free(e->linetable);
+    free(e->bytecode);
     free(e);
 }
 
@@ -178,6 +179,22 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
     if (rc) {
         fpi_err_prefix(&s->err, "line table of code object at 0x%llx", (unsigned long long)addr);
         goto fail;
+    }
+    /* The instructions, for the call-site check (opcode families do not
+     * change when the interpreter specialises them). */
+    size_t nbytes = (size_t)e->code_units * 2u;
+    if (s->call_sites && nbytes && nbytes <= FPI_MAX_CHECKED_BYTECODE) {
+        e->bytecode = malloc(nbytes);
+        if (!e->bytecode) {
+            rc = fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes of bytecode of 0x%llx", nbytes,
+                         (unsigned long long)addr);
+            goto fail;
+        }
+        if ((rc = fpi_read(s, addr + (uint64_t)l->co_code_adaptive, e->bytecode, nbytes))) {
+            rc = fpi_err_code(&s->err, rc, "cannot read the bytecode of code object at 0x%llx",
+                              (unsigned long long)addr);
+            goto fail;
+        }
     }
     *out = e;
     return FP_OK;

@@ -5,6 +5,7 @@
 
 #include "locate.h"
 #include "proc_state.h"
+#include "call_sites.h"
 #include "session.h"
 
 /* Bytes of a thread state the walker needs beyond its highest used field. */
@@ -116,6 +117,10 @@ static void finish_attach(fp_session *s)
         if (fields[i] > hi)
             hi = fields[i];
     s->ts_read_len = (size_t)hi + TS_FIELD_WIDTH;
+    /* A version newer than the tables numbers its opcodes in a way nothing
+     * here knows: no call-site check for it. */
+    s->call_sites = s->info.untested ? NULL
+                                     : fpi_call_sites_for(s->info.hexversion >> 24, (s->info.hexversion >> 16) & 0xffu);
     s->attached = true;
 }
 

@@ -24,6 +24,7 @@
 #define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
 #define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FPI_CODE_FINGERPRINT_WORDS 8
+#define FPI_MAX_CHECKED_BYTECODE (4u * 1024u * 1024u) /* bytecode bytes kept for the call-site check */
 
 enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE };
 
@@ -39,6 +40,7 @@ typedef struct fpi_code_entry {
     char *qualname, *name, *filename;
     uint8_t *linetable;
     size_t linetable_len;
+    uint8_t *bytecode;        /* co_code_adaptive when read (call_sites.c); NULL when over the limit */
     int32_t firstlineno;
     int32_t firsttraceable;
     int64_t code_units;       /* Py_SIZE(code) */
@@ -81,6 +83,7 @@ typedef struct fpi_pending_frame {
     uint64_t addr, code, instr;
     int32_t tlbc_index;
     bool generator;
+    bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
 } fpi_pending_frame;
 
 /* Thread states and live data-stack parts read ahead in one batch per
@@ -106,6 +109,7 @@ struct fp_session {
     fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];
     size_t ntypes;
     fpi_code_cache cc;
+    const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;

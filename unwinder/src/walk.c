@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sites.h"
 #include "grow.h"
 #include "proc_state.h"
 #include "session.h"
@@ -233,6 +234,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
+    bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     s->npending = 0;
     s->nseen = 0;
     while (addr) {
@@ -264,6 +266,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         last = addr;
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
+            above_is_python = false;
             addr = previous;
             continue;
         }
@@ -275,9 +278,12 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             .instr = fpi_load_u64(fr, l->fr_instr_ptr),
             .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
             .generator = owner == l->owner_generator,
+            .called_directly = above_is_python,
         };
         if ((rc = push_pending(s, &pf)))
             return rc;
+        /* 3.11 marks a frame entered from C code on the frame itself. */
+        above_is_python = l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == 0;
         addr = previous;
     }
     if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame)
@@ -310,6 +316,11 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
                           (unsigned long long)pf->addr, (unsigned long long)pf->instr, ce->qualname,
                           (unsigned long long)start, (long long)ce->code_units);
         int32_t unit = (int32_t)(delta / CODEUNIT_SIZE);
+        if (pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit))
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
+                           "(a frame that had returned)",
+                           (unsigned long long)pf->addr, ce->qualname);
         /* Frames that have not reached their first traceable instruction
          * (being set up, or the __init__ cleanup shim) are not part of the
          * Python-visible stack. */

@@ -7,6 +7,9 @@
 
 #include "debug_offsets.h"
 #include "synth.h"
+#include "call_sites.h"
+#include "call_sites_table.h"
+#include "versions.h"
 
 #define BASE_ADDR 0x10000000ull
 #define REGION_GAP 0x1000ull        /* unmapped space between regions */
@@ -284,6 +287,16 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     put64(im, co + (uint64_t)l->co_linetable, lt);
     out->src = c;
     out->addr = co;
+    /* Every unit holds an instruction at which a caller can be suspended,
+     * so any unit a frame names passes the walker's call-site check. */
+    const struct fpi_call_site_set *set = fpi_call_sites_for(FPI_PY_MAJOR, l->minor);
+    for (int op = 0; set && op < 256; op++) {
+        if (!((set->ops[op / 64] >> (op % 64)) & 1u))
+            continue;
+        for (int u = 0; u < units; u++)
+            put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)op);
+        break;
+    }
     memset(out->tlbc_copies, 0, sizeof out->tlbc_copies);
     out->tlbc_copies[0] = co + (uint64_t)l->co_code_adaptive;
     if (want_tlbc && l->co_tlbc != FPI_OFF_NONE) {

@@ -1,0 +1,21 @@
+/* call_sites.h — the call-site check: a frame whose callee is a Python
+ * frame it pushed itself must be suspended at an instruction that pushes
+ * frames (see call_sites.c). */
+#ifndef FPI_CALL_SITES_H
+#define FPI_CALL_SITES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session.h"
+
+/* The opcode set of CPython 3.minor, or NULL when none is known (a version
+ * newer than the tables: no check). */
+const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor);
+
+/* Can the frame of code `e` be suspended under a directly linked callee at
+ * code unit `unit`?  True when it can, or when it cannot be told (no
+ * bytecode kept, no table). */
+bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit);
+
+#endif
