@@ -27,6 +27,7 @@ enum cf_rc {
 #define CF_DEBUG_TIMEOUT_FACTOR 2.0        /* extra timeout factor for Py_DEBUG builds */
 #define CF_MAX_LINE_BYTES (64u << 20)      /* longest channel line accepted */
 #define CF_TAIL_BYTES 2048u                /* stderr tail kept in reports */
+#define CF_CHANNEL_WORD_MAX 32u           /* longest command line the harness sends a target */
 #define CF_PREVIEW_BYTES 200u              /* offending channel text kept in errors */
 #define CF_MAX_MISMATCHES_PER_THREAD 16u   /* frame differences listed per thread per sample */
 #define CF_DIFF_MAX_CELLS (1u << 22)       /* largest frame-alignment table */
