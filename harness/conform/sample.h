@@ -105,9 +105,11 @@ enum cf_fault {
     CF_FAULT_NONE = 0,
     CF_FAULT_DROP_FRAME = 1,   /* remove the innermost frame */
     CF_FAULT_SHIFT_LINE = 2,   /* add 1 to the innermost frame's line */
+    CF_FAULT_SPLICE_PREVIOUS = 3, /* live mode: outer frames from the thread's previous sample (cf_live_splice) */
 };
 
-/* Applies a fault to the thread with this id (no-op if absent). */
+/* Applies a fault to the thread with this id (no-op if absent; a no-op
+ * for CF_FAULT_SPLICE_PREVIOUS, which needs two samples). */
 void cf_sample_inject(cf_sample *s, int fault, uint64_t id);
 
 #endif
