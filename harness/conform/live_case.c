@@ -355,9 +355,9 @@ static int run_config(live_run *lr, live_cfg *c)
             rc = record_rejection(c, err[0] ? err : cf_strerror(sr));
         } else {
             rc = judge_sample(lr, c);
-            cf_sample tmp = lr->prev;
-            lr->prev = lr->cur;
-            lr->cur = tmp;
+            /* The adapter's strings may die at its next sample: keep a copy. */
+            if (rc == CF_OK && lr->p->fault == CF_FAULT_SPLICE_PREVIOUS)
+                rc = cf_sample_copy(&lr->prev, &lr->cur);
         }
         if (rc == CF_OK && now - last_look >= CF_LIVE_POLL_S) {
             last_look = now;

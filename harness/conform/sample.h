@@ -93,6 +93,10 @@ int cf_sample_add_frame(cf_sample *s, const cf_frame *f);
  * next reset; NULL on allocation failure. */
 const char *cf_sample_intern(cf_sample *s, const char *str, size_t n);
 
+/* Makes dst a copy of src whose strings are interned in dst, so that it
+ * outlives the adapter's storage.  CF_OK or CF_E_NOMEM. */
+int cf_sample_copy(cf_sample *dst, const cf_sample *src);
+
 /* The thread with this id (native id when the sample reports native ids,
  * else thread id); if several interpreters have one (3.11 and 3.12 give a
  * sub-interpreter's thread state the native id of the thread that created

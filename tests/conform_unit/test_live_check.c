@@ -401,5 +401,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tags_resolve_to_lines, setup, teardown),
         cmocka_unit_test(test_refused),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return cmocka_run_group_tests_name("conform_unit_live_check", tests, NULL, NULL);
 }
