@@ -25,7 +25,8 @@ static const char CONFORM_USAGE_HEAD[] =
     "                          [--scenario NAME ...] [--fast] [--report-dir DIR]\n"
     "                          [--jobs N] [--manifest PATH] [--targets DIR]\n"
     "                          [--timeout-scale X]\n"
-    "                          [--inject-fault drop-frame|shift-line]\n"
+    "                          [--inject-fault drop-frame|shift-line|splice-previous]\n"
+    "                          [--live [--samples N] [--duration S]]\n"
     "\n"
     "Runs every ground-truth scenario (targets/scenarios) under every selected\n"
     "interpreter and puts every selected unwinder to the test.  At each\n"
@@ -72,8 +73,29 @@ static const char CONFORM_USAGE_HEAD[] =
     "                       comparing.  drop-frame removes the innermost frame of\n"
     "                       the first ground-truth thread (the main thread when it\n"
     "                       is parked); shift-line adds 1 to that frame's line.\n"
+    "                       splice-previous (--live only) gives every thread of\n"
+    "                       a sample the outer frames of its previous sample.\n"
     "                       Expect FAILs.\n"
     "  --help               print this help\n"
+    "\n";
+static const char CONFORM_USAGE_LIVE[] =
+    "Live mode:\n"
+    "  --live               live mode: run the live scenarios (targets/live) freely,\n"
+    "                       without checkpoints; once a target says \"ready\", each\n"
+    "                       configuration attaches and samples it as fast as it\n"
+    "                       can for the budget, and every sample is classified\n"
+    "                       against the scenario's declaration (targets/live/\n"
+    "                       README.md): valid, rejected (the sample call failed or\n"
+    "                       a thread carries an error) or wrong (returned as good\n"
+    "                       but impossible).  Reports live.json, live.md, junit.xml;\n"
+    "                       exit status 1 when a configuration returned a wrong\n"
+    "                       sample or could not attach (rejections are reported,\n"
+    "                       not failures)\n"
+    "  --samples N          live: samples per scenario x interpreter x\n"
+    "                       configuration (default %lu)\n"
+    "  --duration S         live: seconds of sampling per scenario x interpreter x\n"
+    "                       configuration (default %.1f); the first limit reached\n"
+    "                       ends it\n"
     "\n";
 static const char CONFORM_USAGE_TAIL[] =
     "Interpreters: manifest entries {\"id\", \"version\", \"free_threaded\", \"debug\",\n"
@@ -140,6 +162,7 @@ static void print_usage(FILE *f)
         snprintf(defaults, sizeof defaults, "(paths too long)");
     fprintf(f, CONFORM_USAGE_HEAD, cf_unwinder_help(), FP_FACT_PY_MAJOR, FP_FACT_PY_MINOR_MAX, defaults,
             CF_MAX_JOBS, CF_ADAPTER_TIMEOUT_S, CF_DEBUG_TIMEOUT_FACTOR);
+    fprintf(f, CONFORM_USAGE_LIVE, CF_LIVE_DEFAULT_SAMPLES, CF_LIVE_DEFAULT_SECONDS);
     fputs(CONFORM_USAGE_TAIL, f);
 }
 
@@ -151,12 +174,24 @@ static int usage_error(const char *fmt, const char *arg)
     return FP_EXIT_USAGE;
 }
 
+/* A finite number in (0, max]; -1 otherwise. */
+static int parse_positive(const char *arg, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(arg, &end);
+    if (errno || end == arg || *end || !isfinite(x) || x <= 0 || x > max)
+        return -1;
+    *out = x;
+    return 0;
+}
+
 /* Returns -1 on success, else the exit status to return. */
 static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
 {
     enum {
         O_PY = 1, O_PYPATH, O_SCEN, O_FAST, O_REPORT, O_JOBS, O_MANIFEST, O_TARGETS, O_SCALE, O_FAULT,
-        O_UNWINDER, O_CMD, O_CMD_FIELDS, O_UNTESTED, O_HELP
+        O_UNWINDER, O_CMD, O_CMD_FIELDS, O_UNTESTED, O_LIVE, O_SAMPLES, O_DURATION, O_HELP
     };
     static const struct option longopts[] = {
         {"python", required_argument, NULL, O_PY},
@@ -173,6 +208,9 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
         {"unwinder-cmd", required_argument, NULL, O_CMD},
         {"unwinder-cmd-fields", required_argument, NULL, O_CMD_FIELDS},
         {"allow-untested-version", no_argument, NULL, O_UNTESTED},
+        {"live", no_argument, NULL, O_LIVE},
+        {"samples", required_argument, NULL, O_SAMPLES},
+        {"duration", required_argument, NULL, O_DURATION},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -214,22 +252,29 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
             break;
         case O_MANIFEST: o->manifest = optarg; break;
         case O_TARGETS: o->targets = optarg; break;
-        case O_SCALE: {
-            char *end;
-            errno = 0;
-            double x = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !isfinite(x) || x <= 0 || x > CF_MAX_TIMEOUT_SCALE)
+        case O_SCALE:
+            if (parse_positive(optarg, CF_MAX_TIMEOUT_SCALE, &o->timeout_scale))
                 return usage_error("--timeout-scale must be a number > 0 and <= 1000, not '%s'", optarg);
-            o->timeout_scale = x;
             break;
-        }
+        case O_LIVE: o->live = true; break;
+        case O_SAMPLES:
+            if (fp_parse_uint(optarg, CF_LIVE_MAX_SAMPLES, &v) || v == 0)
+                return usage_error("--samples must be an integer from 1 to 100000000, not '%s'", optarg);
+            o->live_samples = v;
+            break;
+        case O_DURATION:
+            if (parse_positive(optarg, CF_LIVE_MAX_SECONDS, &o->live_seconds))
+                return usage_error("--duration must be a number of seconds > 0 and <= 3600, not '%s'", optarg);
+            break;
         case O_FAULT:
             if (strcmp(optarg, "drop-frame") == 0)
                 o->fault = CF_FAULT_DROP_FRAME;
             else if (strcmp(optarg, "shift-line") == 0)
                 o->fault = CF_FAULT_SHIFT_LINE;
+            else if (strcmp(optarg, "splice-previous") == 0)
+                o->fault = CF_FAULT_SPLICE_PREVIOUS;
             else
-                return usage_error("--inject-fault must be drop-frame or shift-line, not '%s'", optarg);
+                return usage_error("--inject-fault must be drop-frame, shift-line or splice-previous, not '%s'", optarg);
             break;
         case O_HELP:
         case 'h':
@@ -242,6 +287,13 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
     }
     if (optind < argc)
         return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!o->live && (o->live_samples || o->live_seconds > 0))
+        return usage_error("--samples and --duration go with --live%s", "");
+    if (o->live != (o->fault == CF_FAULT_SPLICE_PREVIOUS) && o->fault != CF_FAULT_NONE)
+        return usage_error("--inject-fault %s", o->live ? "in live mode must be splice-previous"
+                                                         : "splice-previous goes with --live");
+    if (o->live && o->fast)
+        return usage_error("--fast does not apply to --live%s", "");
     bool command = false;
     for (size_t i = 0; i < l->nunwinders; i++)
         command |= strcmp(l->unwinders[i], "command") == 0;

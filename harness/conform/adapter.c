@@ -75,6 +75,13 @@ void cf_adapter_label(const cf_adapter_def *d, char *buf, size_t len)
         snprintf(buf, len, "%s", d->unwinder);
 }
 
+void cf_adapter_na(const cf_adapter_def *d, const cf_interp *in, char *na, size_t len)
+{
+    char buf[CF_REASON_LEN] = "";
+    const char *why = d->applies ? d->applies(d, in, buf, sizeof buf) : NULL;
+    snprintf(na, len, "%s", !why ? "" : *why ? why : "does not apply to this interpreter");
+}
+
 static const unwinder_entry *find(const char *name)
 {
     for (size_t i = 0; i < NUM_UNWINDERS; i++)

@@ -51,6 +51,10 @@ struct cf_adapter_def {
 /* "unwinder" or "unwinder:config". */
 void cf_adapter_label(const cf_adapter_def *d, char *buf, size_t len);
 
+/* Writes why the configuration does not apply to the interpreter into na
+ * ("" when it applies). */
+void cf_adapter_na(const cf_adapter_def *d, const cf_interp *in, char *na, size_t len);
+
 /* What the user asked for besides the unwinder names. */
 typedef struct cf_adapter_opts {
     const char *command;       /* --unwinder-cmd template ("{pid}" is replaced) */

@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "compare.h"
 #include "interrupt.h"
+#include "launch.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "truth.h"
@@ -63,15 +64,11 @@ typedef struct case_run {
  * callers can `return fail(...)` and stop on cr->error.len. */
 __attribute__((format(printf, 2, 3))) static int fail(case_run *cr, const char *fmt, ...)
 {
-    if (cr->error.len)
-        return CF_OK;
     va_list ap;
     va_start(ap, fmt);
-    char buf[CF_ERRMSG_LEN * 2];
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    int rc = cf_sb_vfirst(&cr->error, fmt, ap);
     va_end(ap);
-    cf_sb_puts(&cr->error, buf);
-    return cr->error.failed ? CF_E_NOMEM : CF_OK;
+    return rc;
 }
 
 static int note(case_run *cr, const char *text)
@@ -86,18 +83,6 @@ static const char *preview(const char *s, size_t n, cf_strbuf *sb)
     if (n > CF_PREVIEW_BYTES)
         cf_sb_puts(sb, "...");
     return cf_sb_str(sb);
-}
-
-static int open_log(const char *dir, const char *scen, const char *ext, char *path, size_t pathlen, int *fd)
-{
-    char name[NAME_MAX];
-    char safe[NAME_MAX - 16];
-    cf_sanitize_name(scen, safe, sizeof safe);
-    snprintf(name, sizeof name, "%s.%s", safe, ext);
-    if (cf_path_join(path, pathlen, dir, name))
-        return CF_E_LIMIT;
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    return *fd < 0 ? CF_E_IO : CF_OK;
 }
 
 static int record_failure(config_state *c, const cf_truth *t, long sample, const char *error,
@@ -380,20 +365,10 @@ static int protocol(case_run *cr)
     if (rc || cr->error.len || !cr->done)
         return rc;
     /* "done" and EOF: the target must now exit with status 0. */
-    int w = cf_child_wait_exit(&cr->child, cr->deadline);
-    if (w == CF_E_TIMEOUT)
-        return fail(cr, "target did not exit after \"done\" (killed)");
-    if (w == CF_E_INTERRUPTED) {
-        cr->interrupted = true;
-        return fail(cr, "interrupted");
-    }
-    cf_child_kill(&cr->child);
-    if (!WIFEXITED(cr->child.status) || WEXITSTATUS(cr->child.status) != 0) {
-        char status[128];
-        cf_describe_status(cr->child.status, status, sizeof status);
-        return fail(cr, "target ended with %s after \"done\"", status);
-    }
-    return CF_OK;
+    char why[CF_ERRMSG_LEN];
+    int w = cf_launched_await_exit(&cr->child, cr->deadline, why, sizeof why);
+    cr->interrupted |= w == CF_E_INTERRUPTED;
+    return w ? fail(cr, "%s", why) : CF_OK;
 }
 
 static int init_run(case_run *cr, const cf_case_params *p)
@@ -415,10 +390,7 @@ static int init_run(case_run *cr, const cf_case_params *p)
         config_state *c = &cr->cfg[i];
         c->def = &p->adapters->defs[i];
         cf_adapter_label(c->def, c->label, sizeof c->label);
-        char buf[CF_REASON_LEN] = "";
-        const char *why = c->def->applies ? c->def->applies(c->def, p->interp, buf, sizeof buf) : NULL;
-        if (why)
-            snprintf(c->na, sizeof c->na, "%s", *why ? why : "does not apply to this interpreter");
+        cf_adapter_na(c->def, p->interp, c->na, sizeof c->na);
         c->failures = json_object_new_array();
         if (!c->failures)
             return CF_E_NOMEM;
@@ -428,14 +400,8 @@ static int init_run(case_run *cr, const cf_case_params *p)
 
 static void free_run(case_run *cr)
 {
-    cf_child_kill(&cr->child);
-    cf_child_close(&cr->child);
-    if (cr->p && cr->p->pgid_path)
-        unlink(cr->p->pgid_path);
-    if (cr->out_fd >= 0)
-        close(cr->out_fd);
-    if (cr->err_fd >= 0)
-        close(cr->err_fd);
+    cf_launched l = {.child = &cr->child, .out_fd = &cr->out_fd, .err_fd = &cr->err_fd};
+    cf_launched_close(&l, cr->p ? cr->p->pgid_path : NULL);
     for (size_t i = 0; cr->cfg && i < cr->ncfg; i++) {
         if (cr->cfg[i].attached)
             cr->cfg[i].def->detach(cr->cfg[i].state);
@@ -454,40 +420,18 @@ static void free_run(case_run *cr)
 static int launch(case_run *cr)
 {
     const cf_case_params *p = cr->p;
-    char host_script[PATH_MAX], script[PATH_MAX], scen_dir[PATH_MAX];
-    if (cf_path_join(scen_dir, sizeof scen_dir, p->targets_dir, "scenarios") ||
-        cf_path_join(host_script, sizeof host_script, scen_dir, p->scen->file))
-        return fail(cr, "scenario path too long");
-    struct stat st;
-    if (stat(host_script, &st) != 0)
-        return fail(cr, "scenario file %s: %s", host_script, strerror(errno));
-    if (cf_interp_chrooted(p->interp)) {
-        if (cf_path_join(script, sizeof script, CF_CHROOT_TARGETS "/scenarios", p->scen->file))
-            return fail(cr, "scenario path too long");
-    } else {
-        snprintf(script, sizeof script, "%s", host_script);
-    }
-    if (open_log(p->log_dir, p->scen->name, "stdout", cr->out_path, sizeof cr->out_path, &cr->out_fd) ||
-        open_log(p->log_dir, p->scen->name, "stderr", cr->err_path, sizeof cr->err_path, &cr->err_fd))
-        return fail(cr, "cannot create log files in %s: %s", p->log_dir, strerror(errno));
-    char **argv = NULL;
-    const char *extra[] = {script};
-    int rc = cf_argv_build(p->interp->root, p->interp->argv, p->interp->argc, extra, 1, &argv);
-    if (rc)
-        return rc;
-    cf_spawn_req req = {.argv = argv, .stdout_fd = cr->out_fd, .stderr_fd = cr->err_fd, .channel = true};
+    cf_launch_req req = {.interp = p->interp, .targets_dir = p->targets_dir, .subdir = "scenarios",
+                         .file = p->scen->file, .log_dir = p->log_dir, .name = p->scen->name,
+                         .pgid_path = p->pgid_path};
+    cf_launched out = {.child = &cr->child, .out_fd = &cr->out_fd, .err_fd = &cr->err_fd,
+                       .out_path = cr->out_path, .err_path = cr->err_path};
     char err[CF_ERRMSG_LEN];
-    rc = cf_spawn(&req, &cr->child, err, sizeof err);
-    cf_argv_free(argv);
+    int rc = cf_launch_scenario(&req, &out, err, sizeof err);
+    if (rc == CF_E_NOMEM)
+        return rc;
     if (rc)
-        return fail(cr, "cannot start the target: %s", err);
+        return fail(cr, "%s", err);
     cr->sample_pid = (int)cr->child.pid;
-    if (p->pgid_path) {
-        char text[32];
-        int n = snprintf(text, sizeof text, "%d\n", (int)cr->child.pid);
-        if (cf_write_text_file(p->pgid_path, text, (size_t)n, err, sizeof err) != CF_OK)
-            return fail(cr, "%s", err);
-    }
     return CF_OK;
 }
 

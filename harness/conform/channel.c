@@ -210,12 +210,17 @@ int cf_channel_parse(char *line, size_t len, json_object **out, char *err, size_
     return CF_OK;
 }
 
-int cf_channel_continue(int fd)
+int cf_channel_send(int fd, const char *word)
 {
-    static const char msg[] = "continue\n";
+    char msg[CF_CHANNEL_WORD_MAX + 2];
+    size_t n = strlen(word);
+    if (n > CF_CHANNEL_WORD_MAX)
+        return CF_E_LIMIT;
+    memcpy(msg, word, n);
+    msg[n++] = '\n';
     size_t done = 0;
-    while (done < sizeof msg - 1) {
-        ssize_t w = write(fd, msg + done, sizeof msg - 1 - done);
+    while (done < n) {
+        ssize_t w = write(fd, msg + done, n - done);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
@@ -223,4 +228,9 @@ int cf_channel_continue(int fd)
         done += (size_t)w;
     }
     return CF_OK;
+}
+
+int cf_channel_continue(int fd)
+{
+    return cf_channel_send(fd, "continue");
 }

@@ -42,4 +42,9 @@ int cf_channel_parse(char *line, size_t len, json_object **out, char *err, size_
 /* Writes "continue\n"; CF_E_IO if the target is gone. */
 int cf_channel_continue(int fd);
 
+/* Writes one command line (word + "\n", e.g. "stop" in live mode); CF_E_IO
+ * if the target is gone, CF_E_LIMIT for a word longer than
+ * CF_CHANNEL_WORD_MAX. */
+int cf_channel_send(int fd, const char *word);
+
 #endif

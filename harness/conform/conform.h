@@ -27,6 +27,7 @@ enum cf_rc {
 #define CF_DEBUG_TIMEOUT_FACTOR 2.0        /* extra timeout factor for Py_DEBUG builds */
 #define CF_MAX_LINE_BYTES (64u << 20)      /* longest channel line accepted */
 #define CF_TAIL_BYTES 2048u                /* stderr tail kept in reports */
+#define CF_CHANNEL_WORD_MAX 32u           /* longest command line the harness sends a target */
 #define CF_PREVIEW_BYTES 200u              /* offending channel text kept in errors */
 #define CF_MAX_MISMATCHES_PER_THREAD 16u   /* frame differences listed per thread per sample */
 #define CF_DIFF_MAX_CELLS (1u << 22)       /* largest frame-alignment table */
@@ -56,6 +57,24 @@ enum cf_rc {
 #define CF_AUSTIN_HOST_ROOT "sid"          /* root under FRAMEPROOF_HOME whose glibc runs austin for host targets */
 #define CF_AUSTIN_LOADER "/lib64/ld-linux-x86-64.so.2" /* that root's dynamic loader */
 #define CF_AUSTIN_LIBDIR "/usr/lib/x86_64-linux-gnu"   /* and its library directory */
+
+/* Live mode (frameproof conform --live). */
+#define CF_LIVE_REASON_LEN 512u            /* one wrong thread's reason */
+#define CF_LIVE_MAX_FINDINGS 8u            /* findings recorded per sample */
+#define CF_LIVE_MAX_FUNCTIONS 1024u        /* functions in one declaration */
+#define CF_LIVE_MAX_PATTERNS 16u           /* file patterns of one function */
+#define CF_LIVE_MAX_ROOT 32u               /* frames of one declared root */
+#define CF_LIVE_MAX_LINES 65536u           /* lines of one line set */
+#define CF_LIVE_MAX_TAG 64u                /* length of an @tag */
+#define CF_LIVE_CACHE_SLOTS 4096u          /* frame identities cached per declaration (power of 2) */
+#define CF_LIVE_DEFAULT_SAMPLES 3000ul     /* --samples default, per scenario x interpreter x configuration */
+#define CF_LIVE_DEFAULT_SECONDS 2.0        /* --duration default, idem */
+#define CF_LIVE_MAX_SAMPLES 100000000ul    /* --samples upper bound */
+#define CF_LIVE_MAX_SECONDS 3600.0         /* --duration upper bound */
+#define CF_LIVE_EXAMPLES_PER_RULE 3u       /* wrong samples kept per rule per configuration */
+#define CF_LIVE_REJECT_KINDS 8u            /* distinct rejection reasons kept per configuration */
+#define CF_LIVE_POLL_S 0.05                /* seconds between two looks at the channel while sampling */
+#define CF_LIVE_STOP_WAIT_S 10.0           /* wait for "done" after "stop" (scaled) */
 
 /* Where targets are copied inside an interpreter's root. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"

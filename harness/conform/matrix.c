@@ -16,8 +16,7 @@
 #define TOP_CLASSES 6u           /* failure classes listed per unwinder */
 #define CLASS_LEN 96u            /* longest failure class name */
 
-/* Markdown table cells must not contain '|' or newlines. */
-static void cell(cf_strbuf *out, const char *s)
+void cf_md_cell(cf_strbuf *out, const char *s)
 {
     for (; *s; s++) {
         if (*s == '|')
@@ -109,7 +108,7 @@ static void header(cf_strbuf *out, const char *first, json_object *interps)
     cf_sb_printf(out, "| %s |", first);
     for (size_t i = 0; i < ni; i++) {
         cf_sb_puts(out, " ");
-        cell(out, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"));
+        cf_md_cell(out, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"));
         cf_sb_puts(out, " |");
     }
     cf_sb_puts(out, "\n|---|");
@@ -264,7 +263,7 @@ static void unwinder_classes(cf_strbuf *out, json_object *cases, const char *unw
         cf_sb_puts(out, "\nMost frequent failure classes (failed samples x class, all configurations):\n\n");
         for (size_t i = 0; i < fc.n && i < TOP_CLASSES; i++) {
             cf_sb_printf(out, "- %" PRId64 " × ", fc.items[i].count);
-            cell(out, fc.items[i].name);
+            cf_md_cell(out, fc.items[i].name);
             cf_sb_puts(out, "\n");
         }
     }
@@ -285,7 +284,7 @@ static void unwinder_section(cf_strbuf *out, json_object *report, const char *un
     for (size_t s = 0; s < ns; s++) {
         const char *scen = json_object_get_string(json_object_array_get_idx(scens, s));
         cf_sb_puts(out, "| ");
-        cell(out, scen);
+        cf_md_cell(out, scen);
         cf_sb_puts(out, " |");
         for (size_t i = 0; i < ni; i++) {
             const char *id = cf_json_str(json_object_array_get_idx(interps, i), "id", "?");
@@ -315,7 +314,7 @@ static void unwinder_section(cf_strbuf *out, json_object *report, const char *un
             cf_sb_printf(out, "\nFailing cases of %s:\n\n", unwinder);
         cf_sb_printf(out, "- %s `%s` %s: ", cf_json_str(c, "interpreter", "?"), cf_json_str(c, "scenario", "?"),
                      strcmp(v, "fail") == 0 ? "FAIL" : "error");
-        cell(out, strcmp(v, "error") == 0 ? cf_json_str(c, "summary", "") : "");
+        cf_md_cell(out, strcmp(v, "error") == 0 ? cf_json_str(c, "summary", "") : "");
         json_object *cfgs = cf_json_array(c, "unwinders");
         const char *sep = "";
         for (size_t g = 0; strcmp(v, "fail") == 0 && cfgs && g < json_object_array_length(cfgs); g++) {
@@ -329,7 +328,7 @@ static void unwinder_section(cf_strbuf *out, json_object *report, const char *un
             if (!what)
                 what = cf_json_str(json_object_array_get_idx(mm, 0), "message", "");
             cf_sb_printf(out, "%s[%s] ", sep, cf_json_str(cfg, "name", "?"));
-            cell(out, what);
+            cf_md_cell(out, what);
             sep = "; ";
             break; /* the first failing configuration tells the story; report.json has all */
         }
@@ -370,7 +369,7 @@ int cf_matrix_render(json_object *report, cf_strbuf *out)
     for (size_t u = 0; u < json_object_array_length(names); u++) {
         const char *unwinder = json_object_get_string(json_object_array_get_idx(names, u));
         cf_sb_puts(out, "| ");
-        cell(out, unwinder);
+        cf_md_cell(out, unwinder);
         cf_sb_puts(out, " |");
         for (size_t i = 0; i < ni; i++) {
             tally t = column(cases, scens, cf_json_str(json_object_array_get_idx(interps, i), "id", "?"), unwinder);

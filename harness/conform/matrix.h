@@ -11,4 +11,7 @@
 /* Renders the Markdown matrix of a report object (report.json content). */
 int cf_matrix_render(json_object *report, cf_strbuf *out);
 
+/* Appends s as one Markdown table cell ('|' escaped, newlines as spaces). */
+void cf_md_cell(cf_strbuf *out, const char *s);
+
 #endif

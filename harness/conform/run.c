@@ -23,6 +23,8 @@
 #include "conform.h"
 #include "install_paths.h"
 #include "interrupt.h"
+#include "live_case.h"
+#include "live_report.h"
 #include "junit.h"
 #include "manifest.h"
 #include "matrix.h"
@@ -36,6 +38,7 @@
 #include "frameproof/frameproof.h"
 
 #define INDEX_RELPATH "scenarios/index.json"
+#define LIVE_INDEX_RELPATH "live/index.json"
 #define REAP_POLL_NS 20000000L   /* scheduler wake-up interval */
 #define SKIP_REASON_LEN 400u
 
@@ -74,7 +77,10 @@ typedef struct conform_run {
 
 const char *cf_fault_name(int fault)
 {
-    return fault == CF_FAULT_DROP_FRAME ? "drop-frame" : fault == CF_FAULT_SHIFT_LINE ? "shift-line" : NULL;
+    return fault == CF_FAULT_DROP_FRAME        ? "drop-frame"
+           : fault == CF_FAULT_SHIFT_LINE      ? "shift-line"
+           : fault == CF_FAULT_SPLICE_PREVIOUS ? "splice-previous"
+                                               : NULL;
 }
 
 static bool listed(const char *const *list, size_t n, const char *s)
@@ -166,7 +172,7 @@ static int load_inputs(conform_run *r)
         return CF_EXIT_FAIL;
     }
     char index_path[PATH_MAX];
-    if (cf_path_join(index_path, sizeof index_path, r->targets, INDEX_RELPATH) ||
+    if (cf_path_join(index_path, sizeof index_path, r->targets, o->live ? LIVE_INDEX_RELPATH : INDEX_RELPATH) ||
         cf_index_load(index_path, &r->index, err, sizeof err)) {
         fprintf(stderr, "frameproof conform: %s\n", err);
         return CF_EXIT_FAIL;
@@ -373,7 +379,8 @@ static int worker_main(conform_run *r, size_t k)
         .fault = r->o.fault,
     };
     json_object *result = NULL;
-    if (cf_case_run(&p, &result) != CF_OK)
+    cf_live_budget budget = {.samples = r->o.live_samples, .seconds = r->o.live_seconds};
+    if ((r->o.live ? cf_live_case_run(&p, &budget, &result) : cf_case_run(&p, &result)) != CF_OK)
         return CF_EXIT_FAIL;
     char err[CF_ERRMSG_LEN];
     int rc = cf_json_write_file(out, result, false, false, err, sizeof err);
@@ -521,6 +528,9 @@ static json_object *options_json(const conform_run *r)
         cf_json_add(o, "jobs", json_object_new_int64(r->o.jobs)) ||
         cf_json_add(o, "timeout_scale", cf_json_seconds(r->o.timeout_scale)) ||
         cf_json_add(o, "fast", json_object_new_boolean(r->o.fast)) ||
+        cf_json_add(o, "live", json_object_new_boolean(r->o.live)) ||
+        (r->o.live && cf_json_add(o, "samples", json_object_new_int64((int64_t)r->o.live_samples))) ||
+        (r->o.live && cf_json_add(o, "duration", cf_json_seconds(r->o.live_seconds))) ||
         (r->o.adapter.command && cf_json_add(o, "unwinder_cmd", json_object_new_string(r->o.adapter.command))) ||
         cf_json_add(o, "allow_untested_version", json_object_new_boolean(r->o.adapter.allow_untested)) ||
         json_object_object_add(o, "inject_fault", fault ? json_object_new_string(fault) : NULL) != 0) {
@@ -715,6 +725,10 @@ int cf_run(const cf_run_opts *o)
         r.o.jobs = 1;
     if (!(r.o.timeout_scale > 0))
         r.o.timeout_scale = 1.0;
+    if (!r.o.live_samples)
+        r.o.live_samples = CF_LIVE_DEFAULT_SAMPLES;
+    if (!(r.o.live_seconds > 0))
+        r.o.live_seconds = CF_LIVE_DEFAULT_SECONDS;
     json_object *report = NULL;
     int status = CF_EXIT_FAIL;
     int st = load_inputs(&r);
@@ -739,7 +753,7 @@ int cf_run(const cf_run_opts *o)
         fprintf(stderr, "frameproof conform: out of memory building the report\n");
         goto out;
     }
-    int wrc = write_reports(&r, report);
+    int wrc = r.o.live ? cf_live_write_reports(r.report, report) : write_reports(&r, report);
     if (interrupted)
         status = CF_EXIT_INTERRUPTED;
     else if (t.fail || t.error || t.not_run || wrc != CF_OK)

@@ -35,6 +35,9 @@ typedef struct cf_run_opts {
     unsigned jobs;
     double timeout_scale;
     int fault;                         /* enum cf_fault */
+    bool live;                         /* live mode: targets/live, live_case.h, live.json and live.md */
+    unsigned long live_samples;        /* live budget per configuration (0: CF_LIVE_DEFAULT_SAMPLES) */
+    double live_seconds;               /* idem, in seconds (0: CF_LIVE_DEFAULT_SECONDS) */
 } cf_run_opts;
 
 /* Runs the suite.  Progress goes to stderr, the matrix and the report
@@ -43,7 +46,7 @@ typedef struct cf_run_opts {
  * CF_EXIT_INTERRUPTED. */
 int cf_run(const cf_run_opts *o);
 
-/* "drop-frame", "shift-line", or NULL. */
+/* "drop-frame", "shift-line", "splice-previous", or NULL. */
 const char *cf_fault_name(int fault);
 
 #endif

@@ -153,6 +153,32 @@ const char *cf_sample_intern(cf_sample *s, const char *str, size_t n)
     return d;
 }
 
+static const char *keep(cf_sample *s, const char *str)
+{
+    return str ? cf_sample_intern(s, str, strlen(str)) : NULL;
+}
+
+int cf_sample_copy(cf_sample *dst, const cf_sample *src)
+{
+    cf_sample_reset(dst, src->fields);
+    for (size_t i = 0; i < src->nthreads; i++) {
+        const cf_thread *t = &src->threads[i];
+        cf_thread proto = *t, *nt;
+        proto.error = keep(dst, t->error);
+        if ((t->error && !proto.error) || cf_sample_add_thread(dst, &proto, &nt))
+            return CF_E_NOMEM;
+        for (size_t k = 0; k < t->count; k++) {
+            cf_frame f = src->frames[t->first + k];
+            f.function = keep(dst, f.function);
+            f.name = keep(dst, f.name);
+            f.file = keep(dst, f.file);
+            if (!f.function || !f.name || !f.file || cf_sample_add_frame(dst, &f))
+                return CF_E_NOMEM;
+        }
+    }
+    return CF_OK;
+}
+
 const cf_thread *cf_sample_find(const cf_sample *s, uint64_t id)
 {
     bool by_native = (s->fields & CF_FIELD_NATIVE_ID) != 0;

@@ -93,6 +93,10 @@ int cf_sample_add_frame(cf_sample *s, const cf_frame *f);
  * next reset; NULL on allocation failure. */
 const char *cf_sample_intern(cf_sample *s, const char *str, size_t n);
 
+/* Makes dst a copy of src whose strings are interned in dst, so that it
+ * outlives the adapter's storage.  CF_OK or CF_E_NOMEM. */
+int cf_sample_copy(cf_sample *dst, const cf_sample *src);
+
 /* The thread with this id (native id when the sample reports native ids,
  * else thread id); if several interpreters have one (3.11 and 3.12 give a
  * sub-interpreter's thread state the native id of the thread that created
@@ -105,9 +109,11 @@ enum cf_fault {
     CF_FAULT_NONE = 0,
     CF_FAULT_DROP_FRAME = 1,   /* remove the innermost frame */
     CF_FAULT_SHIFT_LINE = 2,   /* add 1 to the innermost frame's line */
+    CF_FAULT_SPLICE_PREVIOUS = 3, /* live mode: outer frames from the thread's previous sample (cf_live_splice) */
 };
 
-/* Applies a fault to the thread with this id (no-op if absent). */
+/* Applies a fault to the thread with this id (no-op if absent; a no-op
+ * for CF_FAULT_SPLICE_PREVIOUS, which needs two samples). */
 void cf_sample_inject(cf_sample *s, int fault, uint64_t id);
 
 #endif

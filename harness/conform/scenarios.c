@@ -1,6 +1,7 @@
 /* scenarios.c — loads targets/scenarios/index.json:
  * {"scenarios":[{"name","file","min_version","max_version","builds",
- *   "timeout","fast","description"}]}. */
+ *   "timeout","fast","description"}]}; also targets/live/index.json, whose
+ * entries add "declaration". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static void scenario_free(cf_scenario *s)
     free(s->name);
     free(s->file);
     free(s->description);
+    free(s->declaration);
     memset(s, 0, sizeof *s);
 }
 
@@ -93,6 +95,15 @@ static int parse_entry(json_object *e, cf_scenario *s, char *err, size_t errlen)
         return CF_E_FORMAT;
     }
     s->fast = cf_json_bool(e, "fast", false);
+    const char *decl = cf_json_str(e, "declaration", NULL);
+    if (decl && !safe_relative(decl)) {
+        snprintf(err, errlen, "scenario %s: unsafe \"declaration\"", name);
+        return CF_E_FORMAT;
+    }
+    if (decl && !(s->declaration = strdup(decl))) {
+        snprintf(err, errlen, "out of memory");
+        return CF_E_NOMEM;
+    }
     s->name = strdup(name);
     s->file = strdup(file);
     s->description = strdup(cf_json_str(e, "description", ""));

@@ -16,6 +16,7 @@ typedef struct cf_scenario {
     char *name;
     char *file;            /* relative to targets/scenarios */
     char *description;     /* "" when absent */
+    char *declaration;     /* live scenarios: the declaration file, relative like file; NULL when absent */
     int min_major, min_minor;
     bool has_max;
     int max_major, max_minor;

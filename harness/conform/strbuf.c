@@ -163,3 +163,13 @@ const char *cf_sb_str(const cf_strbuf *sb)
 {
     return sb->data ? sb->data : "";
 }
+
+int cf_sb_vfirst(cf_strbuf *sb, const char *fmt, va_list ap)
+{
+    if (sb->len)
+        return CF_OK;
+    char buf[CF_ERRMSG_LEN * 2];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    cf_sb_puts(sb, buf);
+    return sb->failed ? CF_E_NOMEM : CF_OK;
+}

@@ -3,6 +3,7 @@
 #ifndef FP_CONFORM_STRBUF_H
 #define FP_CONFORM_STRBUF_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -29,6 +30,10 @@ int cf_sb_append_sanitized(cf_strbuf *sb, const char *s, size_t n);
 /* Appends s, or when it is longer than max bytes its first max bytes (cut
  * at a UTF-8 boundary) followed by "...(N bytes)". */
 int cf_sb_put_clipped(cf_strbuf *sb, const char *s, size_t max);
+
+/* Sets sb to the formatted text unless it already holds some (the first
+ * error wins).  CF_OK, or CF_E_NOMEM. */
+int cf_sb_vfirst(cf_strbuf *sb, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
 /* The contents ("" when empty); never NULL. */
 const char *cf_sb_str(const cf_strbuf *sb);

@@ -14,9 +14,9 @@
 #include "util.h"
 
 #define COPY_CHUNK 65536u
-#define MAX_DEPTH 16 /* directory nesting below groundtruth/ and scenarios/ */
+#define MAX_DEPTH 16 /* directory nesting below groundtruth/, scenarios/ and live/ */
 
-static const char *const SYNCED_DIRS[] = {"groundtruth", "scenarios"};
+static const char *const SYNCED_DIRS[] = {"groundtruth", "scenarios", "live"};
 
 static bool same_file(const struct stat *a, const struct stat *b)
 {

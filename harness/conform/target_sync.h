@@ -1,11 +1,13 @@
 /* target_sync.h — copies the in-target files (targets/groundtruth and
- * targets/scenarios) into an interpreter's chroot before its cases run. */
+ * targets/scenarios, targets/live) into an interpreter's chroot before its
+ * cases run. */
 #ifndef FP_CONFORM_SYNC_H
 #define FP_CONFORM_SYNC_H
 
 #include <stddef.h>
 
-/* Copies <targets>/groundtruth and <targets>/scenarios recursively into
+/* Copies <targets>/groundtruth, <targets>/scenarios and <targets>/live
+ * recursively into
  * <root>/tmp/frameproof-targets/ (CF_CHROOT_TARGETS).  Idempotent: a file
  * whose size and modification time already match is left alone, others are
  * replaced atomically and get the source's mtime; __pycache__ is skipped. */

@@ -48,6 +48,17 @@ API
     same file names.
 ``pending()``
     Labels with parkers waiting for more parties (for diagnostics).
+``live(name=None)``
+    Live mode (targets/live): the scenario never parks; it runs freely while
+    the harness samples it.  Starts the channel like ``start`` and returns
+    two lists, ``(ready, stop)``.  The scenario appends anything to
+    ``ready`` once it is warmed up (the channel thread then sends the
+    ``ready`` event) and runs until ``stop`` is non-empty (the harness sent
+    ``stop``, or, by hand, end of input), then calls ``done()``.  Both are
+    plain lists so that ``ready.append(1)`` and ``while not stop:`` run no
+    Python frame of this module on the scenario's threads.
+``should_stop()``
+    ``bool(stop)`` for code that does not mind one more frame.
 
 Uncaught exceptions (main thread, other threads, unraisable ones such as a
 failing ``__del__``) and exiting without ``done()`` send an ``error`` event and
@@ -74,6 +85,7 @@ Target -> harness, one JSON object per line (UTF-8, never ASCII-escaped)::
     {"event": "checkpoint", "name": LABEL, "seq": N,
      "threads": [THREAD, ...], "all_threads": [{"native_id": N,
      "thread_id": N, "name": S|null, "main": B}, ...]}
+    {"event": "ready"}                      (live mode only)
     {"event": "done"}
     {"event": "error", "message": S}
 
@@ -95,7 +107,8 @@ the channel thread and threads that are not parked) plus any parker that
 threading does not know about (threads made with ``_thread`` directly).
 
 Harness -> target: the line ``continue`` releases the checkpoint just
-reported.  Blank lines are ignored; anything else is a protocol error.  EOF on
+reported; in live mode the line ``stop`` (after ``ready``) asks the scenario
+to end.  Blank lines are ignored; anything else is a protocol error.  EOF on
 the read side at any time means the harness is gone: the process exits at
 once with status 3.
 
@@ -129,7 +142,8 @@ import time
 import traceback
 
 __all__ = ["start", "expect", "park", "done", "fail", "thread",
-           "generated_file", "generated_files", "pending", "PROTOCOL"]
+           "generated_file", "generated_files", "pending", "live",
+           "should_stop", "PROTOCOL"]
 
 PROTOCOL = 1
 
@@ -142,6 +156,7 @@ _GENERATOR_FLAGS = _CO_GENERATOR | _CO_COROUTINE | _CO_ASYNC_GENERATOR
 
 _BLOCK_TIMEOUT = 10.0        # seconds to wait for parkers to be blocked
 _POLL = 0.0005               # seconds between checks
+_LIVE_POLL = 0.005           # live mode: how often the channel looks at ``ready``
 
 _allocate_lock = _thread.allocate_lock
 _get_ident = _thread.get_ident
@@ -220,6 +235,14 @@ class _State:
     park_lasti = None
     calibration = None
     main_ident = None
+    live = False           # live mode: no checkpoints, "ready" and "stop"
+    ready_sent = False
+
+
+# live(): the scenario appends to _live_ready when warmed up; the channel
+# thread appends to _live_stop when the harness says "stop".
+_live_ready = []
+_live_stop = []
 
 
 _state = _State()
@@ -295,6 +318,7 @@ def _harness_gone():
     if _state.stdio:
         # By hand: end of input means "run to the end".
         _state.auto_continue = True
+        _live_stop.append(True)
         return
     os._exit(3)
 
@@ -307,7 +331,9 @@ def _check_unsolicited():
         line = _reader.take_line()
         if line is None:
             return
-        if line:
+        if line == "stop" and _state.live and _state.ready_sent:
+            _live_stop.append(True)
+        elif line:
             _fatal("protocol error: unexpected line from harness: %r" % line)
 
 
@@ -653,8 +679,15 @@ def _channel_loop():
         watch = [_state.wake_r]
         if not _state.auto_continue:
             watch.append(_state.rfd)
+        if _state.live and not _state.ready_sent:
+            if _live_ready:
+                _state.ready_sent = True
+                _send({"event": "ready"})
+            timeout = _LIVE_POLL
+        else:
+            timeout = None
         try:
-            readable, _, _ = select.select(watch, [], [])
+            readable, _, _ = select.select(watch, [], [], timeout)
         except InterruptedError:
             continue
         if _state.wake_r in readable:
@@ -868,6 +901,18 @@ def thread(target, *args, name=None, stack_size=None, daemon=False,
         finally:
             threading.stack_size(old)
     return t
+
+
+def live(name=None):
+    """Start the channel in live mode; return the lists (ready, stop)."""
+    _state.live = True
+    start(name)
+    return _live_ready, _live_stop
+
+
+def should_stop():
+    """True once the harness asked a live scenario to stop."""
+    return bool(_live_stop)
 
 
 def generated_files(files):

@@ -144,6 +144,36 @@ static void test_inject(void **state)
     cf_sample_free(&s);
 }
 
+/* A copy owns its strings: it survives the source's reset and reuse. */
+static void test_copy(void **state)
+{
+    (void)state;
+    cf_sample src, dst;
+    cf_sample_init(&src);
+    cf_sample_init(&dst);
+    cf_sample_reset(&src, CF_FIELDS_ALL);
+    char fn[] = "outer", file[] = "/x.py", err[] = "torn";
+    cf_frame f = cu_frame(fn, file, 7, 0, 3);
+    cu_add_thread(&src, 10, 1, &f, 1)->main = true;
+    cu_add_thread(&src, 11, 2, NULL, 0)->error = err;
+    assert_int_equal(cf_sample_copy(&dst, &src), CF_OK);
+    cf_sample_reset(&src, 0);
+    strcpy(fn, "XXXXX");
+    strcpy(err, "YYYY");
+    assert_int_equal(dst.fields, CF_FIELDS_ALL);
+    assert_int_equal(dst.nthreads, 2);
+    assert_int_equal(dst.nframes, 1);
+    assert_true(dst.threads[0].main);
+    assert_int_equal(dst.threads[0].native_id, 10);
+    assert_string_equal(dst.frames[0].function, "outer");
+    assert_string_equal(dst.frames[0].file, "/x.py");
+    assert_int_equal(dst.frames[0].line, 7);
+    assert_int_equal(dst.threads[1].count, 0);
+    assert_string_equal(dst.threads[1].error, "torn");
+    cf_sample_free(&src);
+    cf_sample_free(&dst);
+}
+
 static void test_field_names(void **state)
 {
     (void)state;
@@ -193,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_add_frame_needs_thread),
         cmocka_unit_test(test_find_several_interpreters),
         cmocka_unit_test(test_inject),
+        cmocka_unit_test(test_copy),
         cmocka_unit_test(test_field_names),
         cmocka_unit_test(test_fields_parse),
     };
