@@ -46,11 +46,12 @@ static bool same_frame(const fpi_seen_frame *a, const fpi_seen_frame *b)
            a->tlbc_index == b->tlbc_index && a->owner == b->owner;
 }
 
-/* The fields of a thread state that decide its stack. */
+/* The fields of a thread state that decide its stack, and the link to the
+ * next thread state (a list cut short would lose threads). */
 static bool same_thread_state(const fpi_layout *l, const uint8_t *a, const uint8_t *b)
 {
     const int32_t offs[] = {
-        l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
+        l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
         l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe,
         l->ts_base_frame,
     };

@@ -235,6 +235,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
+    bool last_is_entry = false;   /* the frame just followed was entered from C code */
     s->npending = 0;
     s->nseen = 0;
     while (addr) {
@@ -267,6 +268,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
             above_is_python = false;
+            last_is_entry = true;
             addr = previous;
             continue;
         }
@@ -284,8 +286,18 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             return rc;
         /* 3.11 marks a frame entered from C code on the frame itself. */
         above_is_python = l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == 0;
+        last_is_entry = !above_is_python;
         addr = previous;
     }
+    /* Before 3.15 every thread's chain ends at a frame entered from C code
+     * (3.12+: the evaluation loop's entry frame; 3.11: a frame marked
+     * is_entry).  A chain that ends elsewhere was cut: a generator read
+     * while it was not running, or a frame read after it was unlinked. */
+    if (l->ts_base_frame == FPI_OFF_NONE && top && !last_is_entry)
+        return fpi_err(&s->err, FP_E_INCOMPLETE,
+                       "torn: thread %llu's walk ended at frame 0x%llx, which was not entered from C code (a chain "
+                       "cut while it was read)",
+                       (unsigned long long)th->native_id, (unsigned long long)last);
     if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame)
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                       "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",

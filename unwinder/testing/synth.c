@@ -398,6 +398,14 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put8(im, base + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
         put64(im, ts + (uint64_t)l->ts_base_frame, base);
         below = base;
+    } else if (l->fr_is_entry == FPI_OFF_NONE && l->owner_cstack >= 0 && t->nframes > 0) {
+        /* Before 3.15 a thread's chain ends at the evaluation loop's entry
+         * frame (3.12+), on the C stack. */
+        uint64_t entry = alloc(im, (size_t)l->fr_size);
+        if (!entry)
+            return fail(im, "out of memory");
+        put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_cstack);
+        below = entry;
     }
     for (size_t k = t->nframes; k-- > 0;) {
         const synth_frame *f = &t->frames[k];
@@ -436,6 +444,9 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
         if (l->fr_tlbc_index != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
+        /* 3.11: the outermost frame of a thread was entered from C code. */
+        if (l->fr_is_entry != FPI_OFF_NONE && k == t->nframes - 1)
+            put8(im, fa + (uint64_t)l->fr_is_entry, 1);
         below = fa;
     }
     uint64_t top = below;
