@@ -7,8 +7,9 @@ usage: run_live.py FRAMEPROOF REPORT_DIR ID [--samples N] [--duration S]
 Verdict: both runs complete without harness errors; in the plain run every
 scenario that applies gives every configuration valid samples (its wrong and
 rejected counts are printed as TAP comments, not judged: the live unwinder
-is being fixed); in the splice run every configuration of every scenario
-catches the mutant (a spliced sample judged wrong whose original was not).
+is being fixed); in the splice run every scenario catches the mutant (a
+spliced sample judged wrong whose original was not) in at least one
+configuration.
 The manifest is read when the test runs ($FRAMEPROOF_HOME/interpreters.json):
 an interpreter that is not provisioned skips the test ("1..0 # SKIP")."""
 import json
@@ -73,12 +74,17 @@ def splice_lines(report, proc):
         if case["status"] == "error" or not configs(case):
             lines.append(("fail", name + " splice-previous (harness error)", case.get("error", ""), []))
             continue
-        for c in configs(case):
-            lines.append(("pass" if c["splice_caught"] > 0 else "fail",
-                          "%s [%s] catches splice-previous" % (name, c["name"]),
-                          "no spliced sample was judged wrong (%d threads spliced in %d samples)" % (
-                              c["spliced_threads"], c["samples"]),
-                          ["%d of %d samples caught" % (c["splice_caught"], c["samples"])]))
+        # Per scenario and interpreter, over all configurations: one
+        # configuration may see few splices that differ (its samples rejected
+        # as torn, or consecutive stacks alike), the declaration must still
+        # catch the mutant in the scenario.
+        cs = configs(case)
+        caught = sum(c["splice_caught"] for c in cs)
+        spliced = sum(c["spliced_threads"] for c in cs)
+        samples = sum(c["samples"] for c in cs)
+        lines.append(("pass" if caught > 0 else "fail", "%s catches splice-previous" % name,
+                      "no spliced sample was judged wrong (%d threads spliced in %d samples)" % (spliced, samples),
+                      ["%s: %d of %d samples caught" % (c["name"], c["splice_caught"], c["samples"]) for c in cs]))
     lines.append(("pass" if proc.returncode == 1 else "fail", "conform --live exits 1 on wrong samples",
                   "exit %d" % proc.returncode, []))
     return lines
