@@ -1,6 +1,6 @@
 /* frameproof.c — libframeproof as an unwinder under test: its reader x
- * code-cache configurations, declared as data, each one session kept
- * across the checkpoints of a case. */
+ * code-cache configurations and its blocking mode, declared as data, each
+ * one session kept across the checkpoints of a case. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,7 @@
 typedef struct fp_config {
     int reader;            /* enum fp_reader_kind */
     bool cache_code;
+    bool blocking;         /* every thread stopped for each sample */
 } fp_config;
 
 typedef struct fp_state {
@@ -26,10 +27,11 @@ typedef struct fp_state {
 #define FRAMEPROOF_FIELDS CF_FIELDS_ALL
 
 static const fp_config CONFIGS[] = {
-    {FP_READER_VM, true},
-    {FP_READER_VM, false},
-    {FP_READER_MEM, true},
-    {FP_READER_MEM, false},
+    {FP_READER_VM, true, false},
+    {FP_READER_VM, false, false},
+    {FP_READER_MEM, true, false},
+    {FP_READER_MEM, false, false},
+    {FP_READER_VM, true, true},
 };
 
 static void detach(void *state)
@@ -52,6 +54,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     fp_options_init(&o);
     o.reader = cfg->reader;
     o.cache_code = cfg->cache_code;
+    o.blocking = cfg->blocking;
     o.allow_untested = t->allow_untested;
     if (fp_session_new(&o, &st->s) != FP_OK || fp_sample_new(&st->sm) != FP_OK) {
         detach(st);
@@ -138,6 +141,7 @@ static const cf_adapter_def DEFS[] = {
     FP_DEF("vm+nocache", 1),
     FP_DEF("mem+cache", 2),
     FP_DEF("mem+nocache", 3),
+    FP_DEF("vm+cache+blocking", 4),
 };
 
 size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)

@@ -1,13 +1,12 @@
 /* cmd_snapshot.c — `frameproof snapshot`: stop every thread of a process
- * (PTRACE_SEIZE + PTRACE_INTERRUPT), sample it twice through a recording
- * reader (a cold and a cache-warm sample), resume it (PTRACE_DETACH on every
- * path) and write the memory the samples read as a memory image (.fpimg).
+ * (frameproof/pause.h), sample it twice through a recording reader (a cold
+ * and a cache-warm sample), resume it on every path and write the memory the
+ * samples read as a memory image (.fpimg).
  *
  * Signals that would end this process (INT, TERM, HUP, QUIT) are blocked
  * while the target is stopped, so the detach always runs first; if this
  * process is killed outright, the kernel detaches its tracees anyway.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -16,42 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #include "cli.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
+#include "frameproof/pause.h"
 
-/* How long one thread may take to reach its interrupt stop. */
-#define SNAP_STOP_TIMEOUT_MS 5000L
-/* How long a thread that timed out gets again before detaching it. */
-#define SNAP_DETACH_GRACE_MS 500L
-#define SNAP_POLL_NS 1000000L
-#define SNAP_NS_PER_MS 1000000L
-/* Passes over /proc/PID/task until no new thread appears. */
-#define SNAP_MAX_PASSES 64
-#define SNAP_MAX_TASKS FP_IMAGE_MAX_THREADS
 #define SNAP_SAMPLES 2
-#define SNAP_PATH_MAX 128
-#define SNAP_STAT_MAX 1024
 #define SNAP_MSG_MAX 2048
-
-typedef struct task {
-    long tid;
-    char state;       /* scheduler state before the stop, 0 if unknown */
-    bool seized;
-    bool stopped;
-    int pending_sig;  /* signal to re-inject at detach */
-} task;
-
-typedef struct stopper {
-    int pid;
-    task *t;
-    size_t n, cap;
-} stopper;
 
 static const char SNAPSHOT_USAGE[] =
     "usage: frameproof snapshot --pid PID -o FILE [--reader vm|mem] [--granule N] [--no-stop]\n"
@@ -77,166 +50,9 @@ static const char SNAPSHOT_USAGE[] =
     "Exit status: 0 on success; 1 with a message on stderr on error; 2 on a\n"
     "usage error.\n";
 
-static char task_state(int pid, long tid)
-{
-    char path[SNAP_PATH_MAX], buf[SNAP_STAT_MAX];
-    snprintf(path, sizeof path, "/proc/%d/task/%ld/stat", pid, tid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    const char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ')
-        return 0;
-    char c = p[2];
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? c : 0;
-}
-
-static task *find_task(stopper *st, long tid)
-{
-    for (size_t i = 0; i < st->n; i++)
-        if (st->t[i].tid == tid)
-            return &st->t[i];
-    return NULL;
-}
-
-/* Adds every thread of /proc/PID/task not yet known; *added counts them. */
-static int scan_tasks(stopper *st, size_t *added, char *msg, size_t msglen)
-{
-    char path[SNAP_PATH_MAX];
-    snprintf(path, sizeof path, "/proc/%d/task", st->pid);
-    DIR *d = opendir(path);
-    if (!d) {
-        int err = errno;
-        snprintf(msg, msglen, "cannot list %s: %s", path, strerror(err));
-        return err == ENOENT ? FP_E_PROCESS_GONE : FP_E_IO;
-    }
-    int rc = FP_OK;
-    struct dirent *de;
-    *added = 0;
-    while ((de = readdir(d))) {
-        char *end;
-        long tid = strtol(de->d_name, &end, 10);
-        if (*end || tid <= 0 || find_task(st, tid))
-            continue;
-        if (st->n >= SNAP_MAX_TASKS) {
-            snprintf(msg, msglen, "process %d has more than %u threads", st->pid, SNAP_MAX_TASKS);
-            rc = FP_E_LIMIT;
-            break;
-        }
-        if (st->n == st->cap) {
-            size_t ncap = st->cap ? st->cap * 2 : 16;
-            task *nt = realloc(st->t, ncap * sizeof *nt);
-            if (!nt) {
-                rc = FP_E_NOMEM;
-                break;
-            }
-            st->t = nt;
-            st->cap = ncap;
-        }
-        st->t[st->n++] = (task){.tid = tid, .state = task_state(st->pid, tid)};
-        (*added)++;
-    }
-    closedir(d);
-    return rc;
-}
-
-static void sleep_poll(void)
-{
-    struct timespec ts = {0, SNAP_POLL_NS};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits up to timeout_ms for a seized thread's stop.  Returns 1 when it is
- * stopped, 0 when it is gone, -1 on time-out. */
-static int wait_stop(task *t, long timeout_ms)
-{
-    for (long waited = 0; waited <= timeout_ms * SNAP_NS_PER_MS; waited += SNAP_POLL_NS) {
-        int status;
-        pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            return 0; /* ECHILD: no longer traced by us (it exited) */
-        if (r == (pid_t)t->tid) {
-            if (WIFEXITED(status) || WIFSIGNALED(status))
-                return 0;
-            if (WIFSTOPPED(status)) {
-                if ((status >> 16) != PTRACE_EVENT_STOP)
-                    t->pending_sig = WSTOPSIG(status); /* signal-delivery stop */
-                t->stopped = true;
-                return 1;
-            }
-        }
-        sleep_poll();
-    }
-    return -1;
-}
-
-/* Seizes and interrupts every thread, passes until the set is stable. */
-static int stop_all(stopper *st, char *msg, size_t msglen)
-{
-    for (int pass = 0; pass < SNAP_MAX_PASSES; pass++) {
-        size_t added;
-        int rc = scan_tasks(st, &added, msg, msglen);
-        if (rc)
-            return rc;
-        if (added == 0 && pass > 0)
-            return FP_OK;
-        for (size_t i = 0; i < st->n; i++) {
-            task *t = &st->t[i];
-            if (t->seized)
-                continue;
-            if (ptrace(PTRACE_SEIZE, (pid_t)t->tid, NULL, NULL) != 0) {
-                int err = errno;
-                if (err == ESRCH)
-                    continue; /* exited meanwhile */
-                snprintf(msg, msglen, "cannot stop thread %ld of process %d (PTRACE_SEIZE): %s", t->tid, st->pid,
-                         strerror(err));
-                return err == EPERM || err == EACCES ? FP_E_PERMISSION : FP_E_IO;
-            }
-            t->seized = true;
-            if (ptrace(PTRACE_INTERRUPT, (pid_t)t->tid, NULL, NULL) != 0) {
-                if (errno == ESRCH)
-                    continue;
-                snprintf(msg, msglen, "cannot interrupt thread %ld: %s", t->tid, strerror(errno));
-                return FP_E_IO;
-            }
-            int w = wait_stop(t, SNAP_STOP_TIMEOUT_MS);
-            if (w < 0) {
-                snprintf(msg, msglen, "thread %ld of process %d did not stop within %ld ms", t->tid, st->pid,
-                         SNAP_STOP_TIMEOUT_MS);
-                return FP_E_IO;
-            }
-        }
-    }
-    snprintf(msg, msglen, "process %d kept creating threads", st->pid);
-    return FP_E_LIMIT;
-}
-
-/* Detaches every seized thread, re-injecting signals it was stopped by. */
-static void resume_all(stopper *st)
-{
-    for (size_t i = 0; i < st->n; i++) {
-        task *t = &st->t[i];
-        if (!t->seized)
-            continue;
-        if (!t->stopped && wait_stop(t, SNAP_DETACH_GRACE_MS) != 1) {
-            /* Gone, or still running: a running tracee cannot be detached;
-             * the kernel releases it when this process exits. */
-            t->seized = false;
-            continue;
-        }
-        ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
-        t->seized = t->stopped = false;
-    }
-}
-
 /* Samples the stopped target through a recording reader and fills *out
  * with an image builder holding everything read. */
-static int capture(stopper *st, int reader_kind, uint32_t granule, bool allow_untested, fp_image_builder **out,
+static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granule, bool allow_untested, fp_image_builder **out,
                    char *msg, size_t msglen)
 {
     fp_options o1, o2;
@@ -254,13 +70,13 @@ static int capture(stopper *st, int reader_kind, uint32_t granule, bool allow_un
     o1.allow_untested = allow_untested;
     if ((rc = fp_session_new(&o1, &live)) || (rc = fp_sample_new(&sm)))
         goto fail_code;
-    if ((rc = fp_session_attach_pid(live, st->pid))) {
+    if ((rc = fp_session_attach_pid(live, pid))) {
         snprintf(msg, msglen, "%s", fp_session_errmsg(live));
         goto out;
     }
     fp_session_python(live, &py);
-    rc = reader_kind == FP_READER_MEM ? fp_reader_open_mem(st->pid, &inner, rmsg, sizeof rmsg)
-                                      : fp_reader_open_vm(st->pid, &inner, rmsg, sizeof rmsg);
+    rc = reader_kind == FP_READER_MEM ? fp_reader_open_mem(pid, &inner, rmsg, sizeof rmsg)
+                                      : fp_reader_open_vm(pid, &inner, rmsg, sizeof rmsg);
     if (rc) {
         snprintf(msg, msglen, "%s", rmsg);
         goto out;
@@ -292,7 +108,7 @@ static int capture(stopper *st, int reader_kind, uint32_t granule, bool allow_un
     }
     fp_image_meta meta;
     memset(&meta, 0, sizeof meta);
-    meta.pid = st->pid;
+    meta.pid = pid;
     meta.hexversion = py.hexversion;
     meta.free_threaded = py.free_threaded;
     meta.debug = py.debug;
@@ -300,8 +116,8 @@ static int capture(stopper *st, int reader_kind, uint32_t granule, bool allow_un
     snprintf(meta.version, sizeof meta.version, "%s", py.version);
     if ((rc = fp_image_builder_new(&meta, &b)))
         goto fail_code;
-    for (size_t i = 0; i < st->n; i++)
-        if ((rc = fp_image_builder_add_thread(b, (uint64_t)st->t[i].tid, st->t[i].state)))
+    for (size_t i = 0; i < fp_pause_thread_count(st); i++)
+        if ((rc = fp_image_builder_add_thread(b, fp_pause_thread_id(st, i), fp_pause_thread_state(st, i))))
             goto fail_code;
     if ((rc = fp_recorder_capture(rec, b, rmsg, sizeof rmsg))) {
         snprintf(msg, msglen, "%s", rmsg);
@@ -377,7 +193,7 @@ int fp_cmd_snapshot(int argc, char **argv)
     }
 
     char msg[SNAP_MSG_MAX] = "";
-    stopper st = {.pid = (int)pid};
+    fp_pause *st = NULL;
     fp_image_builder *b = NULL;
     int status = FP_EXIT_ERROR, rc;
     sigset_t block, old;
@@ -387,15 +203,10 @@ int fp_cmd_snapshot(int argc, char **argv)
     sigaddset(&block, SIGHUP);
     sigaddset(&block, SIGQUIT);
     sigprocmask(SIG_BLOCK, &block, &old);
-    if (stop) {
-        rc = stop_all(&st, msg, sizeof msg);
-    } else {
-        size_t added;
-        rc = scan_tasks(&st, &added, msg, sizeof msg);
-    }
+    rc = fp_pause_new((int)pid, stop, &st, msg, sizeof msg);
     if (rc == FP_OK)
-        rc = capture(&st, reader_kind, granule, allow_untested, &b, msg, sizeof msg);
-    resume_all(&st);
+        rc = capture(st, (int)pid, reader_kind, granule, allow_untested, &b, msg, sizeof msg);
+    fp_pause_resume(st);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc) {
         fprintf(stderr, "frameproof snapshot: %s\n", *msg ? msg : fp_strerror(rc));
@@ -408,6 +219,5 @@ int fp_cmd_snapshot(int argc, char **argv)
     status = FP_EXIT_OK;
 out:
     fp_image_builder_free(b);
-    free(st.t);
     return status;
 }

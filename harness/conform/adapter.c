@@ -37,10 +37,11 @@ static const unwinder_entry UNWINDERS[] = {
 #define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
 
 static const char UNWINDER_HELP[] =
-    "  frameproof   libframeproof, 4 configurations: reader vm\n"
+    "  frameproof   libframeproof, 5 configurations: reader vm\n"
     "               (process_vm_readv) or mem (/proc/PID/mem) x code cache on or\n"
-    "               off; one session per configuration kept across the\n"
-    "               checkpoints of a case, 3 samples per checkpoint\n"
+    "               off, and vm+cache+blocking (every thread stopped with ptrace\n"
+    "               for each sample); one session per configuration kept across\n"
+    "               the checkpoints of a case, 3 samples per checkpoint\n"
     "  cpython      CPython's own _remote_debugging.RemoteUnwinder, run by the\n"
     "               target's own interpreter in its root as one helper process\n"
     "               per case: cache-off on 3.14 and 3.15, cache-on\n"

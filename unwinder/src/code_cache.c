@@ -181,7 +181,9 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         goto fail;
     }
     /* The instructions, for the call-site check (opcode families do not
-     * change when the interpreter specialises them). */
+     * change when the interpreter specialises them).  Best effort: without
+     * them (a memory image that did not record them) the check does not
+     * apply to this code object. */
     size_t nbytes = (size_t)e->code_units * 2u;
     if (s->call_sites && nbytes && nbytes <= FPI_MAX_CHECKED_BYTECODE) {
         e->bytecode = malloc(nbytes);
@@ -190,10 +192,15 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
                          (unsigned long long)addr);
             goto fail;
         }
-        if ((rc = fpi_read(s, addr + (uint64_t)l->co_code_adaptive, e->bytecode, nbytes))) {
+        rc = fpi_read(s, addr + (uint64_t)l->co_code_adaptive, e->bytecode, nbytes);
+        if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION) {
             rc = fpi_err_code(&s->err, rc, "cannot read the bytecode of code object at 0x%llx",
                               (unsigned long long)addr);
             goto fail;
+        }
+        if (rc) {
+            free(e->bytecode);
+            e->bytecode = NULL;
         }
     }
     *out = e;

@@ -6,6 +6,7 @@
 #include "locate.h"
 #include "proc_state.h"
 #include "call_sites.h"
+#include "frameproof/pause.h"
 #include "session.h"
 
 /* Bytes of a thread state the walker needs beyond its highest used field. */
@@ -183,6 +184,37 @@ int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_ta
     return FP_OK;
 }
 
+/* The scheduler state a paused thread had before the stop. */
+static char paused_state(void *ctx, uint64_t native_id)
+{
+    const fp_pause *p = ctx;
+    for (size_t i = 0; i < fp_pause_thread_count(p); i++)
+        if (fp_pause_thread_id(p, i) == native_id)
+            return fp_pause_thread_state(p, i);
+    return 0;
+}
+
+/* A blocking sample: every thread stopped for the walk, resumed on every
+ * path (and by the kernel if this process dies meanwhile). */
+static int sample_paused(fp_session *s, fp_sample *sm)
+{
+    if (s->pid <= 0)
+        return fpi_err(&s->err, FP_E_INVALID_ARG, "blocking sample: the session has no live process to stop");
+    fp_pause *p = NULL;
+    int rc = fp_pause_new(s->pid, true, &p, s->err.msg, sizeof s->err.msg);
+    if (rc)
+        return rc;
+    char (*saved)(void *, uint64_t) = s->thread_state;
+    void *saved_ctx = s->thread_state_ctx;
+    s->thread_state = paused_state;
+    s->thread_state_ctx = p;
+    rc = fpi_walk_all(s, sm);
+    s->thread_state = saved;
+    s->thread_state_ctx = saved_ctx;
+    fp_pause_resume(p);
+    return rc;
+}
+
 int fp_session_sample(fp_session *s, fp_sample *sm)
 {
     if (!s || !sm)
@@ -190,7 +222,7 @@ int fp_session_sample(fp_session *s, fp_sample *sm)
     if (!s->attached)
         return fpi_err(&s->err, FP_E_STATE, "session: not attached");
     s->err.msg[0] = 0;
-    int rc = fpi_walk_all(s, sm);
+    int rc = s->opts.blocking ? sample_paused(s, sm) : fpi_walk_all(s, sm);
     if (rc == FP_E_READ && s->pid > 0 && fpi_proc_is_gone(s->pid))
         rc = FP_E_PROCESS_GONE;
     if (rc == FP_E_PROCESS_GONE)

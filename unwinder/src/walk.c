@@ -436,8 +436,11 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
     /* threads.main is cleared when finalisation starts (atexit handlers
      * still run on the main thread): the runtime's main thread id covers
      * the main interpreter in every version. */
+    /* A thread state whose thread has not started yet carries its
+     * creator's thread id and no native id (3.11, 3.12): it is not the
+     * main thread even when the main thread created it. */
     th->main = (ii->threads_main && ts == ii->threads_main) ||
-               (ii->main_thread_id && th->thread_id == ii->main_thread_id);
+               (ii->main_thread_id && th->thread_id == ii->main_thread_id && th->native_id != 0);
     th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
     if (!l->free_threaded) {
         if (l->ts_holds_gil != FPI_OFF_NONE)

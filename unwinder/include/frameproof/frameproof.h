@@ -72,6 +72,8 @@ typedef struct fp_options {
      * the table lacks come from the newest version's built-in knowledge.
      * fp_python_info.untested says when this happened. */
     bool allow_untested;
+    bool blocking;           /* stop every thread of a live target for each sample (ptrace, frameproof/pause.h);
+                                correct by construction, at the cost of pausing the target (default false) */
 } fp_options;
 
 FP_API void fp_options_init(fp_options *opts);

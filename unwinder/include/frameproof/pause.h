@@ -1,0 +1,48 @@
+/* frameproof/pause.h — stopping every thread of a live process and
+ * resuming it: the mechanism of blocking samples (fp_options.blocking)
+ * and of `frameproof snapshot`.
+ *
+ * Every thread is seized and interrupted with ptrace (PTRACE_SEIZE +
+ * PTRACE_INTERRUPT), over /proc/PID/task again until no new thread
+ * appears; resuming detaches each one, re-injecting a signal it was
+ * stopped by.  If the calling process dies while threads are stopped
+ * (any signal, SIGKILL included), the kernel detaches them and they run
+ * on: a target is never left stopped. */
+#ifndef FRAMEPROOF_PAUSE_H
+#define FRAMEPROOF_PAUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FP_PAUSE_STOP_TIMEOUT_MS 5000L  /* one thread's wait for its interrupt stop */
+#define FP_PAUSE_MAX_THREADS 65536u
+
+typedef struct fp_pause fp_pause;
+
+/* Lists every thread of process pid and, when stop is true, stops them
+ * all.  On failure nothing stays stopped, *out is NULL and err (when
+ * non-NULL) holds the message; errors: FP_E_PROCESS_GONE, FP_E_PERMISSION,
+ * FP_E_LIMIT, FP_E_IO, FP_E_NOMEM. */
+FP_API int fp_pause_new(int pid, bool stop, fp_pause **out, char *err, size_t errlen);
+
+/* The threads listed: kernel thread id and scheduler state letter read
+ * before the stop ('R' on a CPU; 0 when unknown). */
+FP_API size_t fp_pause_thread_count(const fp_pause *p);
+FP_API uint64_t fp_pause_thread_id(const fp_pause *p, size_t i);
+FP_API char fp_pause_thread_state(const fp_pause *p, size_t i);
+
+/* Resumes every stopped thread and frees p (NULL is accepted). */
+FP_API void fp_pause_resume(fp_pause *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

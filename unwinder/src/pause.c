@@ -1,0 +1,214 @@
+/* pause.c — stopping every thread of a live process with ptrace and
+ * resuming it (frameproof/pause.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "frameproof/frameproof.h"
+#include "frameproof/pause.h"
+#include "fp_error.h"
+#include "proc_state.h"
+
+#define DETACH_GRACE_MS 500L  /* a thread that missed its stop gets this long again */
+#define POLL_NS 1000000L
+#define NS_PER_MS 1000000L
+#define MAX_PASSES 64         /* passes over /proc/PID/task until no new thread appears */
+#define PATH_LEN 128
+
+typedef struct pause_task {
+    long tid;
+    char state;       /* scheduler state before the stop, 0 if unknown */
+    bool seized;
+    bool stopped;
+    int pending_sig;  /* signal to re-inject at detach */
+} pause_task;
+
+struct fp_pause {
+    int pid;
+    pause_task *t;
+    size_t n, cap;
+};
+
+static pause_task *find_task(fp_pause *p, long tid)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->t[i].tid == tid)
+            return &p->t[i];
+    return NULL;
+}
+
+/* Adds every thread of /proc/PID/task not yet known; *added counts them. */
+static int scan_tasks(fp_pause *p, size_t *added, char *err, size_t errlen)
+{
+    char path[PATH_LEN];
+    snprintf(path, sizeof path, "/proc/%d/task", p->pid);
+    DIR *d = opendir(path);
+    if (!d) {
+        int e = errno;
+        return fpi_msg(err, errlen, e == ENOENT ? FP_E_PROCESS_GONE : FP_E_IO, "cannot list %s: %s", path,
+                       strerror(e));
+    }
+    int rc = FP_OK;
+    struct dirent *de;
+    *added = 0;
+    while ((de = readdir(d))) {
+        char *end;
+        long tid = strtol(de->d_name, &end, 10);
+        if (*end || tid <= 0 || find_task(p, tid))
+            continue;
+        if (p->n >= FP_PAUSE_MAX_THREADS) {
+            rc = fpi_msg(err, errlen, FP_E_LIMIT, "process %d: more threads than can be stopped (limit %u)", p->pid,
+                         FP_PAUSE_MAX_THREADS);
+            break;
+        }
+        if (p->n == p->cap) {
+            size_t ncap = p->cap ? p->cap * 2 : 16;
+            pause_task *nt = realloc(p->t, ncap * sizeof *nt);
+            if (!nt) {
+                rc = fpi_msg(err, errlen, FP_E_NOMEM, "out of memory: the list of %zu threads to stop", ncap);
+                break;
+            }
+            p->t = nt;
+            p->cap = ncap;
+        }
+        p->t[p->n++] = (pause_task){.tid = tid, .state = fpi_proc_thread_state(p->pid, tid)};
+        (*added)++;
+    }
+    closedir(d);
+    return rc;
+}
+
+static void sleep_poll(void)
+{
+    struct timespec ts = {0, POLL_NS};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits up to timeout_ms for a seized thread's stop: 1 when it is stopped,
+ * 0 when it is gone, -1 on time-out. */
+static int wait_stop(pause_task *t, long timeout_ms)
+{
+    for (long waited = 0; waited <= timeout_ms * NS_PER_MS; waited += POLL_NS) {
+        int status;
+        pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return 0; /* ECHILD: no longer traced by us (it exited) */
+        if (r == (pid_t)t->tid) {
+            if (WIFEXITED(status) || WIFSIGNALED(status))
+                return 0;
+            if (WIFSTOPPED(status)) {
+                if ((status >> 16) != PTRACE_EVENT_STOP)
+                    t->pending_sig = WSTOPSIG(status); /* signal-delivery stop */
+                t->stopped = true;
+                return 1;
+            }
+        }
+        sleep_poll();
+    }
+    return -1;
+}
+
+/* Seizes and interrupts every thread, passing until the set is stable. */
+static int stop_all(fp_pause *p, char *err, size_t errlen)
+{
+    for (int pass = 0; pass < MAX_PASSES; pass++) {
+        size_t added;
+        int rc = scan_tasks(p, &added, err, errlen);
+        if (rc)
+            return rc;
+        if (added == 0 && pass > 0)
+            return FP_OK;
+        for (size_t i = 0; i < p->n; i++) {
+            pause_task *t = &p->t[i];
+            if (t->seized)
+                continue;
+            if (ptrace(PTRACE_SEIZE, (pid_t)t->tid, NULL, NULL) != 0) {
+                int e = errno;
+                if (e == ESRCH)
+                    continue; /* exited meanwhile */
+                return fpi_msg(err, errlen, e == EPERM || e == EACCES ? FP_E_PERMISSION : FP_E_IO,
+                               "cannot stop thread %ld of process %d (PTRACE_SEIZE): %s", t->tid, p->pid,
+                               strerror(e));
+            }
+            t->seized = true;
+            if (ptrace(PTRACE_INTERRUPT, (pid_t)t->tid, NULL, NULL) != 0) {
+                if (errno == ESRCH)
+                    continue;
+                return fpi_msg(err, errlen, FP_E_IO, "cannot interrupt thread %ld: %s", t->tid, strerror(errno));
+            }
+            if (wait_stop(t, FP_PAUSE_STOP_TIMEOUT_MS) < 0)
+                return fpi_msg(err, errlen, FP_E_IO, "thread %ld of process %d: not stopped within %ld ms", t->tid,
+                               p->pid, FP_PAUSE_STOP_TIMEOUT_MS);
+        }
+    }
+    return fpi_msg(err, errlen, FP_E_LIMIT, "process %d: kept creating threads while being stopped", p->pid);
+}
+
+/* Detaches every seized thread, re-injecting signals it was stopped by. */
+static void resume_all(fp_pause *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        pause_task *t = &p->t[i];
+        if (!t->seized)
+            continue;
+        if (!t->stopped && wait_stop(t, DETACH_GRACE_MS) != 1) {
+            /* Gone, or still running: a running tracee cannot be detached;
+             * the kernel releases it when this process exits. */
+            t->seized = false;
+            continue;
+        }
+        ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
+        t->seized = t->stopped = false;
+    }
+}
+
+int fp_pause_new(int pid, bool stop, fp_pause **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (pid <= 0)
+        return fpi_msg(err, errlen, FP_E_INVALID_ARG, "pause: invalid pid %d", pid);
+    fp_pause *p = calloc(1, sizeof *p);
+    if (!p)
+        return fpi_msg(err, errlen, FP_E_NOMEM, "out of memory: stopping process %d", pid);
+    p->pid = pid;
+    size_t added;
+    int rc = stop ? stop_all(p, err, errlen) : scan_tasks(p, &added, err, errlen);
+    if (rc) {
+        fp_pause_resume(p);
+        return rc;
+    }
+    *out = p;
+    return FP_OK;
+}
+
+size_t fp_pause_thread_count(const fp_pause *p)
+{
+    return p ? p->n : 0;
+}
+
+uint64_t fp_pause_thread_id(const fp_pause *p, size_t i)
+{
+    return p && i < p->n ? (uint64_t)p->t[i].tid : 0;
+}
+
+char fp_pause_thread_state(const fp_pause *p, size_t i)
+{
+    return p && i < p->n ? p->t[i].state : 0;
+}
+
+void fp_pause_resume(fp_pause *p)
+{
+    if (!p)
+        return;
+    resume_all(p);
+    free(p->t);
+    free(p);
+}
