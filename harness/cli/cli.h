@@ -10,6 +10,11 @@
 #define FP_CLI_NEWEST FP_CLI_XSTR(FP_PYTHON_MAJOR) "." FP_CLI_XSTR(FP_PYTHON_NEWEST_MINOR)
 
 /* The help of --allow-untested-version (dump, replay). */
+/* --blocking, shared by dump and bench. */
+#define FP_CLI_BLOCKING_HELP                                                           \
+    "  --blocking       stop every thread (ptrace) for each sample and resume it:\n" \
+    "                   consistent by construction; the target is paused briefly\n"
+
 #define FP_CLI_UNTESTED_HELP                                                            \
     "  --allow-untested-version\n"                                                      \
     "                   unwind a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST \

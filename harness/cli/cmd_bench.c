@@ -16,13 +16,15 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--reader auto|vm|mem] [--no-cache] [--json]\n"
-    "                       [--allow-untested-version]\n"
+    "                       [--blocking] [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
     "sample and the number of samples that failed (with the first error).\n"
-    "The target keeps running; failed samples are counted, not retried.\n"
+    "The target keeps running (with --blocking every thread is stopped with\n"
+    "ptrace for each sample and resumed); failed samples are counted, not\n"
+    "retried.\n"
     "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
@@ -47,6 +49,7 @@ int fp_cmd_bench(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
+        {"blocking", no_argument, NULL, 'B'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -77,6 +80,7 @@ int fp_cmd_bench(int argc, char **argv)
             break;
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
+        case 'B': o.blocking = true; break;
         case 'j': json = 1; break;
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;

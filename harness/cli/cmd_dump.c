@@ -12,7 +12,7 @@
 
 static const char DUMP_USAGE[] =
     "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
-    "                       [--allow-untested-version]\n"
+    "                       [--blocking] [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
@@ -23,6 +23,7 @@ static const char DUMP_USAGE[] =
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
+    FP_CLI_BLOCKING_HELP
     FP_CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
@@ -39,6 +40,7 @@ int fp_cmd_dump(int argc, char **argv)
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
+        {"blocking", no_argument, NULL, 'B'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -69,6 +71,7 @@ int fp_cmd_dump(int argc, char **argv)
             break;
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
+        case 'B': o.blocking = true; break;
         case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
         }
