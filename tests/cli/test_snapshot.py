@@ -255,11 +255,43 @@ def failures(tmp):
         proc.wait()
 
 
+def killed_mid_blocking_sampling(tmp):
+    """bench --blocking stops every thread of the target for each sample; a
+    sampler killed by any signal while the target is held must leave it
+    running (the kernel detaches the tracees of a dying tracer)."""
+    proc, beat = start_busy(tmp)
+    held_at_signal = trials = 0
+    try:
+        for i, delay in enumerate(KILL_DELAYS):
+            sig = KILL_SIGNALS[i % len(KILL_SIGNALS)]
+            bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--blocking", "--samples", "100000000"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + HELD_WAIT_S
+            while tracer_of(proc.pid) != bench.pid and bench.poll() is None and time.monotonic() < deadline:
+                pass
+            time.sleep(delay)
+            held = tracer_of(proc.pid) == bench.pid
+            bench.send_signal(sig)
+            bench.communicate(timeout=TIMEOUT)
+            trials += 1
+            held_at_signal += held
+            name = f"bench --blocking, {sig.name} {delay * 1000:g} ms into sampling"
+            ok, detail = resumed(proc.pid, DETACH_GRACE_S)
+            check(f"{name}: target resumed ({'sent while held' if held else 'sent between samples'})",
+                  ok and proc.poll() is None, detail)
+            check(f"{name}: target keeps running", heartbeat_advances(beat))
+    finally:
+        proc.kill()
+        proc.wait()
+    check(f"bench --blocking: signals landed while the target was held ({held_at_signal} of {trials})",
+          held_at_signal * 2 >= trials)
+
+
 def main():
     cap = load_capture_module()
     with tempfile.TemporaryDirectory(prefix="fp-snapshot-") as tmp:
         for part in (lambda: parked_interpreters(cap, tmp), lambda: killed_mid_capture(tmp),
-                     lambda: failures(tmp)):
+                     lambda: killed_mid_blocking_sampling(tmp), lambda: failures(tmp)):
             try:
                 part()
             except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
