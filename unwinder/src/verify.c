@@ -91,27 +91,12 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
     size_t n = 0, used = 0;
     w->generation_seen = w->generation;
     int rc;
-    /* Plan: link, thread state, cframe, generation, chunks, other frames. */
-    size_t at_link = used;
-    if ((rc = add_iov(s, &n, w->link_addr, used, WORD)))
-        return rc;
-    used += WORD;
-    size_t at_ts = used;
-    if ((rc = add_iov(s, &n, w->ts, used, s->ts_read_len)))
-        return rc;
-    used += s->ts_read_len;
-    size_t at_cframe = used;
-    if (w->cframe_addr) {
-        if ((rc = add_iov(s, &n, w->cframe_addr + (uint64_t)l->cframe_current_frame, used, WORD)))
-            return rc;
-        used += WORD;
-    }
-    size_t at_gen = used;
-    if (w->generation_addr) {
-        if ((rc = add_iov(s, &n, w->generation_addr, used, WORD)))
-            return rc;
-        used += WORD;
-    }
+    /* Plan: the chunks and the other frames first, then the generation,
+     * the link, the thread state and the cframe.  The copy read the thread
+     * state before the chunks; reading it back after them makes a thread
+     * that moved between the two reads show in one of them (a seqlock's
+     * order), where the same order twice could meet the same mixed state
+     * twice in a target that runs in step with the sampler. */
     size_t at_chunks = used;
     for (size_t i = 0; i < s->nchunks; i++) {
         if ((rc = add_iov(s, &n, s->chunks[i].remote, used, (size_t)s->chunks[i].size)))
@@ -125,6 +110,26 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
         if ((rc = add_iov(s, &n, s->seen[i].addr, used, fsize)))
             return rc;
         used += fsize;
+    }
+    size_t at_gen = used;
+    if (w->generation_addr) {
+        if ((rc = add_iov(s, &n, w->generation_addr, used, WORD)))
+            return rc;
+        used += WORD;
+    }
+    size_t at_link = used;
+    if ((rc = add_iov(s, &n, w->link_addr, used, WORD)))
+        return rc;
+    used += WORD;
+    size_t at_ts = used;
+    if ((rc = add_iov(s, &n, w->ts, used, s->ts_read_len)))
+        return rc;
+    used += s->ts_read_len;
+    size_t at_cframe = used;
+    if (w->cframe_addr) {
+        if ((rc = add_iov(s, &n, w->cframe_addr + (uint64_t)l->cframe_current_frame, used, WORD)))
+            return rc;
+        used += WORD;
     }
     uint8_t *nb = fpi_grow(s->verify_buf, &s->verify_cap, used ? used : 1, 1, VERIFY_BUF_INITIAL);
     if (!nb)
