@@ -448,6 +448,64 @@ static void test_untested_version(void **state)
     }
 }
 
+/* Moves a frame's instruction pointer by `units` code units. */
+static void move_instr(built *b, uint64_t frame, int units)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    uint8_t *p = synth_bytes(b->img, frame + (uint64_t)l->fr_instr_ptr, 8);
+    uint64_t v;
+    memcpy(&v, p, 8);
+    v += (uint64_t)(int64_t)(units * 2);
+    memcpy(p, &v, 8);
+}
+
+/* The frame cache against reused frame addresses (the "ABA" case): between
+ * two samples the frames at the same addresses start running other code or
+ * another instruction, as when another call chain reuses the slots.  Every
+ * sample must report what the frames hold now.  A cache keyed on the frame
+ * address alone (or on address and code object) fails this test; so does
+ * taking a generator frame's bytes from the previous sample without the
+ * read-back's check. */
+static void test_frame_cache_aba(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t f0 = synth_frame_addr(b.img, 0, 0), f2 = synth_frame_addr(b.img, 0, 2);
+        uint64_t f3 = synth_frame_addr(b.img, 0, 3);
+        expect_frame ex[4];
+        memcpy(ex, EXPECT_T1, sizeof ex);
+        for (int round = 0; round < 2; round++) { /* the second round hits the cache */
+            assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+            check_thread(id, b.sm, 0, ex, 4);
+        }
+        /* The top frame moves to another instruction of the same code. */
+        move_instr(&b, f0, -2);
+        ex[0] = (expect_frame){&CODE_A, 0, 0, false};
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, ex, 4);
+        /* The same slot now runs another code object. */
+        memcpy(synth_bytes(b.img, f0 + (uint64_t)l->fr_executable, 8),
+               synth_bytes(b.img, f3 + (uint64_t)l->fr_executable, 8), 8);
+        memcpy(synth_bytes(b.img, f0 + (uint64_t)l->fr_instr_ptr, 8),
+               synth_bytes(b.img, f3 + (uint64_t)l->fr_instr_ptr, 8), 8);
+        ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, ex, 4);
+        /* The generator frame (outside the data stack) moved on. */
+        move_instr(&b, f2, -2);
+        ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, ex, 4);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,6 +513,7 @@ int main(void)
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
+        cmocka_unit_test(test_frame_cache_aba),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -156,6 +156,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a code cache entry for 0x%llx", (unsigned long long)addr);
     e->addr = addr;
     e->epoch = s->cc.epoch;
+    e->serial = ++s->cc.next_serial;
     e->checked_sample = s->sample_no;
     e->memo_unit = -1;
     fingerprint(l, hdr, e->fingerprint);

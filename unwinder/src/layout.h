@@ -62,6 +62,11 @@ typedef struct fpi_layout {
     int32_t fr_size;
     int32_t fr_executable, fr_previous, fr_instr_ptr, fr_owner;
     int32_t fr_is_entry;                     /* 3.11 */
+    /* 3.11: a generator's gi_frame_state sits this many bytes before its
+     * embedded frame (FPI_OFF_NONE: not checked; later versions end every
+     * chain at an entry frame, which a suspended generator frame is not). */
+    int32_t gen_state_before_frame;
+    int gen_state_executing;
     int32_t fr_tlbc_index;                   /* FT 3.14+ */
     bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
     uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */

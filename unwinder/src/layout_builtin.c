@@ -38,6 +38,9 @@
 #define GIL_BYTES_SVAL 32
 #define GIL_UNI_LENGTH 16
 #define GIL_UNI_STATE 32
+/* 3.11's PyGenObject: int8_t gi_frame_state at 75, the frame at 80; FRAME_EXECUTING = 0. */
+#define GEN_STATE_BEFORE_FRAME 5
+#define GEN_EXECUTING_311 0
 /* Free-threaded builds have a 32-byte object header. */
 #define FT_HEADER_GROWTH 16
 
@@ -56,6 +59,7 @@ static const fpi_layout layout_311 = {
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
     .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .gen_state_before_frame = GEN_STATE_BEFORE_FRAME, .gen_state_executing = GEN_EXECUTING_311,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = -1, .owner_interpreter = -1,
     .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
@@ -81,6 +85,7 @@ static const fpi_layout layout_312 = {
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
     .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .gen_state_before_frame = FPI_OFF_NONE,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = OWNER_BOUNDARY, .owner_interpreter = -1,
     .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
@@ -131,6 +136,7 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     l->ts_cframe = FPI_OFF_NONE;
     l->cframe_current_frame = FPI_OFF_NONE;
     l->fr_is_entry = FPI_OFF_NONE;
+    l->gen_state_before_frame = FPI_OFF_NONE;
     l->rt_gil_locked = FPI_OFF_NONE;
     l->rt_gil_last_holder = FPI_OFF_NONE;
     /* _PyRuntime.main_thread follows interpreters.{head,main,next_id} in 3.13+ */

@@ -20,6 +20,7 @@ void fp_options_init(fp_options *o)
     o->max_threads = FP_DEFAULT_MAX_THREADS;
     o->max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
     o->cache_code = true;
+    o->cache_frames = true;
     o->thread_cpu_state = true;
 }
 
@@ -60,6 +61,7 @@ void fp_session_detach(fp_session *s)
     s->nlast_ts = s->ncur_ts = 0;
     fpi_code_cache_free(&s->cc);
     fpi_code_cache_init(&s->cc);
+    fpi_frame_cache_free(&s->fc); /* keyed on code cache serials, which start again */
 }
 
 void fp_session_free(fp_session *s)

@@ -9,6 +9,7 @@
 
 #include "frameproof/frameproof.h"
 #include "fp_error.h"
+#include "frame_cache.h"
 #include "layout.h"
 #include "linetable.h"
 
@@ -36,6 +37,7 @@ typedef struct fpi_type_slot {
 typedef struct fpi_code_entry {
     uint64_t addr;
     uint64_t epoch;           /* cache epoch it belongs to */
+    uint64_t serial;          /* unique in the session: what the frame cache keys on */
     uint64_t checked_sample;  /* sample number when last validated */
     char *qualname, *name, *filename;
     uint8_t *linetable;
@@ -56,6 +58,7 @@ typedef struct fpi_code_cache {
     fpi_code_entry **slots;    /* open addressing by addr */
     size_t cap, count;
     uint64_t epoch;
+    uint64_t next_serial;
     fpi_code_entry *retired;   /* replaced during a sample, freed at the next */
 } fpi_code_cache;
 
@@ -76,6 +79,8 @@ typedef struct fpi_seen_frame {
     uint64_t previous, executable, instr;
     uint32_t tlbc_index;
     uint8_t owner;
+    uint8_t is_entry;         /* 3.11: entered from C code */
+    int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
 } fpi_seen_frame;
 
 /* A frame found on the chain, before its code object is resolved. */
@@ -109,6 +114,8 @@ struct fp_session {
     fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];
     size_t ntypes;
     fpi_code_cache cc;
+    fpi_frame_cache fc;       /* opts.cache_frames */
+    bool spec_frames;         /* this walk may start from the frame cache's proven frame bytes */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
     uint64_t code_generation;  /* last seen interp code_object_generation */

@@ -27,23 +27,33 @@
 #define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
 #define WORD 8u
+#define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
 
-fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr)
+size_t fpi_outside_prefix(const fpi_layout *l)
 {
+    return l->gen_state_before_frame != FPI_OFF_NONE ? OUTSIDE_PREFIX : 0;
+}
+
+fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside)
+{
+    int owner = fpi_load_u8(fr, l->fr_owner);
+    bool gen = outside && owner == l->owner_generator && l->gen_state_before_frame != FPI_OFF_NONE;
     return (fpi_seen_frame){
+        .gen_state = gen ? (int8_t)fr[-l->gen_state_before_frame] : -1,
         .addr = addr,
         .previous = fpi_load_u64(fr, l->fr_previous),
         .executable = fpi_load_u64(fr, l->fr_executable),
         .instr = fpi_load_u64(fr, l->fr_instr_ptr),
         .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0,
         .owner = fpi_load_u8(fr, l->fr_owner),
+        .is_entry = l->fr_is_entry != FPI_OFF_NONE ? fpi_load_u8(fr, l->fr_is_entry) : 0,
     };
 }
 
 static bool same_frame(const fpi_seen_frame *a, const fpi_seen_frame *b)
 {
-    return a->previous == b->previous && a->executable == b->executable && a->instr == b->instr &&
-           a->tlbc_index == b->tlbc_index && a->owner == b->owner;
+    return a->gen_state == b->gen_state && a->previous == b->previous && a->executable == b->executable && a->instr == b->instr &&
+           a->tlbc_index == b->tlbc_index && a->owner == b->owner && a->is_entry == b->is_entry;
 }
 
 /* The fields of a thread state that decide its stack, and the link to the
@@ -87,7 +97,7 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
 int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
 {
     const fpi_layout *l = &s->layout;
-    size_t fsize = (size_t)l->fr_size;
+    size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
     size_t n = 0, used = 0;
     w->generation_seen = w->generation;
     int rc;
@@ -107,9 +117,9 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
     for (size_t i = 0; i < s->nseen; i++) {
         if (chunk_of(s, s->seen[i].addr))
             continue;
-        if ((rc = add_iov(s, &n, s->seen[i].addr, used, fsize)))
+        if ((rc = add_iov(s, &n, s->seen[i].addr - pre, used, pre + fsize)))
             return rc;
-        used += fsize;
+        used += pre + fsize;
     }
     size_t at_gen = used;
     if (w->generation_addr) {
@@ -164,10 +174,10 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
                 base += (size_t)p->size;
             fr = nb + base + (size_t)(f->addr - c->remote);
         } else {
-            fr = nb + other;
-            other += fsize;
+            fr = nb + other + pre;
+            other += pre + fsize;
         }
-        fpi_seen_frame again = fpi_seen_fields(l, f->addr, fr);
+        fpi_seen_frame again = fpi_seen_fields(l, f->addr, fr, c == NULL);
         /* The top frame runs on: its instruction moves, and the one the
          * copy holds is where it was.  Every other frame is suspended in a
          * call and must not have moved at all. */
@@ -179,5 +189,14 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
     if (what)
         return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu changed while it was read (%s)",
                        (unsigned long long)w->native_id, what);
+    /* The frames outside the data stack as this read-back saw them: where
+     * the next walk may start (frame_cache.c). */
+    if (s->opts.cache_frames && s->opts.cache_code)
+        for (size_t i = 0, at = at_frames; i < s->nseen; i++) {
+            if (chunk_of(s, s->seen[i].addr))
+                continue;
+            fpi_frame_cache_note(&s->fc, s->seen[i].addr - pre, nb + at, pre + fsize);
+            at += pre + fsize;
+        }
     return FP_OK;
 }

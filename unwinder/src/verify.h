@@ -2,6 +2,8 @@
 #ifndef FPI_VERIFY_H
 #define FPI_VERIFY_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "layout.h"
@@ -21,7 +23,12 @@ typedef struct fpi_verify_want {
 } fpi_verify_want;
 
 /* The decisive fields of the frame whose fr_size bytes are at fr. */
-fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr);
+fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside);
+
+/* Bytes read before a frame that lies outside the data stack (0, or 8 on
+ * 3.11 for the generator's gi_frame_state): fr[-1..-prefix] are valid for
+ * such a frame. */
+size_t fpi_outside_prefix(const fpi_layout *l);
 
 /* Reads back everything the walk of one thread used (the link, the thread
  * state, s->chunks, s->seen, the generation) in one batched read: FP_OK

@@ -144,9 +144,10 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
  * copy when it lies inside one's live part, else read directly into
  * s->frame_buf.  A frame inside a chunk but beyond its live part is dead:
  * the walk followed a pointer the thread had already left behind. */
-static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
+static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, const uint8_t **out, bool *outside)
 {
-    size_t fsize = (size_t)s->layout.fr_size;
+    size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
+    *outside = false;
     for (size_t i = 0; i < s->nchunks; i++) {
         const fpi_chunk_copy *c = &s->chunks[i];
         if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
@@ -159,10 +160,22 @@ static int frame_bytes(fp_session *s, uint64_t addr, const uint8_t **out)
                            "torn: frame 0x%llx lies beyond the live part of its data-stack chunk (0x%llx + %llu bytes)",
                            (unsigned long long)addr, (unsigned long long)c->remote, (unsigned long long)c->size);
     }
-    int rc = fpi_read(s, addr, s->frame_buf, fsize);
+    /* A frame outside the data stack, below the top: the bytes the last
+     * verified walk read back at its address, checked by this walk's
+     * read-back like bytes read now (frame_cache.c). */
+    *outside = true;
+    if (addr < pre)
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: not a frame", (unsigned long long)addr);
+    const uint8_t *proven = s->spec_frames && !is_top ? fpi_frame_cache_spec(&s->fc, addr - pre, pre + fsize) : NULL;
+    if (proven) {
+        s->fc.spec_hits++;
+        *out = proven + pre;
+        return FP_OK;
+    }
+    int rc = fpi_read(s, addr - pre, s->frame_buf, pre + fsize);
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
-    *out = s->frame_buf;
+    *out = s->frame_buf + pre;
     return FP_OK;
 }
 
@@ -215,14 +228,14 @@ static int push_pending(fp_session *s, const fpi_pending_frame *pf)
     return FP_OK;
 }
 
-static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr)
+static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, bool outside)
 {
     const fpi_layout *l = &s->layout;
     fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, PENDING_INITIAL);
     if (!ns)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
     s->seen = ns;
-    s->seen[s->nseen++] = fpi_seen_fields(l, addr, fr);
+    s->seen[s->nseen++] = fpi_seen_fields(l, addr, fr, outside);
     return FP_OK;
 }
 
@@ -257,11 +270,21 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             break;
         }
         const uint8_t *fr = NULL;
-        int rc = frame_bytes(s, addr, &fr);
+        bool outside = false;
+        int rc = frame_bytes(s, addr, depth == 0, &fr, &outside);
         if (rc)
             return rc;
-        if ((rc = push_seen(s, addr, fr)))
+        if ((rc = push_seen(s, addr, fr, outside)))
             return rc;
+        /* 3.11: a generator's frame on a running chain is executing; one
+         * that is suspended was read after it left the chain (its previous
+         * link is gone, and the chain would end at it). */
+        int16_t gstate = s->seen[s->nseen - 1].gen_state;
+        if (gstate >= 0 && gstate != l->gen_state_executing)
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: generator frame 0x%llx of thread %llu is not executing (state %d): it left the "
+                           "chain while it was read",
+                           (unsigned long long)addr, (unsigned long long)th->native_id, gstate);
         int owner = fpi_load_u8(fr, l->fr_owner);
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
@@ -305,7 +328,29 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     return FP_OK;
 }
 
-/* Phase 2: resolve each recorded frame's code object and position. */
+static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pf,
+                      const fpi_code_entry *ce, int32_t unit, const fpi_position *pos)
+{
+    fp_frame *f = fpi_sample_push_frame(sm);
+    if (!f)
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
+    f->function = ce->qualname;
+    f->name = ce->name;
+    f->file = ce->filename;
+    f->line = pos->line;
+    f->end_line = pos->end_line;
+    f->column = pos->column;
+    f->end_column = pos->end_column;
+    f->code_addr = pf->code;
+    f->frame_addr = pf->addr;
+    f->instr_offset = unit;
+    f->kind = pf->generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON;
+    th->frame_count++;
+    return FP_OK;
+}
+
+/* Phase 2: resolve each recorded frame's code object and position (or
+ * take them from the frame cache when every input is the same). */
 static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
 {
     const fpi_layout *l = &s->layout;
@@ -317,6 +362,17 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
         if (rc) {
             fpi_err_prefix(&s->err, "frame 0x%llx", (unsigned long long)pf->addr);
             return rc;
+        }
+        /* Thread-local bytecode (free-threaded 3.14+) can be replaced under
+         * the same index: such frames are always resolved afresh. */
+        bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;
+        fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
+        const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, &key) : NULL;
+        if (hit) {
+            s->fc.hits++;
+            if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
+                return rc;
+            continue;
         }
         uint64_t start;
         if ((rc = bytecode_start(s, pf->code, pf->tlbc_index, &start)))
@@ -336,26 +392,14 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
         /* Frames that have not reached their first traceable instruction
          * (being set up, or the __init__ cleanup shim) are not part of the
          * Python-visible stack. */
-        if (!pf->generator && unit < ce->firsttraceable)
-            continue;
-        fp_frame *f = fpi_sample_push_frame(sm);
-        if (!f)
-            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding frame %zu to the sample", sm->nframes + 1);
-        fpi_position pos;
-        if ((rc = fpi_code_position(ce, unit, &pos)))
+        bool visible = pf->generator || unit >= ce->firsttraceable;
+        fpi_position pos = {FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
+        if (visible && (rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
-        f->function = ce->qualname;
-        f->name = ce->name;
-        f->file = ce->filename;
-        f->line = pos.line;
-        f->end_line = pos.end_line;
-        f->column = pos.column;
-        f->end_column = pos.end_column;
-        f->code_addr = pf->code;
-        f->frame_addr = pf->addr;
-        f->instr_offset = unit;
-        f->kind = pf->generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON;
-        th->frame_count++;
+        if (cacheable && fpi_frame_cache_store(&s->fc, &key, visible, unit, &pos) == FP_OK)
+            s->fc.misses++;
+        if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
+            return rc;
     }
     (void)l;
     return FP_OK;
@@ -521,6 +565,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t l
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */
+        s->spec_frames = attempt == 0 && s->opts.cache_frames && s->opts.cache_code;
         rc = walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
         if (rc == FP_OK || fatal(rc) || rc == FP_E_LIMIT)
             break;

@@ -72,6 +72,14 @@ typedef struct fp_options {
      * the table lacks come from the newest version's built-in knowledge.
      * fp_python_info.untested says when this happened. */
     bool allow_untested;
+    /* Reuse, between samples, what was resolved for a frame whose every
+     * input is unchanged (address, code object, instruction, and the code
+     * cache's proof of the code object), and start from the last proven
+     * bytes of frames outside the data stack (generator frames), which the
+     * read-back of the sample then checks like any frame read.  Never keyed
+     * on a frame address alone; writes nothing into the target.  Needs
+     * cache_code (default true). */
+    bool cache_frames;
     bool blocking;           /* stop every thread of a live target for each sample (ptrace, frameproof/pause.h);
                                 correct by construction, at the cost of pausing the target (default false) */
 } fp_options;

@@ -1,0 +1,101 @@
+/* frame_cache.c — what a walk may reuse from earlier samples without
+ * trusting it.
+ *
+ * Two tables, both safe against a frame address being reused by another
+ * call chain (the "ABA" case):
+ *
+ *  - Resolved frames: the function, position and call-site verdict of a
+ *    frame, keyed by everything they derive from — the frame's address,
+ *    its code object, its instruction pointer, whether it is a generator
+ *    frame and whether a Python frame above it was called from it — and by
+ *    the serial number of the code cache entry the code object was decoded
+ *    into (the code cache proves that entry for this sample: by the
+ *    interpreter's code-object generation, or by re-reading the header).
+ *    A hit is the same computation on the same inputs; the frame's fields
+ *    themselves are always read in this sample.  A key that matched on
+ *    the address alone would hand a frame of one chain to another.
+ *
+ *  - Frames outside the data stack: their bytes as the last read-back of a
+ *    verified walk saw them.  The walk may start from these bytes instead
+ *    of reading the frame (a read saved per generator frame); the
+ *    read-back of this walk then reads the frame and requires every field
+ *    the walk used to be unchanged, exactly as for a frame it read itself.
+ *    The top frame is never taken from here: its instruction is not
+ *    compared (it runs on).
+ *
+ * Both tables are direct-mapped: a collision replaces the older entry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame_cache.h"
+#include "frameproof/frameproof.h"
+
+static size_t mix(uint64_t a)
+{
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdULL;
+    a ^= a >> 33;
+    a *= 0xc4ceb9fe1a85ec53ULL;
+    a ^= a >> 33;
+    return (size_t)a;
+}
+
+static size_t key_slot(const fpi_frame_key *k)
+{
+    return mix(k->addr ^ mix(k->instr) ^ (k->code << 1)) & (FPI_FRAME_CACHE_SLOTS - 1u);
+}
+
+static bool same_key(const fpi_frame_key *a, const fpi_frame_key *b)
+{
+    return a->addr == b->addr && a->code == b->code && a->instr == b->instr && a->code_serial == b->code_serial &&
+           a->generator == b->generator && a->called_directly == b->called_directly;
+}
+
+void fpi_frame_cache_init(fpi_frame_cache *fc)
+{
+    memset(fc, 0, sizeof *fc);
+}
+
+void fpi_frame_cache_free(fpi_frame_cache *fc)
+{
+    free(fc->resolved);
+    free(fc->spec);
+    fpi_frame_cache_init(fc);
+}
+
+const fpi_resolved_frame *fpi_frame_cache_find(const fpi_frame_cache *fc, const fpi_frame_key *k)
+{
+    if (!fc->resolved)
+        return NULL;
+    const fpi_resolved_frame *r = &fc->resolved[key_slot(k)];
+    return r->used && same_key(&r->key, k) ? r : NULL;
+}
+
+int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visible, int32_t unit,
+                          const fpi_position *pos)
+{
+    if (!fc->resolved && !(fc->resolved = calloc(FPI_FRAME_CACHE_SLOTS, sizeof *fc->resolved)))
+        return FP_E_NOMEM;
+    fc->resolved[key_slot(k)] = (fpi_resolved_frame){.key = *k, .used = true, .visible = visible, .unit = unit,
+                                                      .pos = *pos};
+    return FP_OK;
+}
+
+const uint8_t *fpi_frame_cache_spec(const fpi_frame_cache *fc, uint64_t addr, size_t len)
+{
+    if (!fc->spec || len > FPI_SPEC_FRAME_BYTES || addr == 0)
+        return NULL;
+    const fpi_spec_frame *f = &fc->spec[mix(addr) & (FPI_SPEC_FRAME_SLOTS - 1u)];
+    return f->addr == addr ? f->bytes : NULL;
+}
+
+void fpi_frame_cache_note(fpi_frame_cache *fc, uint64_t addr, const uint8_t *bytes, size_t len)
+{
+    if (len > FPI_SPEC_FRAME_BYTES || addr == 0)
+        return;
+    if (!fc->spec && !(fc->spec = calloc(FPI_SPEC_FRAME_SLOTS, sizeof *fc->spec)))
+        return; /* best effort: the walk reads such frames itself */
+    fpi_spec_frame *f = &fc->spec[mix(addr) & (FPI_SPEC_FRAME_SLOTS - 1u)];
+    f->addr = addr;
+    memcpy(f->bytes, bytes, len);
+}

@@ -1,0 +1,61 @@
+/* frame_cache.h — the frame cache (see frame_cache.c). */
+#ifndef FPI_FRAME_CACHE_H
+#define FPI_FRAME_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "linetable.h"
+
+#define FPI_FRAME_CACHE_SLOTS 4096u  /* resolved frames kept (a power of two) */
+#define FPI_SPEC_FRAME_SLOTS 1024u   /* frames outside the data stack kept (a power of two) */
+#define FPI_SPEC_FRAME_BYTES 128u    /* bytes of one such frame kept; larger frames are not kept */
+
+/* What decides a resolved frame: the frame's address and the fields read
+ * from it, and the code cache entry (by serial number, never by pointer)
+ * its code object was decoded into. */
+typedef struct fpi_frame_key {
+    uint64_t addr, code, instr, code_serial;
+    bool generator, called_directly;
+} fpi_frame_key;
+
+typedef struct fpi_resolved_frame {
+    fpi_frame_key key;
+    bool used;
+    bool visible;            /* at or past the code's first traceable instruction */
+    int32_t unit;            /* instruction offset in code units */
+    fpi_position pos;
+} fpi_resolved_frame;
+
+/* The proven bytes of a frame that lives outside the data stack
+ * (generator, coroutine or entry frame), as the read-back saw them. */
+typedef struct fpi_spec_frame {
+    uint64_t addr;
+    uint8_t bytes[FPI_SPEC_FRAME_BYTES];
+} fpi_spec_frame;
+
+typedef struct fpi_frame_cache {
+    fpi_resolved_frame *resolved;  /* FPI_FRAME_CACHE_SLOTS, NULL until first used */
+    fpi_spec_frame *spec;          /* FPI_SPEC_FRAME_SLOTS, NULL until first used */
+    uint64_t hits, misses, spec_hits;
+} fpi_frame_cache;
+
+void fpi_frame_cache_init(fpi_frame_cache *fc);
+void fpi_frame_cache_free(fpi_frame_cache *fc);
+
+/* The resolved frame with exactly this key, or NULL. */
+const fpi_resolved_frame *fpi_frame_cache_find(const fpi_frame_cache *fc, const fpi_frame_key *k);
+
+/* Remembers a frame resolved (and checked) in a verified walk.  FP_OK or
+ * FP_E_NOMEM (the cache is then simply not used). */
+int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visible, int32_t unit,
+                          const fpi_position *pos);
+
+/* The bytes the last read-back saw at addr (len bytes), or NULL. */
+const uint8_t *fpi_frame_cache_spec(const fpi_frame_cache *fc, uint64_t addr, size_t len);
+
+/* Remembers the read-back bytes of a frame outside the data stack. */
+void fpi_frame_cache_note(fpi_frame_cache *fc, uint64_t addr, const uint8_t *bytes, size_t len);
+
+#endif
