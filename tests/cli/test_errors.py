@@ -1,4 +1,4 @@
-"""Bad-input tests of `frameproof dump` (TAP): every failure is a clean
+"""Bad-input tests of `frameproof dump` and `bench` (TAP): every failure is a clean
 one-line message and a defined exit status, never a crash or a hang.
 usage: test_errors.py FRAMEPROOF_BINARY"""
 import glob
@@ -137,5 +137,15 @@ finally:
 r = subprocess.run([FP, "dump", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
 check("dump --help", r.returncode == 0 and all(o in r.stdout for o in ("--pid", "--json", "--reader", "--max-depth")),
       r.stdout)
+
+# 9. bench: bad pacing options are usage errors; --help names them
+for args, needle in ((["--rate", "0"], "--rate"), (["--rate", "-1"], "--rate"), (["--rate", "nan"], "--rate"),
+                     (["--rate", "1e9"], "--rate"), (["--duration", "abc"], "--duration"),
+                     (["--duration", "0"], "--duration"), (["--duration", "inf"], "--duration")):
+    r = subprocess.run([FP, "bench", "--pid", "1", *args], capture_output=True, text=True, timeout=TIMEOUT)
+    check(f"bench usage error {' '.join(args)}", *one_line_error(r, 2, needle))
+r = subprocess.run([FP, "bench", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
+check("bench --help", r.returncode == 0 and all(o in r.stdout for o in ("--rate", "--duration", "--samples",
+                                                                       "transient", "fatal")), r.stdout)
 
 report()
