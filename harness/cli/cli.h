@@ -37,4 +37,7 @@ int fp_parse_reader(const char *cmd, const char *value, int allow_auto, int *out
 /* Parses a non-negative integer option value; returns 0 on success. */
 int fp_parse_uint(const char *s, unsigned long max, unsigned long *out);
 
+/* Parses a finite number in (0, max]; returns 0 on success. */
+int fp_parse_positive(const char *s, double max, double *out);
+
 #endif

@@ -1,38 +1,82 @@
 /* cmd_bench.c — `frameproof bench`: repeated samples of one process with
- * one session (the profiler's steady state), reporting per-sample latency. */
+ * one session (the profiler's steady state), paced and bounded by the
+ * sampling API (harness/sampler), reporting per-sample latency and the
+ * outcomes. */
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "frameproof/frameproof.h"
+#include "sampler.h"
 
 #define BENCH_DEFAULT_SAMPLES 10000ul
 #define BENCH_MAX_SAMPLES 100000000ul
+#define BENCH_MAX_RATE_HZ 100000      /* 10 µs per tick, below a sample's cost */
+#define BENCH_MAX_DURATION_S 86400     /* one day */
+#define BENCH_FIRST_LATENCIES 65536ul  /* latency slots allocated before the run; doubled as needed */
+#define BENCH_ERRMSG_MAX 512
 #define NS_PER_US 1000.0
 
+#define BENCH_STR(x) #x
+#define BENCH_XSTR(x) BENCH_STR(x)
+
 static const char BENCH_USAGE[] =
-    "usage: frameproof bench --pid PID [--samples N] [--reader auto|vm|mem] [--no-cache] [--json]\n"
-    "                       [--blocking] [--allow-untested-version]\n"
+    "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
+    "                       [--no-cache] [--json] [--blocking] [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
     "sample and the number of samples that failed (with the first error).\n"
+    "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
+    "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
+    "                   overran are skipped and counted as missed, never caught\n"
+    "                   up; the output adds the achieved rate and missed ticks\n"
+    "  --duration S     stop after S seconds (at most " BENCH_XSTR(BENCH_MAX_DURATION_S) "); N then bounds\n"
+    "                   the run only when --samples is given\n"
+    "A failure is transient (torn, unreadable, corrupt or too deep: the target\n"
+    "moved during the walk) or fatal (process gone, permission denied, ...).\n"
+    "Transient failures are counted, not retried; the first fatal one ends\n"
+    "bench with its message (exit status 1).\n"
     "The target keeps running (with --blocking every thread is stopped with\n"
-    "ptrace for each sample and resumed); failed samples are counted, not\n"
-    "retried.\n"
+    "ptrace for each sample and resumed).\n"
     "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
-static double now_ns(void)
+/* What the callback keeps of each attempt. */
+typedef struct bench_run {
+    double *lat;            /* ns inside fp_session_sample, one per attempt */
+    uint64_t cap, max;      /* slots allocated; the most the run can need */
+    unsigned long long frames;
+    bool have_failure, oom;
+    char first_failure[BENCH_ERRMSG_MAX];
+} bench_run;
+
+static int on_sample(void *ctx, const fps_outcome *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    bench_run *r = ctx;
+    if (o->index >= r->cap) {
+        uint64_t cap = r->cap * 2 < r->max ? r->cap * 2 : r->max;
+        double *lat = realloc(r->lat, cap * sizeof *lat);
+        if (!lat) {
+            r->oom = true;
+            return 1;
+        }
+        r->lat = lat;
+        r->cap = cap;
+    }
+    r->lat[o->index] = (double)o->cost_ns;
+    if (o->sample)
+        r->frames += fp_sample_frame_count(o->sample);
+    if (o->cls == FPS_TRANSIENT && !r->have_failure) {
+        snprintf(r->first_failure, sizeof r->first_failure, "%s", o->errmsg);
+        r->have_failure = true;
+    }
+    return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -41,11 +85,64 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void print_report(const bench_run *r, const fps_stats *st, const fps_config *c, fp_session *s,
+                         const fp_options *o, const fp_python_info *py, bool json)
+{
+    const uint64_t n = st->attempts;
+    qsort(r->lat, n, sizeof *r->lat, cmp_double);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += r->lat[i];
+    double mean = sum / (double)n / NS_PER_US;
+    double p50 = r->lat[n / 2] / NS_PER_US, p90 = r->lat[n * 9 / 10] / NS_PER_US;
+    double p99 = r->lat[n * 99 / 100] / NS_PER_US, mx = r->lat[n - 1] / NS_PER_US;
+    double fps = (double)r->frames / (double)n;
+    unsigned long long failed = st->transient + st->fatal;
+    if (json) {
+        printf("{\"samples\":%llu,\"failed\":%llu,\"transient\":%llu,\"fatal\":%llu,\"reader\":\"%s\",\"cache\":%s,"
+               "\"samples_per_s\":%.1f,\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,"
+               "\"max_us\":%.2f,\"frames_per_sample\":%.1f",
+               (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
+               fp_session_reader_name(s), o->cache_code ? "true" : "false", st->achieved_rate_hz, mean, p50, p90,
+               p99, mx, fps);
+        if (c->rate_hz > 0)
+            printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
+                   st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
+        printf("%s}\n", py->untested ? ",\"untested\":true" : "");
+    } else {
+        printf("samples %llu (failed %llu: transient %llu, fatal %llu)  reader %s  cache %s\n"
+               "rate %.0f samples/s  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
+               "frames per sample %.1f\n",
+               (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
+               fp_session_reader_name(s), o->cache_code ? "on" : "off", st->achieved_rate_hz, mean, p50, p90, p99,
+               mx, fps);
+        if (c->rate_hz > 0)
+            printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
+                   (unsigned long long)st->missed_ticks);
+    }
+    if (r->have_failure)
+        printf("first failure: %s\n", r->first_failure);
+    if (py->untested && !json)
+        printf("untested version: CPython %s (newer than the newest supported)\n", py->version);
+}
+
+/* A positive option value up to max; prints the usage error and returns -1 otherwise. */
+static int parse_amount(const char *arg, const char *option, const char *unit, int max, double *out)
+{
+    if (!fp_parse_positive(arg, max, out))
+        return 0;
+    fprintf(stderr, "frameproof bench: %s must be a number of %s above 0, at most %d\n", option, unit, max);
+    return -1;
+}
+
 int fp_cmd_bench(int argc, char **argv)
 {
+    enum { O_RATE = 1, O_DURATION };
     static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
         {"samples", required_argument, NULL, 's'},
+        {"rate", required_argument, NULL, O_RATE},
+        {"duration", required_argument, NULL, O_DURATION},
         {"reader", required_argument, NULL, 'r'},
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
@@ -57,7 +154,9 @@ int fp_cmd_bench(int argc, char **argv)
     fp_options o;
     fp_options_init(&o);
     o.thread_cpu_state = false; /* measure the unwinder, not /proc */
-    unsigned long pid = 0, n = BENCH_DEFAULT_SAMPLES;
+    fps_config cfg;
+    fps_config_init(&cfg);
+    unsigned long pid = 0, n = 0;
     int json = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:s:r:njh", opts, NULL)) != -1) {
@@ -73,6 +172,14 @@ int fp_cmd_bench(int argc, char **argv)
                 fprintf(stderr, "frameproof bench: --samples must be 1..%lu\n", BENCH_MAX_SAMPLES);
                 return FP_EXIT_USAGE;
             }
+            break;
+        case O_RATE:
+            if (parse_amount(optarg, "--rate", "Hz", BENCH_MAX_RATE_HZ, &cfg.rate_hz))
+                return FP_EXIT_USAGE;
+            break;
+        case O_DURATION:
+            if (parse_amount(optarg, "--duration", "seconds", BENCH_MAX_DURATION_S, &cfg.duration_s))
+                return FP_EXIT_USAGE;
             break;
         case 'r':
             if (fp_parse_reader("bench", optarg, 1, &o.reader))
@@ -90,12 +197,15 @@ int fp_cmd_bench(int argc, char **argv)
         fputs(BENCH_USAGE, stderr);
         return FP_EXIT_USAGE;
     }
+    /* --duration alone is bounded by the most samples bench can keep. */
+    cfg.count = n ? n : cfg.duration_s > 0 ? BENCH_MAX_SAMPLES : BENCH_DEFAULT_SAMPLES;
     int status = FP_EXIT_ERROR;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
-    double *lat = malloc(n * sizeof *lat);
-    char first_error[512] = "";
-    if (!lat || fp_session_new(&o, &s) || fp_sample_new(&sm)) {
+    bench_run run = {.max = cfg.count};
+    run.cap = run.max < BENCH_FIRST_LATENCIES ? run.max : BENCH_FIRST_LATENCIES;
+    run.lat = malloc(run.cap * sizeof *run.lat);
+    if (!run.lat || fp_session_new(&o, &s) || fp_sample_new(&sm)) {
         fprintf(stderr, "frameproof bench: out of memory\n");
         goto out;
     }
@@ -105,52 +215,20 @@ int fp_cmd_bench(int argc, char **argv)
     }
     fp_python_info py;
     fp_session_python(s, &py);
-    unsigned long failed = 0;
-    unsigned long long frames = 0;
-    double t0 = now_ns();
-    for (unsigned long i = 0; i < n; i++) {
-        double a = now_ns();
-        int rc = fp_session_sample(s, sm);
-        lat[i] = now_ns() - a;
-        if (rc == FP_E_PROCESS_GONE) {
-            fprintf(stderr, "frameproof bench: %s\n", fp_session_errmsg(s));
-            goto out;
-        }
-        if (rc) {
-            if (!failed)
-                snprintf(first_error, sizeof first_error, "%s", fp_session_errmsg(s));
-            failed++;
-        }
-        frames += fp_sample_frame_count(sm);
+    fps_stats st;
+    if (fps_run(s, sm, &cfg, on_sample, &run, &st)) {
+        /* A fatal sample leaves its message in the session. */
+        fprintf(stderr, "frameproof bench: %s\n", st.fatal ? fp_session_errmsg(s) : st.first_fatal);
+        goto out;
     }
-    double total = now_ns() - t0;
-    qsort(lat, n, sizeof *lat, cmp_double);
-    double sum = 0;
-    for (unsigned long i = 0; i < n; i++)
-        sum += lat[i];
-    double mean = sum / (double)n / NS_PER_US;
-    double p50 = lat[n / 2] / NS_PER_US, p90 = lat[n * 9 / 10] / NS_PER_US;
-    double p99 = lat[n * 99 / 100] / NS_PER_US, mx = lat[n - 1] / NS_PER_US;
-    double rate = (double)n / (total / 1e9);
-    if (json)
-        printf("{\"samples\":%lu,\"failed\":%lu,\"reader\":\"%s\",\"cache\":%s,\"samples_per_s\":%.1f,"
-               "\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,\"max_us\":%.2f,"
-               "\"frames_per_sample\":%.1f%s}\n",
-               n, failed, fp_session_reader_name(s), o.cache_code ? "true" : "false", rate, mean, p50, p90,
-               p99, mx, (double)frames / (double)n, py.untested ? ",\"untested\":true" : "");
-    else
-        printf("samples %lu (failed %lu)  reader %s  cache %s\n"
-               "rate %.0f samples/s  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
-               "frames per sample %.1f\n",
-               n, failed, fp_session_reader_name(s), o.cache_code ? "on" : "off", rate, mean, p50, p90, p99, mx,
-               (double)frames / (double)n);
-    if (failed)
-        printf("first failure: %s\n", first_error);
-    if (py.untested && !json)
-        printf("untested version: CPython %s (newer than the newest supported)\n", py.version);
+    if (run.oom) {
+        fprintf(stderr, "frameproof bench: out of memory\n");
+        goto out;
+    }
+    print_report(&run, &st, &cfg, s, &o, &py, json);
     status = FP_EXIT_OK;
 out:
-    free(lat);
+    free(run.lat);
     fp_sample_free(sm);
     fp_session_free(s);
     return status;

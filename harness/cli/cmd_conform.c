@@ -1,10 +1,8 @@
 /* cmd_conform.c — `frameproof conform`: the command-line front end of the
  * conformance library (harness/conform): option parsing and --help; the
  * run itself is cf_run(). */
-#include <errno.h>
 #include <limits.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,18 +172,6 @@ static int usage_error(const char *fmt, const char *arg)
     return FP_EXIT_USAGE;
 }
 
-/* A finite number in (0, max]; -1 otherwise. */
-static int parse_positive(const char *arg, double max, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(arg, &end);
-    if (errno || end == arg || *end || !isfinite(x) || x <= 0 || x > max)
-        return -1;
-    *out = x;
-    return 0;
-}
-
 /* Returns -1 on success, else the exit status to return. */
 static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
 {
@@ -253,7 +239,7 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
         case O_MANIFEST: o->manifest = optarg; break;
         case O_TARGETS: o->targets = optarg; break;
         case O_SCALE:
-            if (parse_positive(optarg, CF_MAX_TIMEOUT_SCALE, &o->timeout_scale))
+            if (fp_parse_positive(optarg, CF_MAX_TIMEOUT_SCALE, &o->timeout_scale))
                 return usage_error("--timeout-scale must be a number > 0 and <= 1000, not '%s'", optarg);
             break;
         case O_LIVE: o->live = true; break;
@@ -263,7 +249,7 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
             o->live_samples = v;
             break;
         case O_DURATION:
-            if (parse_positive(optarg, CF_LIVE_MAX_SECONDS, &o->live_seconds))
+            if (fp_parse_positive(optarg, CF_LIVE_MAX_SECONDS, &o->live_seconds))
                 return usage_error("--duration must be a number of seconds > 0 and <= 3600, not '%s'", optarg);
             break;
         case O_FAULT:

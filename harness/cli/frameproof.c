@@ -1,6 +1,7 @@
 /* frameproof.c — entry point of the frameproof CLI: dispatches to the
  * subcommands and prints the top-level help. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,17 @@ int fp_parse_uint(const char *s, unsigned long max, unsigned long *out)
     if (errno || *end || v > max)
         return -1;
     *out = v;
+    return 0;
+}
+
+int fp_parse_positive(const char *s, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(x) || x <= 0 || x > max)
+        return -1;
+    *out = x;
     return 0;
 }
 

@@ -1,7 +1,8 @@
-"""Bad-input tests of `frameproof dump` (TAP): every failure is a clean
+"""Bad-input tests of `frameproof dump` and `bench` (TAP): every failure is a clean
 one-line message and a defined exit status, never a crash or a hang.
 usage: test_errors.py FRAMEPROOF_BINARY"""
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -137,5 +138,46 @@ finally:
 r = subprocess.run([FP, "dump", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
 check("dump --help", r.returncode == 0 and all(o in r.stdout for o in ("--pid", "--json", "--reader", "--max-depth")),
       r.stdout)
+
+# 9. bench: bad pacing options are usage errors; --help names them
+for args, needle in ((["--rate", "0"], "--rate"), (["--rate", "-1"], "--rate"), (["--rate", "nan"], "--rate"),
+                     (["--rate", "1e9"], "--rate"), (["--duration", "abc"], "--duration"),
+                     (["--duration", "0"], "--duration"), (["--duration", "inf"], "--duration")):
+    r = subprocess.run([FP, "bench", "--pid", "1", *args], capture_output=True, text=True, timeout=TIMEOUT)
+    check(f"bench usage error {' '.join(args)}", *one_line_error(r, 2, needle))
+r = subprocess.run([FP, "bench", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
+check("bench --help", r.returncode == 0 and all(o in r.stdout for o in ("--rate", "--duration", "--samples",
+                                                                       "transient", "fatal")), r.stdout)
+
+# 10. bench: a target that exits mid-run is a fatal failure (one line, exit 1);
+# with --rate the report gives the schedule
+p = subprocess.Popen([host_python(), "-c", "import time\nprint('ready', flush=True)\ntime.sleep(0.5)\n"],
+                     stdout=subprocess.PIPE, text=True)
+try:
+    p.stdout.readline()
+    r = subprocess.run([FP, "bench", "--pid", str(p.pid), "--duration", "30"], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    ok, detail = one_line_error(r, 1, "exited")
+    check("bench: target exits mid-run", ok and r.stdout == "", detail)
+finally:
+    p.kill()
+    p.wait()
+p = subprocess.Popen([host_python(), "-c", "import time\nprint('ready', flush=True)\ntime.sleep(60)\n"],
+                     stdout=subprocess.PIPE, text=True)
+try:
+    p.stdout.readline()
+    r = subprocess.run([FP, "bench", "--pid", str(p.pid), "--rate", "200", "--samples", "20", "--json"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {}
+    ok = (r.returncode == 0 and doc.get("samples") == 20 and doc.get("fatal") == 0
+          and doc.get("failed") == doc.get("transient") and doc.get("rate_hz") == 200
+          and 0 < doc.get("achieved_rate_hz", 0) <= 200 and isinstance(doc.get("missed_ticks"), int))
+    check("bench --rate --json reports the schedule", ok, f"status {r.returncode}, {r.stdout!r} {r.stderr!r}")
+finally:
+    p.kill()
+    p.wait()
 
 report()

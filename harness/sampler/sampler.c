@@ -1,0 +1,202 @@
+/* sampler.c — fps_run, the sampling loop of sampler.h: validation of the
+ * config, the schedule (back to back, fixed ticks or Poisson gaps on
+ * absolute CLOCK_MONOTONIC times), the classification of each attempt and
+ * the statistics of the run. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define NS_PER_S 1000000000.0
+
+_Static_assert(-FP_E_STATE < FPS_ERROR_SLOTS, "stats.by_error has a slot for every FP_E_* code");
+
+int fps_classify(int rc)
+{
+    switch (rc) {
+    case FP_OK:
+        return FPS_OK;
+    /* A running target's memory changes between the reads of one walk, so
+     * each of these can come from the target having moved, and the next
+     * sample sees it at another instant: */
+    case FP_E_INCOMPLETE: /* a thread was torn on every retry of the walk */
+    case FP_E_READ:       /* a pointer followed into memory freed or unmapped meanwhile */
+    case FP_E_CORRUPT:    /* a value read half-updated (a list relinked, a field in flux) */
+    case FP_E_LIMIT:      /* a stack that was too deep may have shrunk by the next sample */
+        return FPS_TRANSIENT;
+    /* Everything else does not change by sampling again: the process is
+     * gone, access is denied, memory or the session is unusable, or the
+     * target is not (a supported) Python. */
+    default:
+        return FPS_FATAL;
+    }
+}
+
+const char *fps_class_name(int cls)
+{
+    switch (cls) {
+    case FPS_OK: return "ok";
+    case FPS_TRANSIENT: return "transient";
+    case FPS_FATAL: return "fatal";
+    default: return "?";
+    }
+}
+
+void fps_config_init(fps_config *c)
+{
+    memset(c, 0, sizeof *c);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * (int64_t)NS_PER_S + ts.tv_nsec;
+}
+
+static int sleep_until(int64_t t_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t_ns / (int64_t)NS_PER_S), .tv_nsec = (long)(t_ns % (int64_t)NS_PER_S)};
+    int e;
+    while ((e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+        ;
+    return e ? FP_E_IO : FP_OK;
+}
+
+/* The schedule of rate mode: tick k at `at` ns after the start. Fixed
+ * ticks are computed from k (no drift); Poisson ticks add exponential gaps
+ * drawn from a splitmix64 generator whose state lives here. */
+typedef struct schedule {
+    double rate_hz;
+    bool poisson;
+    uint64_t rng;
+    uint64_t k;
+    double at;
+} schedule;
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+#define UNIFORM_BITS 53 /* a double's mantissa */
+
+static void schedule_advance(schedule *sc)
+{
+    sc->k++;
+    if (sc->poisson) {
+        /* Inverse CDF of the exponential distribution at u in (0, 1]. */
+        double u = (double)((splitmix64(&sc->rng) >> (64 - UNIFORM_BITS)) + 1) * ldexp(1.0, -UNIFORM_BITS);
+        sc->at += -log(u) / sc->rate_hz * NS_PER_S;
+    } else {
+        sc->at = (double)sc->k / sc->rate_hz * NS_PER_S;
+    }
+}
+
+static bool bad_amount(double x, double max)
+{
+    return !isfinite(x) || x < 0 || x > max;
+}
+
+static int check_config(const fp_session *s, const fp_sample *sm, const fps_config *c, fps_callback cb)
+{
+    if (!s || !sm || !c || bad_amount(c->rate_hz, FPS_MAX_RATE_HZ) || bad_amount(c->duration_s, FPS_MAX_DURATION_S))
+        return FP_E_INVALID_ARG;
+    if (c->poisson && c->rate_hz == 0)
+        return FP_E_INVALID_ARG;
+    if (!c->count && c->duration_s == 0 && !cb)
+        return FP_E_INVALID_ARG;
+    return FP_OK;
+}
+
+/* Counts attempt o in st. */
+static void count_attempt(fps_stats *st, const fps_outcome *o)
+{
+    st->attempts++;
+    if (o->cls == FPS_OK)
+        st->ok++;
+    else if (o->cls == FPS_TRANSIENT)
+        st->transient++;
+    else
+        st->fatal++;
+    if (o->rc <= 0 && o->rc > -FPS_ERROR_SLOTS)
+        st->by_error[-o->rc]++;
+}
+
+int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out)
+{
+    fps_stats local;
+    fps_stats *st = out ? out : &local;
+    memset(st, 0, sizeof *st);
+    int ret = check_config(s, sm, c, cb);
+    if (ret)
+        return ret;
+    const bool paced = c->rate_hz > 0;
+    const double deadline = c->duration_s * NS_PER_S; /* ns after the start; 0 = none */
+    schedule sc = {.rate_hz = c->rate_hz, .poisson = c->poisson, .rng = c->seed};
+    const int64_t t0 = now_ns();
+    int64_t now = t0;
+    for (uint64_t index = 0;; index++) {
+        if (c->count && index >= c->count) {
+            st->stop_reason = FPS_STOP_COUNT;
+            break;
+        }
+        if (paced && index > 0) {
+            schedule_advance(&sc);
+            while (sc.at <= (double)(now - t0) && !(deadline > 0 && sc.at >= deadline)) {
+                st->missed_ticks++;
+                schedule_advance(&sc);
+            }
+        }
+        if (deadline > 0 && (paced ? sc.at : (double)(now - t0)) >= deadline) {
+            st->stop_reason = FPS_STOP_DURATION;
+            break;
+        }
+        if (paced && (ret = sleep_until(t0 + (int64_t)sc.at)) != FP_OK) {
+            st->stop_reason = FPS_STOP_FATAL;
+            snprintf(st->first_fatal, sizeof st->first_fatal, "clock_nanosleep failed");
+            break;
+        }
+        fps_outcome o = {.index = index};
+        const int64_t start = now_ns();
+        o.rc = fp_session_sample(s, sm);
+        now = now_ns();
+        o.t_ns = start - t0;
+        o.cost_ns = now - start;
+        o.cls = fps_classify(o.rc);
+        o.sample = o.rc == FP_OK || o.rc == FP_E_INCOMPLETE ? sm : NULL;
+        o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
+        count_attempt(st, &o);
+        const int stop = cb ? cb(ctx, &o) : 0;
+        now = now_ns();
+        if (o.cls == FPS_FATAL) {
+            st->stop_reason = FPS_STOP_FATAL;
+            snprintf(st->first_fatal, sizeof st->first_fatal, "%s", o.errmsg);
+            ret = o.rc;
+            break;
+        }
+        if (stop) {
+            st->stop_reason = FPS_STOP_CALLBACK;
+            break;
+        }
+    }
+    now = now_ns();
+    st->elapsed_s = (double)(now - t0) / NS_PER_S;
+    if (paced) {
+        /* The covered schedule ends at the first tick not sampled, or at
+         * the deadline that stopped the run. */
+        if (st->stop_reason != FPS_STOP_DURATION)
+            schedule_advance(&sc);
+        const double span = st->stop_reason == FPS_STOP_DURATION ? deadline : sc.at;
+        st->achieved_rate_hz = span > 0 ? (double)st->attempts / (span / NS_PER_S) : 0;
+    } else {
+        st->achieved_rate_hz = st->elapsed_s > 0 ? (double)st->attempts / st->elapsed_s : 0;
+    }
+    return ret;
+}

@@ -1,0 +1,104 @@
+/* sampler.h — the sampling loop above libframeproof (policy above
+ * mechanism): the library takes one consistent sample per call; this small
+ * static library repeats it by count, duration and rate (fixed or Poisson
+ * spacing), classifies each outcome as ok, transient (retry at the next
+ * tick) or fatal (stop), and keeps the statistics of the run.  It prints
+ * nothing and holds no global state: everything lives in the caller's
+ * config and stats and in fps_run's locals. */
+#ifndef FPS_SAMPLER_H
+#define FPS_SAMPLER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "frameproof/frameproof.h"
+
+/* Limits of a configuration (larger values are FP_E_INVALID_ARG). */
+#define FPS_MAX_RATE_HZ 1e6               /* one tick per microsecond, beyond any sample's cost */
+#define FPS_MAX_DURATION_S (7.0 * 86400.0) /* one week */
+
+/* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
+ * down to FP_E_STATE (-13); a code outside that range is only counted as
+ * fatal. */
+#define FPS_ERROR_SLOTS 14
+/* Room for the message of the fatal error that stopped a run. */
+#define FPS_ERRMSG_MAX 512
+
+/* What one attempt's return code means for the run. */
+enum fps_class {
+    FPS_OK = 0,        /* a sample was taken */
+    FPS_TRANSIENT = 1, /* the target moved under the walk: the next attempt may succeed */
+    FPS_FATAL = 2,     /* no later attempt can succeed: the run stops */
+};
+
+/* The class of an fp_session_sample() return code (enum fps_class). */
+int fps_classify(int rc);
+/* "ok", "transient", "fatal" ("?" for anything else). */
+const char *fps_class_name(int cls);
+
+/* How a run is paced and bounded.  A run with neither count nor duration
+ * is accepted only with a callback, which is then what ends it (or a
+ * fatal error); without one it is FP_E_INVALID_ARG. */
+typedef struct fps_config {
+    double rate_hz;    /* samples per second on a fixed schedule; 0 = back to back, as fast as possible */
+    double duration_s; /* stop when the next sample would start at or after this; 0 = no time bound */
+    uint64_t count;    /* stop after this many attempts; 0 = no count bound */
+    bool poisson;      /* exponential gaps of mean 1/rate_hz (needs rate_hz) instead of fixed ones */
+    uint64_t seed;     /* seeds the gaps of a Poisson schedule: equal seeds, equal schedules */
+} fps_config;
+
+/* Back to back, unbounded, fixed spacing, seed 0. */
+void fps_config_init(fps_config *c);
+
+/* One attempt, as the callback sees it. */
+typedef struct fps_outcome {
+    uint64_t index;          /* 0-based attempt number */
+    int64_t t_ns;            /* when the attempt started, ns since the run started (CLOCK_MONOTONIC) */
+    int64_t cost_ns;         /* time spent inside fp_session_sample */
+    int rc;                  /* its return code */
+    int cls;                 /* fps_classify(rc) */
+    const fp_sample *sample; /* valid during the callback on FP_OK and on FP_E_INCOMPLETE
+                                (the threads that could be walked); NULL otherwise */
+    const char *errmsg;      /* fp_session_errmsg(), "" on FP_OK */
+} fps_outcome;
+
+/* Called after every attempt, fatal ones included; nonzero stops the run
+ * (stop reason FPS_STOP_CALLBACK unless the attempt was fatal). */
+typedef int (*fps_callback)(void *ctx, const fps_outcome *o);
+
+/* Why a run ended. */
+enum fps_stop {
+    FPS_STOP_NONE = 0,     /* never started: the arguments were invalid */
+    FPS_STOP_COUNT = 1,    /* config.count attempts were made */
+    FPS_STOP_DURATION = 2, /* the next attempt would have started after config.duration_s */
+    FPS_STOP_CALLBACK = 3, /* the callback returned nonzero */
+    FPS_STOP_FATAL = 4,    /* an attempt failed fatally */
+};
+
+typedef struct fps_stats {
+    uint64_t attempts, ok, transient, fatal;
+    uint64_t by_error[FPS_ERROR_SLOTS]; /* by_error[-rc]: attempts that returned rc */
+    /* Rate mode: scheduled sample times that had already passed when the
+     * previous attempt (and its callback) finished; they are skipped, never
+     * caught up in a burst. */
+    uint64_t missed_ticks;
+    double elapsed_s;        /* wall time of the run */
+    /* Rate mode: attempts per second of the schedule the run covered (from
+     * the start to the deadline, or to the first tick it did not sample),
+     * so missed ticks lower it; otherwise attempts per second of elapsed_s. */
+    double achieved_rate_hz;
+    int stop_reason;         /* enum fps_stop */
+    char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
+} fps_stats;
+
+/* Samples session s into sm as config c says, calling cb (may be NULL)
+ * after each attempt.  Returns FP_OK when the run stopped on its count,
+ * duration or callback; the FP_E_* code of the fatal attempt that stopped
+ * it (fp_session_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
+ * s, sm or c, a negative, non-finite or too large rate or duration,
+ * poisson without a rate, or neither count nor duration without cb;
+ * FP_E_IO if sleeping until a tick fails (first_fatal says so).  out
+ * (may be NULL) receives the statistics in every case. */
+int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
+
+#endif

@@ -1,0 +1,393 @@
+/* test_sampler.c — the sampling API (harness/sampler) against a real
+ * interpreter: count, duration and rate bounds, the callback stopping a
+ * run, a target killed under it, invalid configurations, the error
+ * classification, missed ticks without catch-up and Poisson spacing.
+ * usage: test_sampler PYTHON (empty: skipped) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sampler.h"
+
+#define READY_TIMEOUT_MS 30000 /* interpreter start-up, slow under sanitizers */
+#define MAX_RECORDED 1024      /* attempts a test callback records */
+#define NS_PER_MS 1000000
+#define TARGET_PROGRAM "import sys, time\nprint('ready', flush=True)\nwhile True: time.sleep(0.001)\n"
+
+static const char *python;
+
+/* A running interpreter with a session attached to it. */
+typedef struct target {
+    pid_t pid;
+    fp_session *s;
+    fp_sample *sm;
+} target;
+
+/* Starts TARGET_PROGRAM and waits for its "ready" line. */
+static pid_t spawn_python(void)
+{
+    int fd[2];
+    assert_int_equal(pipe(fd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(fd[1], STDOUT_FILENO);
+        close(fd[0]);
+        close(fd[1]);
+        execl(python, python, "-c", TARGET_PROGRAM, (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    /* The line may arrive in more than one write. */
+    struct pollfd p = {.fd = fd[0], .events = POLLIN};
+    char line[16] = "";
+    size_t len = 0;
+    while (len < sizeof line - 1 && !strchr(line, '\n')) {
+        assert_int_equal(poll(&p, 1, READY_TIMEOUT_MS), 1);
+        ssize_t got = read(fd[0], line + len, sizeof line - 1 - len);
+        assert_true(got > 0);
+        len += (size_t)got;
+    }
+    close(fd[0]);
+    assert_string_equal(line, "ready\n");
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static int setup(void **state)
+{
+    target *t = calloc(1, sizeof *t);
+    assert_non_null(t);
+    t->pid = spawn_python();
+    assert_int_equal(fp_session_new(NULL, &t->s), FP_OK);
+    assert_int_equal(fp_sample_new(&t->sm), FP_OK);
+    int rc = fp_session_attach_pid(t->s, (int)t->pid);
+    if (rc)
+        fail_msg("attach: %s", fp_session_errmsg(t->s));
+    *state = t;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    target *t = *state;
+    fp_sample_free(t->sm);
+    fp_session_free(t->s);
+    if (t->pid > 0)
+        reap(t->pid);
+    free(t);
+    return 0;
+}
+
+/* What the test callback saw. */
+typedef struct record {
+    uint64_t calls;
+    uint64_t stop_at;        /* return nonzero at this index (UINT64_MAX: never) */
+    uint64_t stall_at;       /* sleep stall_ns in the callback at this index */
+    int64_t stall_ns;
+    bool in_order;           /* every index was the previous one plus one */
+    bool sample_ok;          /* the sample pointer was set exactly when it should be */
+    int64_t t_ns[MAX_RECORDED];
+} record;
+
+static void record_init(record *r)
+{
+    memset(r, 0, sizeof *r);
+    r->stop_at = r->stall_at = UINT64_MAX;
+    r->in_order = r->sample_ok = true;
+}
+
+static int on_sample(void *ctx, const fps_outcome *o)
+{
+    record *r = ctx;
+    if (o->index != r->calls)
+        r->in_order = false;
+    if ((o->sample != NULL) != (o->rc == FP_OK || o->rc == FP_E_INCOMPLETE) || o->cls != fps_classify(o->rc) ||
+        (o->rc == FP_OK && strcmp(o->errmsg, "") != 0))
+        r->sample_ok = false;
+    if (o->index < MAX_RECORDED)
+        r->t_ns[o->index] = o->t_ns;
+    r->calls++;
+    if (o->index == r->stall_at) {
+        struct timespec ts = {.tv_sec = r->stall_ns / 1000000000, .tv_nsec = r->stall_ns % 1000000000};
+        nanosleep(&ts, NULL);
+    }
+    return o->index == r->stop_at;
+}
+
+static fps_config config(double rate_hz, double duration_s, uint64_t count)
+{
+    fps_config c;
+    fps_config_init(&c);
+    c.rate_hz = rate_hz;
+    c.duration_s = duration_s;
+    c.count = count;
+    return c;
+}
+
+/* Runs c on t with the recording callback; fps_run must return `expect`. */
+static void run(target *t, const fps_config *c, record *r, fps_stats *st, int expect)
+{
+    assert_int_equal(fps_run(t->s, t->sm, c, on_sample, r, st), expect);
+}
+
+static void assert_counts_add_up(const fps_stats *st)
+{
+    assert_int_equal(st->ok + st->transient + st->fatal, st->attempts);
+    uint64_t sum = 0;
+    for (int i = 0; i < FPS_ERROR_SLOTS; i++)
+        sum += st->by_error[i];
+    assert_int_equal(sum, st->attempts);
+    assert_int_equal(st->by_error[0], st->ok);
+}
+
+static void test_count(void **state)
+{
+    target *t = *state;
+    fps_config c = config(0, 0, 50);
+    record r;
+    record_init(&r);
+    fps_stats st;
+    run(t, &c, &r, &st, FP_OK);
+    assert_int_equal(st.attempts, 50);
+    assert_int_equal(st.ok + st.transient, 50);
+    assert_int_equal(st.fatal, 0);
+    assert_int_equal(r.calls, 50);
+    assert_true(r.in_order);
+    assert_true(r.sample_ok);
+    assert_int_equal(st.stop_reason, FPS_STOP_COUNT);
+    assert_int_equal(st.missed_ticks, 0);
+    assert_string_equal(st.first_fatal, "");
+    assert_true(st.elapsed_s > 0 && st.achieved_rate_hz > 0);
+    assert_counts_add_up(&st);
+}
+
+#define RATE_HZ 200.0
+#define RATE_DURATION_S 0.5
+#define RATE_TICKS 100 /* RATE_HZ * RATE_DURATION_S: ticks at 0, 5, ..., 495 ms */
+#define RATE_MIN_ATTEMPTS 80
+#define PERIOD_NS ((int64_t)(1e9 / RATE_HZ))
+
+static void test_rate(void **state)
+{
+    target *t = *state;
+    fps_config c = config(RATE_HZ, RATE_DURATION_S, 0);
+    record r;
+    record_init(&r);
+    fps_stats st;
+    run(t, &c, &r, &st, FP_OK);
+    assert_int_equal(st.stop_reason, FPS_STOP_DURATION);
+    assert_in_range(st.attempts, RATE_MIN_ATTEMPTS, RATE_TICKS);
+    /* Every tick before the deadline was either sampled or missed. */
+    assert_int_equal(st.attempts + st.missed_ticks, RATE_TICKS);
+    /* Over the covered schedule (the whole duration): attempts / duration. */
+    assert_true(fabs(st.achieved_rate_hz - (double)st.attempts / RATE_DURATION_S) < 1e-6);
+    assert_true(st.elapsed_s < RATE_DURATION_S + 0.25);
+    /* Attempt i started no earlier than tick i: a paced run, not back to back. */
+    for (uint64_t i = 0; i < st.attempts; i++)
+        assert_true(r.t_ns[i] >= (int64_t)i * PERIOD_NS);
+    assert_counts_add_up(&st);
+}
+
+#define STALL_INDEX 2
+#define STALL_NS (6 * PERIOD_NS + PERIOD_NS / 2) /* runs past six ticks */
+#define STALL_COUNT 8
+
+/* A callback that overruns ticks: they are counted as missed and skipped,
+ * never caught up in a burst of samples. */
+static void test_missed_ticks(void **state)
+{
+    target *t = *state;
+    fps_config c = config(RATE_HZ, 0, STALL_COUNT);
+    record r;
+    record_init(&r);
+    r.stall_at = STALL_INDEX;
+    r.stall_ns = STALL_NS;
+    fps_stats st;
+    run(t, &c, &r, &st, FP_OK);
+    assert_int_equal(st.attempts, STALL_COUNT);
+    assert_true(st.missed_ticks >= 6);
+    assert_true(st.achieved_rate_hz < RATE_HZ * STALL_COUNT / (STALL_COUNT + 6) + 1e-6);
+    for (int i = 1; i < STALL_COUNT; i++)
+        assert_true(r.t_ns[i] - r.t_ns[i - 1] >= PERIOD_NS / 2);
+}
+
+#define STOP_INDEX 9
+
+static void test_callback_stops(void **state)
+{
+    target *t = *state;
+    fps_config c = config(0, 0, 0); /* unbounded: only the callback ends it */
+    record r;
+    record_init(&r);
+    r.stop_at = STOP_INDEX;
+    fps_stats st;
+    run(t, &c, &r, &st, FP_OK);
+    assert_int_equal(st.attempts, STOP_INDEX + 1);
+    assert_int_equal(r.calls, STOP_INDEX + 1);
+    assert_int_equal(st.stop_reason, FPS_STOP_CALLBACK);
+    assert_true(r.in_order);
+}
+
+#define POISSON_HZ 1000.0
+#define POISSON_COUNT 60
+#define POISSON_MIN_CV 0.4 /* exponential gaps: about 1; fixed ones: near 0 */
+
+/* A Poisson schedule's gaps vary as exponential ones do (a scheduler that
+ * ignored `poisson` would space them evenly). */
+static void test_poisson(void **state)
+{
+    target *t = *state;
+    fps_config c = config(POISSON_HZ, 0, POISSON_COUNT);
+    c.poisson = true;
+    c.seed = 42;
+    record r;
+    record_init(&r);
+    fps_stats st;
+    run(t, &c, &r, &st, FP_OK);
+    assert_int_equal(st.attempts, POISSON_COUNT);
+    double sum = 0, sq = 0;
+    for (int i = 1; i < POISSON_COUNT; i++) {
+        double g = (double)(r.t_ns[i] - r.t_ns[i - 1]);
+        sum += g;
+        sq += g * g;
+    }
+    double n = POISSON_COUNT - 1, mean = sum / n, sd = sqrt(sq / n - mean * mean);
+    print_message("# poisson gaps: mean %.0f ns, cv %.2f\n", mean, sd / mean);
+    assert_true(sd / mean > POISSON_MIN_CV);
+}
+
+#define KILLED_COUNT 5
+
+static void test_target_killed(void **state)
+{
+    target *t = *state;
+    reap(t->pid);
+    t->pid = 0;
+    fps_config c = config(0, 0, KILLED_COUNT);
+    record r;
+    record_init(&r);
+    fps_stats st;
+    run(t, &c, &r, &st, FP_E_PROCESS_GONE);
+    assert_int_equal(st.attempts, 1);
+    assert_int_equal(st.fatal, 1);
+    assert_int_equal(st.by_error[-FP_E_PROCESS_GONE], 1);
+    assert_int_equal(r.calls, 1); /* the callback sees the fatal attempt too */
+    assert_int_equal(st.stop_reason, FPS_STOP_FATAL);
+    assert_true(st.first_fatal[0] != '\0');
+    assert_string_equal(st.first_fatal, fp_session_errmsg(t->s));
+}
+
+static void test_invalid(void **state)
+{
+    target *t = *state;
+    fps_config good = config(0, 0, 1);
+    const struct {
+        const char *what;
+        double rate, duration;
+        uint64_t count;
+        bool poisson, cb;
+    } bad[] = {
+        {"negative rate", -1, 0, 1, false, true},
+        {"NaN rate", NAN, 0, 1, false, true},
+        {"infinite rate", INFINITY, 0, 1, false, true},
+        {"rate above the limit", FPS_MAX_RATE_HZ * 2, 0, 1, false, true},
+        {"negative duration", 0, -0.5, 1, false, true},
+        {"NaN duration", 0, NAN, 1, false, true},
+        {"duration above the limit", 0, FPS_MAX_DURATION_S * 2, 1, false, true},
+        {"poisson without rate", 0, 0, 1, true, true},
+        {"unbounded without callback", 0, 0, 0, false, false},
+    };
+    record r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fps_config c = config(bad[i].rate, bad[i].duration, bad[i].count);
+        c.poisson = bad[i].poisson;
+        record_init(&r);
+        fps_stats st;
+        memset(&st, 0xff, sizeof st);
+        print_message("# %s\n", bad[i].what);
+        assert_int_equal(fps_run(t->s, t->sm, &c, bad[i].cb ? on_sample : NULL, &r, &st), FP_E_INVALID_ARG);
+        assert_int_equal(st.attempts, 0);
+        assert_int_equal(st.stop_reason, FPS_STOP_NONE);
+        assert_int_equal(r.calls, 0);
+    }
+    assert_int_equal(fps_run(NULL, t->sm, &good, NULL, NULL, NULL), FP_E_INVALID_ARG);
+    assert_int_equal(fps_run(t->s, NULL, &good, NULL, NULL, NULL), FP_E_INVALID_ARG);
+    assert_int_equal(fps_run(t->s, t->sm, NULL, NULL, NULL, NULL), FP_E_INVALID_ARG);
+    /* The same config, valid, with no stats wanted. */
+    assert_int_equal(fps_run(t->s, t->sm, &good, NULL, NULL, NULL), FP_OK);
+}
+
+static void test_classify(void **state)
+{
+    (void)state;
+    const struct {
+        int rc, cls;
+    } table[] = {
+        {FP_OK, FPS_OK},
+        {FP_E_NOMEM, FPS_FATAL},
+        {FP_E_INVALID_ARG, FPS_FATAL},
+        {FP_E_PROCESS_GONE, FPS_FATAL},
+        {FP_E_PERMISSION, FPS_FATAL},
+        {FP_E_NOT_PYTHON, FPS_FATAL},
+        {FP_E_UNSUPPORTED, FPS_FATAL},
+        {FP_E_CORRUPT, FPS_TRANSIENT},
+        {FP_E_INCOMPLETE, FPS_TRANSIENT},
+        {FP_E_LIMIT, FPS_TRANSIENT},
+        {FP_E_READ, FPS_TRANSIENT},
+        {FP_E_IO, FPS_FATAL},
+        {FP_E_FORMAT, FPS_FATAL},
+        {FP_E_STATE, FPS_FATAL},
+        {FP_E_STATE - 1, FPS_FATAL}, /* a code this sampler does not know */
+        {1, FPS_FATAL},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        print_message("# %d\n", table[i].rc);
+        assert_int_equal(fps_classify(table[i].rc), table[i].cls);
+    }
+    assert_string_equal(fps_class_name(FPS_OK), "ok");
+    assert_string_equal(fps_class_name(FPS_TRANSIENT), "transient");
+    assert_string_equal(fps_class_name(FPS_FATAL), "fatal");
+    assert_string_equal(fps_class_name(-1), "?");
+}
+
+int main(int argc, char **argv)
+{
+    python = argc > 1 ? argv[1] : "";
+    if (!*python || access(python, X_OK) != 0) {
+        printf("1..0 # SKIP no python3.11 interpreter\n");
+        return 0;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_classify),
+        cmocka_unit_test_setup_teardown(test_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_missed_ticks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_stops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_poisson, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
+    };
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
+}
