@@ -102,6 +102,7 @@ static int convert(const fp_sample *sm, cf_sample *out)
                 .column = f->column,
                 .end_column = f->end_column,
                 .kind = f->kind == FP_FRAME_GENERATOR ? CF_KIND_GENERATOR : CF_KIND_PYTHON,
+                .frame_addr = f->frame_addr,
             };
             if (cf_sample_add_frame(out, &cf))
                 return CF_E_NOMEM;

@@ -23,7 +23,8 @@ static const char CONFORM_USAGE_HEAD[] =
     "                          [--scenario NAME ...] [--fast] [--report-dir DIR]\n"
     "                          [--jobs N] [--manifest PATH] [--targets DIR]\n"
     "                          [--timeout-scale X]\n"
-    "                          [--inject-fault drop-frame|shift-line|splice-previous]\n"
+    "                          [--inject-fault drop-frame|shift-line|splice-previous|\n"
+    "                                          frame-cache-by-address]\n"
     "                          [--live [--samples N] [--duration S]]\n"
     "\n"
     "Runs every ground-truth scenario (targets/scenarios) under every selected\n"
@@ -73,6 +74,12 @@ static const char CONFORM_USAGE_HEAD[] =
     "                       is parked); shift-line adds 1 to that frame's line.\n"
     "                       splice-previous (--live only) gives every thread of\n"
     "                       a sample the outer frames of its previous sample.\n"
+    "                       frame-cache-by-address (--live only; unwinders that\n"
+    "                       report frame addresses: frameproof) plays a frame\n"
+    "                       cache keyed on the frame address alone: below the\n"
+    "                       innermost frame, the first frame whose address the\n"
+    "                       thread's previous sample also had is replaced, with\n"
+    "                       every frame under it, by that sample's frames.\n"
     "                       Expect FAILs.\n"
     "  --help               print this help\n"
     "\n";
@@ -259,8 +266,11 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
                 o->fault = CF_FAULT_SHIFT_LINE;
             else if (strcmp(optarg, "splice-previous") == 0)
                 o->fault = CF_FAULT_SPLICE_PREVIOUS;
+            else if (strcmp(optarg, "frame-cache-by-address") == 0)
+                o->fault = CF_FAULT_CACHE_BY_ADDRESS;
             else
-                return usage_error("--inject-fault must be drop-frame, shift-line or splice-previous, not '%s'", optarg);
+                return usage_error("--inject-fault must be drop-frame, shift-line, splice-previous or "
+                                   "frame-cache-by-address, not '%s'", optarg);
             break;
         case O_HELP:
         case 'h':
@@ -275,9 +285,9 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!o->live && (o->live_samples || o->live_seconds > 0))
         return usage_error("--samples and --duration go with --live%s", "");
-    if (o->live != (o->fault == CF_FAULT_SPLICE_PREVIOUS) && o->fault != CF_FAULT_NONE)
-        return usage_error("--inject-fault %s", o->live ? "in live mode must be splice-previous"
-                                                         : "splice-previous goes with --live");
+    if (o->live != cf_fault_is_live(o->fault) && o->fault != CF_FAULT_NONE)
+        return usage_error("--inject-fault %s", o->live ? "in live mode must be splice-previous or frame-cache-by-address"
+                                                         : "splice-previous and frame-cache-by-address go with --live");
     if (o->live && o->fast)
         return usage_error("--fast does not apply to --live%s", "");
     bool command = false;

@@ -286,8 +286,9 @@ static int judge_sample(live_run *lr, live_cfg *c)
     cf_live_result res;
     bool original_wrong = false;
     int n = 0;
-    if (lr->p->fault == CF_FAULT_SPLICE_PREVIOUS) {
-        n = cf_live_splice(&lr->cur, &lr->prev, &lr->spliced);
+    if (cf_fault_is_live(lr->p->fault)) {
+        n = lr->p->fault == CF_FAULT_SPLICE_PREVIOUS ? cf_live_splice(&lr->cur, &lr->prev, &lr->spliced)
+                                                     : cf_live_cache_by_address(&lr->cur, &lr->prev, &lr->spliced);
         if (n < 0)
             return n;
         c->spliced += (uint64_t)n;
@@ -356,7 +357,7 @@ static int run_config(live_run *lr, live_cfg *c)
         } else {
             rc = judge_sample(lr, c);
             /* The adapter's strings may die at its next sample: keep a copy. */
-            if (rc == CF_OK && lr->p->fault == CF_FAULT_SPLICE_PREVIOUS)
+            if (rc == CF_OK && cf_fault_is_live(lr->p->fault))
                 rc = cf_sample_copy(&lr->prev, &lr->cur);
         }
         if (rc == CF_OK && now - last_look >= CF_LIVE_POLL_S) {

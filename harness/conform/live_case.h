@@ -15,7 +15,7 @@ typedef struct cf_live_budget {
     double seconds;            /* sampling time per configuration */
 } cf_live_budget;
 
-/* Runs the case (p->fault may be CF_FAULT_SPLICE_PREVIOUS) and builds its
+/* Runs the case (p->fault may be a live fault, cf_fault_is_live) and builds its
  * report object: status pass (no wrong sample), fail (a configuration
  * returned a wrong sample or could not attach) or error (harness error);
  * per configuration samples, valid, rejected and wrong counts, the rate,

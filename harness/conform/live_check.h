@@ -81,4 +81,13 @@ int cf_live_classify(cf_live_decl *d, const cf_sample *s, cf_live_result *out);
  * and prev.  Returns the number of threads spliced, or CF_E_NOMEM. */
 int cf_live_splice(const cf_sample *cur, const cf_sample *prev, cf_sample *out);
 
+/* --inject-fault frame-cache-by-address: out receives cur, except that for
+ * every thread also in prev, the first frame below the innermost whose
+ * frame_addr (non-zero) prev's thread also has is replaced, with every
+ * frame under it, by prev's frames from that address down: the result of
+ * an unwinder whose frame cache is keyed on the frame address alone, when
+ * another call chain reused the address.  Returns the number of threads
+ * whose stack this changed, or CF_E_NOMEM. */
+int cf_live_cache_by_address(const cf_sample *cur, const cf_sample *prev, cf_sample *out);
+
 #endif

@@ -80,6 +80,7 @@ const char *cf_fault_name(int fault)
     return fault == CF_FAULT_DROP_FRAME        ? "drop-frame"
            : fault == CF_FAULT_SHIFT_LINE      ? "shift-line"
            : fault == CF_FAULT_SPLICE_PREVIOUS ? "splice-previous"
+           : fault == CF_FAULT_CACHE_BY_ADDRESS ? "frame-cache-by-address"
                                                : NULL;
 }
 

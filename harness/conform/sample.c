@@ -205,3 +205,8 @@ void cf_sample_inject(cf_sample *s, int fault, uint64_t id)
         s->frames[t->first].line++;
     }
 }
+
+bool cf_fault_is_live(int fault)
+{
+    return fault == CF_FAULT_SPLICE_PREVIOUS || fault == CF_FAULT_CACHE_BY_ADDRESS;
+}

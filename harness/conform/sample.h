@@ -51,6 +51,8 @@ typedef struct cf_frame {
     int32_t line, end_line;    /* 1-based, or CF_POS_NONE */
     int32_t column, end_column; /* 0-based UTF-8 byte offsets, or CF_POS_NONE */
     int kind;                  /* enum cf_frame_kind */
+    uint64_t frame_addr;       /* the frame's address in the target, 0 when not reported (never compared;
+                                  only the frame-cache-by-address fault uses it) */
 } cf_frame;
 
 typedef struct cf_thread {
@@ -110,10 +112,14 @@ enum cf_fault {
     CF_FAULT_DROP_FRAME = 1,   /* remove the innermost frame */
     CF_FAULT_SHIFT_LINE = 2,   /* add 1 to the innermost frame's line */
     CF_FAULT_SPLICE_PREVIOUS = 3, /* live mode: outer frames from the thread's previous sample (cf_live_splice) */
+    CF_FAULT_CACHE_BY_ADDRESS = 4, /* live mode: a frame cache keyed on the frame address (cf_live_cache_by_address) */
 };
 
+/* Is this a live-mode fault (applied by the live runner across two samples)? */
+bool cf_fault_is_live(int fault);
+
 /* Applies a fault to the thread with this id (no-op if absent; a no-op
- * for CF_FAULT_SPLICE_PREVIOUS, which needs two samples). */
+ * for the live faults, which need two samples). */
 void cf_sample_inject(cf_sample *s, int fault, uint64_t id);
 
 #endif

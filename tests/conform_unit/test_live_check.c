@@ -1,7 +1,7 @@
 /* test_live_check.c — the live declaration checker over hand-built
  * samples: a valid sample, every rule's violation with its exact reason,
  * rejected and ignored threads, fields that are not reported, the
- * splice-previous fault, and declarations that must be refused. */
+ * splice-previous and frame-cache-by-address faults, and declarations that must be refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -290,14 +290,20 @@ static void test_unreported_fields(void **state)
     judge(f, CF_LIVE_WRONG, CF_RULE_UNKNOWN_FRAME, "frame #3 <module> (x.py:14) matches no declared function");
 }
 
+/* The main thread's previous sample: chain b at the same depth as chain a. */
+static void add_chain_b(cf_sample *prev)
+{
+    cf_sample_reset(prev, FIELDS);
+    ADD(prev, MAIN_ID, FR("leaf_b", SCEN, 5), FR("b1", SCEN, 7), FR("driver", SCEN, 10), FR("<module>", SCEN, 14));
+}
+
 static void test_splice(void **state)
 {
     fx *f = *state;
     cf_sample prev, out;
     cf_sample_init(&prev);
     cf_sample_init(&out);
-    cf_sample_reset(&prev, FIELDS);
-    ADD(&prev, MAIN_ID, FR("leaf_b", SCEN, 5), FR("b1", SCEN, 7), FR("driver", SCEN, 10), FR("<module>", SCEN, 14));
+    add_chain_b(&prev);
     add_valid_main(&f->s);
     assert_int_equal(cf_live_splice(&f->s, &prev, &out), 1);
     assert_int_equal(out.nthreads, 1);
@@ -315,6 +321,48 @@ static void test_splice(void **state)
     assert_int_equal(cf_live_splice(&f->s, &prev, &out), 0);
     assert_int_equal(out.threads[0].count, 4);
     assert_string_equal(out.frames[1].function, "a1");
+    cf_sample_free(&prev);
+    cf_sample_free(&out);
+}
+
+/* Frame addresses as an unwinder reports them: the same slots hold chain a
+ * in one sample and chain b in the next. */
+static void set_addrs(cf_sample *s, uint64_t base)
+{
+    for (size_t k = 0; k < s->nframes; k++)
+        s->frames[k].frame_addr = base ? base + 0x50u * (uint64_t)(s->nframes - k) : 0;
+}
+
+static void test_cache_by_address(void **state)
+{
+    fx *f = *state;
+    cf_sample prev, out;
+    cf_sample_init(&prev);
+    cf_sample_init(&out);
+    add_chain_b(&prev);
+    set_addrs(&prev, 0x1000);
+    add_valid_main(&f->s);
+    set_addrs(&f->s, 0x1000);
+    /* a1 sits where b1 sat: the cache hands back b1 and everything under it. */
+    assert_int_equal(cf_live_cache_by_address(&f->s, &prev, &out), 1);
+    assert_int_equal(out.threads[0].count, 4);
+    assert_string_equal(out.frames[0].function, "leaf_a");
+    assert_string_equal(out.frames[1].function, "b1");
+    assert_int_equal(out.frames[2].line, 10);
+    cf_live_result r;
+    assert_int_equal(cf_live_classify(f->decl, &out, &r), CF_OK);
+    assert_int_equal(r.verdict, CF_LIVE_WRONG);
+    assert_string_equal(r.findings[0].reason, "b1 (s.py:7) may not call leaf_a (s.py:2) (not a callee of b1 at that line)");
+    /* Other addresses, no addresses, or the same stack: unchanged. */
+    set_addrs(&prev, 0x9000);
+    assert_int_equal(cf_live_cache_by_address(&f->s, &prev, &out), 0);
+    assert_string_equal(out.frames[1].function, "a1");
+    set_addrs(&prev, 0);
+    set_addrs(&f->s, 0);
+    assert_int_equal(cf_live_cache_by_address(&f->s, &prev, &out), 0);
+    set_addrs(&f->s, 0x1000);
+    assert_int_equal(cf_live_cache_by_address(&f->s, &f->s, &out), 0);
+    assert_int_equal(out.threads[0].count, 4);
     cf_sample_free(&prev);
     cf_sample_free(&out);
 }
@@ -398,6 +446,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreported_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(test_splice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cache_by_address, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tags_resolve_to_lines, setup, teardown),
         cmocka_unit_test(test_refused),
     };

@@ -1,15 +1,16 @@
 """A short `frameproof conform --live` run of every live scenario on one
-interpreter with the frameproof unwinder, then the same with
---inject-fault splice-previous, reported as TAP.
+interpreter with the frameproof unwinder, then the same with each live
+mutant (--inject-fault splice-previous, frame-cache-by-address), reported
+as TAP.
 usage: run_live.py FRAMEPROOF REPORT_DIR ID [--samples N] [--duration S]
-(the budget of the plain run; the splice run samples for 1.5 s)
+(the budget of the plain run; each mutant run samples for 1.5 s)
 
-Verdict: both runs complete without harness errors; in the plain run every
+Verdict: every run completes without harness errors; in the plain run every
 scenario that applies gives every configuration valid samples (its wrong and
-rejected counts are printed as TAP comments, not judged: the live unwinder
-is being fixed); in the splice run every scenario catches the mutant (a
-spliced sample judged wrong whose original was not) in at least one
-configuration.
+rejected counts are printed as TAP comments, not judged, but for the
+blocking configuration, which must return no wrong sample); in each mutant
+run every scenario catches the mutant (a mutated sample judged wrong whose
+original was not) in at least one configuration.
 The manifest is read when the test runs ($FRAMEPROOF_HOME/interpreters.json):
 an interpreter that is not provisioned skips the test ("1..0 # SKIP")."""
 import json
@@ -22,9 +23,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fpfacts  # noqa: E402  (the shared facts)
 
 TIMEOUT = 1500
-# The splice run samples by time: the mutant needs the target to move on
+# The mutants every scenario must catch.
+FAULTS = ("splice-previous", "frame-cache-by-address")
+# The mutant runs sample by time: a mutant needs the target to move on
 # between two samples, which a loaded machine slows down.
-SPLICE_BUDGET = ["--samples", "50000", "--duration", "1.5"]
+FAULT_BUDGET = ["--samples", "50000", "--duration", "1.5"]
 
 
 def run(fp, report_dir, interp, budget, extra):
@@ -62,6 +65,10 @@ def plain_lines(report, proc):
                 notes.append("wrong by rule: %s" % json.dumps(c["wrong_by_rule"], sort_keys=True))
             ok = c["valid"] > 0 and not c.get("attach_error")
             title = "%s [%s] gives valid samples" % (name, c["name"])
+            if c["name"].endswith("+blocking"):
+                # Every thread stopped for each sample: correct by construction.
+                lines.append(("pass" if c["wrong"] == 0 else "fail", "%s [%s] returns no wrong sample" % (
+                    name, c["name"]), "%d wrong samples" % c["wrong"], []))
             if not ok and not c.get("attach_error") and c["samples"] < MIN_SAMPLES_JUDGED:
                 # A loaded machine can leave a slow configuration a handful
                 # of samples in the short budget: too few to judge.
@@ -73,29 +80,31 @@ def plain_lines(report, proc):
     return lines
 
 
-def splice_lines(report, proc):
-    lines = []
-    for case in report["cases"]:
-        name = "%s %s" % (case["interpreter"], case["scenario"])
-        if case["status"] == "skip":
-            continue
-        if case["status"] == "error" or not configs(case):
-            lines.append(("fail", name + " splice-previous (harness error)", case.get("error", ""), []))
-            continue
-        # Per scenario and interpreter, over all configurations: one
-        # configuration may see few splices that differ (its samples rejected
-        # as torn, or consecutive stacks alike), the declaration must still
-        # catch the mutant in the scenario.
-        cs = configs(case)
-        caught = sum(c["splice_caught"] for c in cs)
-        spliced = sum(c["spliced_threads"] for c in cs)
-        samples = sum(c["samples"] for c in cs)
-        lines.append(("pass" if caught > 0 else "fail", "%s catches splice-previous" % name,
-                      "no spliced sample was judged wrong (%d threads spliced in %d samples)" % (spliced, samples),
-                      ["%s: %d of %d samples caught" % (c["name"], c["splice_caught"], c["samples"]) for c in cs]))
-    lines.append(("pass" if proc.returncode == 1 else "fail", "conform --live exits 1 on wrong samples",
-                  "exit %d" % proc.returncode, []))
-    return lines
+def fault_lines(fault):
+    """The verdict of a run with a live fault: per scenario and interpreter,
+    over all configurations, the declaration catches the mutant (one
+    configuration may see few mutated samples that differ: its samples
+    rejected as torn, or consecutive stacks alike)."""
+    def judge(report, proc):
+        lines = []
+        for case in report["cases"]:
+            name = "%s %s" % (case["interpreter"], case["scenario"])
+            if case["status"] == "skip":
+                continue
+            if case["status"] == "error" or not configs(case):
+                lines.append(("fail", "%s %s (harness error)" % (name, fault), case.get("error", ""), []))
+                continue
+            cs = configs(case)
+            caught = sum(c["splice_caught"] for c in cs)
+            changed = sum(c["spliced_threads"] for c in cs)
+            samples = sum(c["samples"] for c in cs)
+            lines.append(("pass" if caught > 0 else "fail", "%s catches %s" % (name, fault),
+                          "no mutated sample was judged wrong (%d threads changed in %d samples)" % (changed, samples),
+                          ["%s: %d of %d samples caught" % (c["name"], c["splice_caught"], c["samples"]) for c in cs]))
+        lines.append(("pass" if proc.returncode == 1 else "fail", "conform --live exits 1 on wrong samples (%s)" % fault,
+                      "exit %d" % proc.returncode, []))
+        return lines
+    return judge
 
 
 def main(argv):
@@ -105,9 +114,10 @@ def main(argv):
         print("1..0 # SKIP interpreter %s not provisioned (no entry in %s)" % (interp, manifest))
         return 0
     lines = []
-    for label, runs, extra, judge in (("plain", budget, [], plain_lines),
-                                      ("splice", SPLICE_BUDGET, ["--inject-fault", "splice-previous"],
-                                       splice_lines)):
+    runs_to_do = [("plain", budget, [], plain_lines)]
+    for fault in FAULTS:
+        runs_to_do.append((fault, FAULT_BUDGET, ["--inject-fault", fault], fault_lines(fault)))
+    for label, runs, extra, judge in runs_to_do:
         sub = os.path.join(report_dir, label)
         report, proc = run(fp, sub, interp, runs, extra)
         if report is None:
