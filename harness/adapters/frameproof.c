@@ -76,18 +76,21 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
 
 /* Copies the session's sample; strings stay the session's until its next
  * sample, which comes after the comparison. */
-static int convert(const fp_sample *sm, cf_sample *out)
+static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
 {
     size_t nt = fp_sample_thread_count(sm);
+    bool first_error = true; /* the session's message is the first failed thread's */
     for (size_t i = 0; i < nt; i++) {
         const fp_thread *th = fp_sample_thread(sm, i);
+        const char *why = th->error ? (first_error ? fp_session_errmsg(s) : fp_strerror(th->error)) : NULL;
+        first_error &= !th->error;
         cf_thread proto = {
             .native_id = th->native_id,
             .thread_id = th->thread_id,
             .interp_id = th->interp_id,
             .main = th->main,
             .exception = th->exception == FP_YES ? CF_YES : th->exception == FP_NO ? CF_NO : CF_UNKNOWN,
-            .error = th->error ? fp_strerror(th->error) : NULL,
+            .error = why && *why ? why : th->error ? fp_strerror(th->error) : NULL,
         };
         if (cf_sample_add_thread(out, &proto, NULL))
             return CF_E_NOMEM;
@@ -121,7 +124,7 @@ static int sample(void *state, cf_sample *out, char *err, size_t errlen)
         snprintf(err, errlen, "sample failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
         return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
     }
-    return convert(st->sm, out);
+    return convert(st->s, st->sm, out);
 }
 
 static const char *info(void *state)

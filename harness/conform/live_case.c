@@ -251,7 +251,21 @@ static int record_rejection(live_cfg *c, const char *reason)
     cf_strbuf sb;
     cf_sb_init(&sb);
     const char *given = reason && *reason ? reason : "no reason given";
-    cf_sb_append_sanitized(&sb, given, strlen(given));
+    /* Numbers (addresses, thread ids, sizes) vary from sample to sample:
+     * reasons are grouped by their words, numbers shown as '#'. */
+    for (const char *p = given; *p;) {
+        size_t digits = strspn(p, "0123456789");
+        size_t hex = strncmp(p, "0x", 2) == 0 ? 2 + strspn(p + 2, "0123456789abcdefABCDEF") : 0;
+        size_t len = hex > 2 ? hex : digits;
+        if (len > 0) {
+            cf_sb_append(&sb, "#", 1);
+            p += len;
+            continue;
+        }
+        size_t run = strcspn(p, "0123456789");
+        cf_sb_append_sanitized(&sb, p, run);
+        p += run;
+    }
     snprintf(text, sizeof text, "%s", cf_sb_str(&sb));
     bool failed = sb.failed;
     cf_sb_free(&sb);
