@@ -292,7 +292,8 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
         return usage_error("--fast does not apply to --live%s", "");
     bool command = false;
     for (size_t i = 0; i < l->nunwinders; i++)
-        command |= strcmp(l->unwinders[i], "command") == 0;
+        command |= strncmp(l->unwinders[i], "command", strlen("command")) == 0 &&
+                   (l->unwinders[i][strlen("command")] == '\0' || l->unwinders[i][strlen("command")] == ':');
     if (command && !o->adapter.command)
         return usage_error("--unwinder command needs --unwinder-cmd 'CMD ... {pid}'%s", "");
     if (!command && (o->adapter.command || o->adapter.command_fields))

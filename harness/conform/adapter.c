@@ -37,6 +37,8 @@ static const unwinder_entry UNWINDERS[] = {
 #define NUM_UNWINDERS (sizeof UNWINDERS / sizeof UNWINDERS[0])
 
 static const char UNWINDER_HELP[] =
+    "  NAME:CONFIG selects one configuration of an unwinder, as the reports\n"
+    "  label it (e.g. frameproof:vm+cache, cpython:cache-on).\n"
     "  frameproof   libframeproof, 5 configurations: reader vm\n"
     "               (process_vm_readv) or mem (/proc/PID/mem) x code cache on or\n"
     "               off, and vm+cache+blocking (every thread stopped with ptrace\n"
@@ -83,12 +85,33 @@ void cf_adapter_na(const cf_adapter_def *d, const cf_interp *in, char *na, size_
     snprintf(na, len, "%s", !why ? "" : *why ? why : "does not apply to this interpreter");
 }
 
+/* The entry named by `name` up to its ':' (or its end). */
 static const unwinder_entry *find(const char *name)
 {
+    size_t len = strcspn(name, ":");
     for (size_t i = 0; i < NUM_UNWINDERS; i++)
-        if (strcmp(UNWINDERS[i].name, name) == 0)
+        if (strlen(UNWINDERS[i].name) == len && strncmp(UNWINDERS[i].name, name, len) == 0)
             return &UNWINDERS[i];
     return NULL;
+}
+
+/* NAME:CONFIG keeps only that configuration of the n just added at defs;
+ * returns how many remain, or (size_t)-1 with a message when none has it. */
+static size_t select_config(const char *name, cf_adapter_def *defs, size_t n, char *err, size_t errlen)
+{
+    const char *colon = strchr(name, ':');
+    if (!colon)
+        return n;
+    for (size_t i = 0; i < n; i++)
+        if (defs[i].config && strcmp(defs[i].config, colon + 1) == 0) {
+            defs[0] = defs[i];
+            return 1;
+        }
+    int len = snprintf(err, errlen, "unknown configuration \"%s\" of %.*s; known:", colon + 1, (int)(colon - name),
+                       name);
+    for (size_t i = 0; i < n && len >= 0 && (size_t)len < errlen; i++)
+        len += snprintf(err + len, errlen - (size_t)len, " %s", defs[i].config ? defs[i].config : "(none)");
+    return (size_t)-1;
 }
 
 int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_opts *o, cf_adapter_set *out,
@@ -117,7 +140,12 @@ int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_op
             cf_adapter_set_free(out);
             return rc == CF_E_NOMEM ? rc : CF_E_NOTFOUND;
         }
-        out->count += e->defs(out->defs + out->count, CF_MAX_CONFIGS_PER_UNWINDER, o);
+        size_t added = e->defs(out->defs + out->count, CF_MAX_CONFIGS_PER_UNWINDER, o);
+        if ((added = select_config(names[i], out->defs + out->count, added, err, errlen)) == (size_t)-1) {
+            cf_adapter_set_free(out);
+            return CF_E_NOTFOUND;
+        }
+        out->count += added;
     }
     return CF_OK;
 }

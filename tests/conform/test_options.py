@@ -62,6 +62,13 @@ def main():
     check("--python-path on a missing file", *one_line_error(r, 1, "No such file or directory"))
     r = conform(fp, "--unwinder", "nosuch", "--python-path", HOST_PYTHON, env=env)
     check("unknown unwinder", *one_line_error(r, 2, 'unknown unwinder "nosuch"; known: frameproof cpython austin command'))
+    r = conform(fp, "--unwinder", "frameproof:vm+cach", "--python-path", HOST_PYTHON, env=env)
+    check("unknown configuration", *one_line_error(
+        r, 2, 'unknown configuration "vm+cach" of frameproof; known: vm+cache vm+nocache mem+cache mem+nocache '
+        'vm+cache+blocking'))
+    r = conform(fp, "--unwinder", "command:x", env=env)
+    check("--unwinder command:CONFIG without --unwinder-cmd", r.returncode == 2 and "needs --unwinder-cmd" in r.stderr,
+          r.stderr)
     r = conform(fp, "--unwinder", "command", env=env)
     lines = r.stderr.strip().splitlines()
     check("--unwinder command without --unwinder-cmd",
