@@ -57,17 +57,43 @@ static bool same_frame(const fpi_seen_frame *a, const fpi_seen_frame *b)
 }
 
 /* The fields of a thread state that decide its stack, and the link to the
- * next thread state (a list cut short would lose threads). */
-static bool same_thread_state(const fpi_layout *l, const uint8_t *a, const uint8_t *b)
+ * next thread state (a list cut short would lose threads).  The data-stack
+ * top is not among them: it moves with every frame pushed above the top
+ * frame before it becomes current; live_below_top() checks it instead.
+ * Returns what changed, or NULL. */
+static const char *thread_state_change(const fpi_layout *l, const uint8_t *a, const uint8_t *b)
 {
-    const int32_t offs[] = {
-        l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
-        l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe,
-        l->ts_base_frame,
+    const struct {
+        int32_t off;
+        const char *what;
+    } fields[] = {
+        {l->ts_next, "its thread state's next link changed"},
+        {l->ts_native_thread_id, "its thread state's native id changed"},
+        {l->ts_thread_id, "its thread state's thread id changed"},
+        {l->ts_datastack_chunk, "its data-stack chunk changed"},
+        {l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe,
+         l->ts_current_frame != FPI_OFF_NONE ? "its top frame changed" : "its _PyCFrame changed"},
+        {l->ts_base_frame, "its base frame changed"},
     };
-    for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
-        if (offs[i] != FPI_OFF_NONE && fpi_load_u64(a, offs[i]) != fpi_load_u64(b, offs[i]))
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].off != FPI_OFF_NONE && fpi_load_u64(a, fields[i].off) != fpi_load_u64(b, fields[i].off))
+            return fields[i].what;
+    return NULL;
+}
+
+/* Does every followed frame in the newest chunk lie below the data-stack
+ * top read back (the thread may have pushed frames above its top frame,
+ * or popped some it had pushed; a frame at or above the top is dead)? */
+static bool live_below_top(const fp_session *s, uint64_t chunk, uint64_t top)
+{
+    if (s->nchunks == 0 || s->chunks[0].remote != chunk)
+        return true; /* the newest chunk held no frame: nothing walked in it */
+    const fpi_chunk_copy *c = &s->chunks[0];
+    for (size_t i = 0; i < s->nseen; i++) {
+        uint64_t a = s->seen[i].addr;
+        if (a >= c->remote && a < c->remote + c->alloc && (top < a || top - a < (uint64_t)s->layout.fr_size))
             return false;
+    }
     return true;
 }
 
@@ -157,8 +183,11 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
     const char *what = NULL;
     if (fpi_load_u64(nb, (int32_t)at_link) != w->ts)
         what = "the thread state left its interpreter's list";
-    else if (!same_thread_state(l, w->tsbuf, nb + at_ts))
-        what = "its thread state changed";
+    else if ((what = thread_state_change(l, w->tsbuf, nb + at_ts)) != NULL)
+        ;
+    else if (!live_below_top(s, fpi_load_u64(nb + at_ts, l->ts_datastack_chunk),
+                             fpi_load_u64(nb + at_ts, l->ts_datastack_top)))
+        what = "its data stack shrank below a frame it followed";
     else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at_cframe) != w->top)
         what = "its top frame changed";
     else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at_gen)) != w->generation)
