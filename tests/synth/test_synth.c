@@ -506,6 +506,30 @@ static void test_frame_cache_aba(void **state)
     }
 }
 
+/* The __init__ cleanup shim sits under the __init__ frame it pushed at an
+ * instruction that is no call (EXIT_INIT_CHECK): hidden, and not subject to
+ * the call-site check (a parked or stopped target showed it rejected). */
+static void test_shim_not_checked(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t shim = synth_frame_addr(b.img, 1, 1), code, units;
+        memcpy(&code, synth_bytes(b.img, shim + (uint64_t)l->fr_executable, 8), 8);
+        code &= ~l->executable_tag_mask;
+        memcpy(&units, synth_bytes(b.img, code + (uint64_t)l->ob_size, 8), 8);
+        memset(synth_bytes(b.img, code + (uint64_t)l->co_code_adaptive, (size_t)units * 2), 0, (size_t)units * 2);
+        if (fp_session_sample(b.s, b.sm))
+            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -514,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),
+        cmocka_unit_test(test_shim_not_checked),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -116,6 +116,14 @@ static int wait_stop(pause_task *t, long timeout_ms)
     return -1;
 }
 
+static bool any_seized(const fp_pause *p)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->t[i].seized)
+            return true;
+    return false;
+}
+
 /* Seizes and interrupts every thread, passing until the set is stable. */
 static int stop_all(fp_pause *p, char *err, size_t errlen)
 {
@@ -134,6 +142,11 @@ static int stop_all(fp_pause *p, char *err, size_t errlen)
                 int e = errno;
                 if (e == ESRCH)
                     continue; /* exited meanwhile */
+                /* Permission is the process's, not a thread's: with another
+                 * thread already seized, EPERM means this one is exiting
+                 * (past its last Python code); the next pass retries it. */
+                if ((e == EPERM || e == EACCES) && any_seized(p))
+                    continue;
                 return fpi_msg(err, errlen, e == EPERM || e == EACCES ? FP_E_PERMISSION : FP_E_IO,
                                "cannot stop thread %ld of process %d (PTRACE_SEIZE): %s", t->tid, p->pid,
                                strerror(e));
