@@ -221,12 +221,13 @@ static void test_layouts_round_trip(void **state)
 
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
-    C_RETURNED_CALLER, C_COUNT
+    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
     "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
-    "data-stack top below a chunk that wraps", "a caller that is not suspended in a call"};
+    "data-stack top below a chunk that wraps", "a caller that is not suspended in a call",
+    "an evaluation's _PyCFrame with no frame yet"};
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -294,6 +295,18 @@ static bool corrupt(built *b, int what)
         memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
         return true;
     }
+    case C_CFRAME_EMPTY: {
+        /* 3.11/3.12: the thread's current _PyCFrame (not its own root one)
+         * says no frame, as in the instant an evaluation is entered. */
+        if (l->ts_cframe == FPI_OFF_NONE)
+            return false;
+        uint64_t ts = synth_thread_state_addr(b->img, 1), cframe, zero = 0;
+        memcpy(&cframe, synth_bytes(b->img, ts + (uint64_t)l->ts_cframe, 8), 8);
+        if (cframe == ts + (uint64_t)l->ts_root_cframe)
+            fail_msg("the synthetic thread runs on its root _PyCFrame");
+        memcpy(synth_bytes(b->img, cframe + (uint64_t)l->cframe_current_frame, 8), &zero, 8);
+        return true;
+    }
     case C_RETURNED_CALLER: {
         /* Frame 1 is a direct callee of frame 2 in the standard scene:
          * give frame 2's code no instruction that pushes frames, as a
@@ -347,6 +360,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
             if (c == C_RETURNED_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
+            if (c == C_CFRAME_EMPTY)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "has no frame yet"));
             if (c == C_WRAPPED_CHUNK) {
                 assert_string_equal(fp_session_errmsg(b.s), WRAP_MESSAGE);
                 assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_CORRUPT);
@@ -506,6 +521,29 @@ static void test_frame_cache_aba(void **state)
     }
 }
 
+/* A generator frame unlinked from its caller (previous NULL) ends the
+ * walk: never a thread's whole stack (3.11: "ended at generator frame";
+ * later versions: not an entry frame, or short of the base frame). */
+static void test_unlinked_generator(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t gen = synth_frame_addr(b.img, 0, 2), zero = 0;
+        memcpy(synth_bytes(b.img, gen + (uint64_t)l->fr_previous, 8), &zero, 8);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_E_INCOMPLETE);
+        assert_int_equal(fp_sample_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
+        if (strcmp(id, "3.11") == 0)
+            assert_non_null(strstr(fp_session_errmsg(b.s), "ended at generator frame"));
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        unbuild(&b);
+    }
+}
+
 /* The __init__ cleanup shim sits under the __init__ frame it pushed at an
  * instruction that is no call (EXIT_INIT_CHECK): hidden, and not subject to
  * the call-site check (a parked or stopped target showed it rejected). */
@@ -539,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),
         cmocka_unit_test(test_shim_not_checked),
+        cmocka_unit_test(test_unlinked_generator),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

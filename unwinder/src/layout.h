@@ -43,6 +43,7 @@ typedef struct fpi_layout {
     int32_t ts_size;
     int32_t ts_next, ts_interp;
     int32_t ts_cframe, cframe_current_frame; /* 3.11/3.12 */
+    int32_t ts_root_cframe;                  /* 3.11/3.12: the thread state's own _PyCFrame (no evaluation running) */
     int32_t ts_current_frame;                /* 3.13+ */
     int32_t ts_base_frame;                   /* 3.15+ */
     int32_t ts_thread_id, ts_native_thread_id;

@@ -51,7 +51,7 @@ static const fpi_layout layout_311 = {
     .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = FPI_OFF_NONE,
     .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
     .gil_locked = FPI_OFF_NONE, .gil_last_holder = FPI_OFF_NONE,
-    .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 8,
+    .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 8, .ts_root_cframe = 336,
     .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
     .ts_thread_id = 152, .ts_native_thread_id = 160, .ts_datastack_chunk = 296, .ts_datastack_top = 304,
     .ts_status = FPI_OFF_NONE, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
@@ -77,7 +77,7 @@ static const fpi_layout layout_312 = {
     .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = 384,
     .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
     .gil_locked = 16, .gil_last_holder = 8,
-    .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 0,
+    .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 0, .ts_root_cframe = 272,
     .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
     .ts_thread_id = 136, .ts_native_thread_id = 144, .ts_datastack_chunk = 232, .ts_datastack_top = 240,
     .ts_status = 24, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
@@ -134,6 +134,7 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
         l->interp_threads_main = l->interp_threads_head + 8; /* 3.13: threads.main follows threads.head */
     l->err_exc_value = 0;
     l->ts_cframe = FPI_OFF_NONE;
+    l->ts_root_cframe = FPI_OFF_NONE;
     l->cframe_current_frame = FPI_OFF_NONE;
     l->fr_is_entry = FPI_OFF_NONE;
     l->gen_state_before_frame = FPI_OFF_NONE;

@@ -312,6 +312,19 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         last_is_entry = !above_is_python;
         addr = previous;
     }
+    /* 3.11: a generator resumed from C code is its own entry frame, so a
+     * chain ending at a generator frame passes the rule below; but an
+     * unlinked generator frame is also seen executing while it is closed
+     * (_gen_throw marks it executing around gen_close_iter) or when read
+     * through a _PyCFrame its evaluation has left.  Such a chain is torn;
+     * the cost: a thread whose whole Python stack is one generator resumed
+     * from C (a thread started on a C callable that iterates it) is never
+     * sampled on 3.11. */
+    if (l->gen_state_before_frame != FPI_OFF_NONE && s->npending > 0 && s->pending[s->npending - 1].generator &&
+        s->pending[s->npending - 1].addr == last)
+        return fpi_err(&s->err, FP_E_INCOMPLETE,
+                       "torn: thread %llu's walk ended at generator frame 0x%llx (3.11: an unlinked generator frame)",
+                       (unsigned long long)th->native_id, (unsigned long long)last);
     /* Before 3.15 every thread's chain ends at a frame entered from C code
      * (3.12+: the evaluation loop's entry frame; 3.11: a frame marked
      * is_entry).  A chain that ends elsewhere was cut: a generator read
@@ -522,6 +535,16 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
         if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
             th->error = rc;
             return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+        }
+        /* Only the thread state's own _PyCFrame has no frame (no evaluation
+         * running); an evaluation's has none only while it is being
+         * entered (or through a _PyCFrame it has left). */
+        if (cframe && !top && l->ts_root_cframe != FPI_OFF_NONE && cframe != ts + (uint64_t)l->ts_root_cframe) {
+            th->error = FP_E_INCOMPLETE;
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: thread %llu's current _PyCFrame at 0x%llx has no frame yet (an evaluation being "
+                           "entered)",
+                           (unsigned long long)th->native_id, (unsigned long long)cframe);
         }
     }
     uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
