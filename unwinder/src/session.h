@@ -23,6 +23,7 @@
 #define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
+#define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
 #define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FPI_CODE_FINGERPRINT_WORDS 8
 #define FPI_MAX_CHECKED_BYTECODE (4u * 1024u * 1024u) /* bytecode bytes kept for the call-site check */

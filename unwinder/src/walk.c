@@ -427,7 +427,11 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
                        fpi_verify_want *want)
 {
     int rc = collect_chain(s, th, top, base_frame);
-    if (!rc)
+    /* Two read-backs: a copy torn by a thread switching chains between its
+     * reads, read back torn the same way, must also be read so a second
+     * time (each more read asks the thread to switch twice more in step
+     * with the reads). */
+    for (unsigned i = 0; !rc && i < FPI_VERIFY_READS; i++)
         rc = fpi_verify_thread(s, want);
     return rc ? rc : emit_frames(s, sm, th);
 }
