@@ -209,7 +209,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             size_t ci = shape % d->ncodes;
             sf->code = &d->codes[ci];
             sf->unit = next_u16(&c) % d->code_units[ci];
-            sf->generator = (shape >> 2) & 1;
+            /* 3.11 reports a thread whose outermost frame is a generator
+             * as torn (walk.c): such a stack is not described there. */
+            sf->generator = (shape >> 2) & 1 && !(strcmp(id, "3.11") == 0 && f + 1 == nframes);
             sf->entry_below = (shape >> 3) & 1;
             sf->tlbc_index = tlbc ? (shape >> 4) % SYNTH_MAX_TLBC : 0;
         }

@@ -456,7 +456,9 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     if (l->ts_current_frame != FPI_OFF_NONE) {
         put64(im, ts + (uint64_t)l->ts_current_frame, top);
     } else {
-        uint64_t cf = alloc(im, CFRAME_BYTES);
+        /* A thread running no evaluation is on its own root _PyCFrame;
+         * one running Python code on an evaluation's. */
+        uint64_t cf = top == 0 ? ts + (uint64_t)l->ts_root_cframe : alloc(im, CFRAME_BYTES);
         if (!cf)
             return fail(im, "out of memory");
         put64(im, cf + (uint64_t)l->cframe_current_frame, top);
