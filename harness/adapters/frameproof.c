@@ -54,6 +54,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     fp_options_init(&o);
     o.reader = cfg->reader;
     o.cache_code = cfg->cache_code;
+    o.cache_frames = cfg->cache_code; /* "cache": the code and frame caches together */
     o.blocking = cfg->blocking;
     o.allow_untested = t->allow_untested;
     if (fp_session_new(&o, &st->s) != FP_OK || fp_sample_new(&st->sm) != FP_OK) {
