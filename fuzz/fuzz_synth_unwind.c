@@ -214,6 +214,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sf->generator = (shape >> 2) & 1 && !(strcmp(id, "3.11") == 0 && f + 1 == nframes);
             sf->entry_below = (shape >> 3) & 1;
             sf->tlbc_index = tlbc ? (shape >> 4) % SYNTH_MAX_TLBC : 0;
+            /* A frame before its first traceable instruction has called
+             * nothing yet (walk.c): its callee is entered from C code. */
+            if (f > 0 && !sf->generator && sf->unit < sf->code->firsttraceable)
+                d->frames[t][f - 1].entry_below = true;
         }
         d->threads[t] = (synth_thread){
             .native_id = 1000 + t,

@@ -221,13 +221,13 @@ static void test_layouts_round_trip(void **state)
 
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
-    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_COUNT
+    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
     "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
     "data-stack top below a chunk that wraps", "a caller that is not suspended in a call",
-    "an evaluation's _PyCFrame with no frame yet"};
+    "an evaluation's _PyCFrame with no frame yet", "a caller still being set up"};
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -295,6 +295,17 @@ static bool corrupt(built *b, int what)
         memcpy(synth_bytes(b->img, name + (uint64_t)l->uni_state, 4), &bad, 4);
         return true;
     }
+    case C_SETUP_CALLER: {
+        /* Frame 2 (Outer.method) is a direct caller of frame 1 (the shim):
+         * move it before its first instruction, as a frame being set up in
+         * a slot that held the caller a moment ago. */
+        uint8_t *ip = synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8);
+        uint64_t v;
+        memcpy(&v, ip, 8);
+        v -= (uint64_t)(loc_start(&CODE_A, 4) + 2 + 1) * 2;
+        memcpy(ip, &v, 8);
+        return true;
+    }
     case C_CFRAME_EMPTY: {
         /* 3.11/3.12: the thread's current _PyCFrame (not its own root one)
          * says no frame, as in the instant an evaluation is entered. */
@@ -360,6 +371,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
             if (c == C_RETURNED_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
+            if (c == C_SETUP_CALLER)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
             if (c == C_CFRAME_EMPTY)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has no frame yet"));
             if (c == C_WRAPPED_CHUNK) {

@@ -11,6 +11,8 @@
 #include "grow.h"
 #include "session.h"
 
+#define INIT_SHIM_NAME "__init__" /* co_name and co_filename of the __init__ cleanup shim */
+
 #define CACHE_INITIAL_SLOTS 1024u
 #define CODE_HEADER_MAX FPI_MAX_STRUCT_READ
 
@@ -176,6 +178,8 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         fpi_err_prefix(&s->err, "code object at 0x%llx", (unsigned long long)addr);
         goto fail;
     }
+    /* 3.13+: _Py_InitCleanup, named "__init__" in a file "__init__". */
+    e->init_shim = strcmp(e->name, INIT_SHIM_NAME) == 0 && strcmp(e->filename, INIT_SHIM_NAME) == 0;
     rc = fpi_read_bytes(s, fpi_load_u64(hdr, l->co_linetable), FPI_LINETABLE_MAX_BYTES, &e->linetable, &e->linetable_len);
     if (rc) {
         fpi_err_prefix(&s->err, "line table of code object at 0x%llx", (unsigned long long)addr);

@@ -48,6 +48,7 @@ typedef struct fpi_code_entry {
     int32_t firsttraceable;
     int64_t code_units;       /* Py_SIZE(code) */
     uint32_t flags;
+    bool init_shim;           /* the __init__ cleanup shim, which waits for __init__ before its first traceable unit */
     uint64_t fingerprint[FPI_CODE_FINGERPRINT_WORDS]; /* fields compared when the address is seen again */
     /* one-entry lookup memo */
     int32_t memo_unit;

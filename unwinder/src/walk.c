@@ -397,14 +397,19 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
                           (unsigned long long)pf->addr, (unsigned long long)pf->instr, ce->qualname,
                           (unsigned long long)start, (long long)ce->code_units);
         int32_t unit = (int32_t)(delta / CODEUNIT_SIZE);
-        /* A frame before its first traceable instruction (the __init__
-         * cleanup shim under the __init__ it pushed, or a frame being set
-         * up) is not at a call instruction: it is hidden, not checked. */
+        /* A frame before its first traceable instruction is hidden: the
+         * __init__ cleanup shim under the __init__ it pushed, or a frame
+         * being set up, which has called nothing yet. */
         bool visible = pf->generator || unit >= ce->firsttraceable;
         if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit))
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
+                           (unsigned long long)pf->addr, ce->qualname);
+        if (!visible && pf->called_directly && !ce->init_shim)
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx (%s) is being set up under a frame it cannot have called yet "
+                           "(a slot a newer call reused)",
                            (unsigned long long)pf->addr, ce->qualname);
         /* Frames that have not reached their first traceable instruction
          * (being set up, or the __init__ cleanup shim) are not part of the

@@ -444,8 +444,9 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
         if (l->fr_tlbc_index != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
-        /* 3.11: the outermost frame of a thread was entered from C code. */
-        if (l->fr_is_entry != FPI_OFF_NONE && k == t->nframes - 1)
+        /* 3.11: the outermost frame of a thread was entered from C code,
+         * and so was one whose caller is C code (entry_below). */
+        if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
             put8(im, fa + (uint64_t)l->fr_is_entry, 1);
         below = fa;
     }
