@@ -255,6 +255,15 @@ def failures(tmp):
         proc.wait()
 
 
+def default_signals():
+    """The sampler must meet each signal's default action: a test run under
+    nohup (or as a background job) would otherwise hand it SIGHUP (SIGINT,
+    SIGQUIT) ignored, and it would never die."""
+    for sig in KILL_SIGNALS:
+        if sig != signal.SIGKILL:
+            signal.signal(sig, signal.SIG_DFL)
+
+
 def killed_mid_blocking_sampling(tmp):
     """bench --blocking stops every thread of the target for each sample; a
     sampler killed by any signal while the target is held must leave it
@@ -265,7 +274,7 @@ def killed_mid_blocking_sampling(tmp):
         for i, delay in enumerate(KILL_DELAYS):
             sig = KILL_SIGNALS[i % len(KILL_SIGNALS)]
             bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--blocking", "--samples", "100000000"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=default_signals)
             deadline = time.monotonic() + HELD_WAIT_S
             while tracer_of(proc.pid) != bench.pid and bench.poll() is None and time.monotonic() < deadline:
                 pass
