@@ -220,7 +220,7 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
                        (unsigned long long)w->native_id, what);
     /* The frames outside the data stack as this read-back saw them: where
      * the next walk may start (frame_cache.c). */
-    if (s->opts.cache_frames && s->opts.cache_code)
+    if (w->last && s->opts.cache_frames && s->opts.cache_code)
         for (size_t i = 0, at = at_frames; i < s->nseen; i++) {
             if (chunk_of(s, s->seen[i].addr))
                 continue;

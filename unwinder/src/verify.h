@@ -20,6 +20,7 @@ typedef struct fpi_verify_want {
     uint64_t generation_addr;  /* 3.14+: the interpreter's code_object_generation (0: none) */
     uint64_t generation;       /* its value when the code cache was last trusted */
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
+    bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
 } fpi_verify_want;
 
 /* The decisive fields of the frame whose fr_size bytes are at fr. */

@@ -436,8 +436,10 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
      * with the reads). */
-    for (unsigned i = 0; !rc && i < FPI_VERIFY_READS; i++)
+    for (unsigned i = 0; !rc && i < FPI_VERIFY_READS; i++) {
+        want->last = i + 1 == FPI_VERIFY_READS;
         rc = fpi_verify_thread(s, want);
+    }
     return rc ? rc : emit_frames(s, sm, th);
 }
 
