@@ -581,6 +581,84 @@ static void test_shim_not_checked(void **state)
     }
 }
 
+/* A reader over a synthetic image that changes the image once, as a running
+ * target would, just before the first read that touches a watched address. */
+typedef struct racing_reader {
+    fp_reader inner;
+    uint64_t watch;
+    void (*change)(struct racing_reader *);
+    bool armed;
+    synth_image *img;
+    const fpi_layout *l;
+    uint64_t interp, ts, other;
+} racing_reader;
+
+static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    racing_reader *r = ctx;
+    if (r->armed && addr <= r->watch && r->watch - addr < len) {
+        r->armed = false;
+        r->change(r);
+    }
+    return fp_reader_read(&r->inner, addr, buf, len);
+}
+
+static const fp_reader_ops RACING_OPS = {.name = "racing synthetic image", .read = racing_read};
+
+/* The head thread state is unlinked, freed and allocated again for a new
+ * thread that is not linked yet (no frames, no next link). */
+static void head_recreated(racing_reader *r)
+{
+    uint64_t zero = 0;
+    memcpy(synth_bytes(r->img, r->interp + (uint64_t)r->l->interp_threads_head, 8), &r->other, 8);
+    memcpy(synth_bytes(r->img, r->ts + (uint64_t)r->l->ts_next, 8), &zero, 8);
+}
+
+/* A thread state with no frames is read back like any other: copied while
+ * it was being re-created at the same address, its empty next link would
+ * otherwise end the thread list early and drop every thread after it
+ * (3.15: the main thread missing from a sample returned as good). */
+static void test_frameless_thread_recreated(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+        synth_thread th[] = {{4243, 0x7f0000002000ull, false, NULL, 0},
+                             {4242, 0x7f0000001000ull, true, main_frames, 1}};
+        synth_desc d = {th, 2};
+        for (int primed = 0; primed < 2; primed++) { /* the second pass reads ahead */
+            built b;
+            build(id, &d, 0, &b);
+            racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
+            fp_target_desc td;
+            synth_target(b.img, &td);
+            memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+            rr.ts = rr.watch = synth_thread_state_addr(b.img, 0);
+            rr.other = synth_thread_state_addr(b.img, 1);
+            rr.change = head_recreated;
+            fp_reader racing = {&RACING_OPS, &rr};
+            fp_session_free(b.s);
+            fp_options o;
+            fp_options_init(&o);
+            assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
+            assert_int_equal(fp_session_attach_reader(b.s, &racing, &td), FP_OK);
+            if (primed) {
+                assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+                assert_int_equal(fp_sample_thread_count(b.sm), 2);
+            }
+            rr.armed = true;
+            int rc = fp_session_sample(b.s, b.sm);
+            assert_false(rr.armed);
+            if (rc != FP_E_INCOMPLETE)
+                fail_msg("%s (primed %d): a sample of %zu thread(s) returned %s, expected torn", id, primed,
+                         fp_sample_thread_count(b.sm), fp_strerror(rc));
+            assert_non_null(strstr(fp_session_errmsg(b.s), "left its interpreter's list"));
+            unbuild(&b);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -591,6 +669,7 @@ int main(void)
         cmocka_unit_test(test_frame_cache_aba),
         cmocka_unit_test(test_shim_not_checked),
         cmocka_unit_test(test_unlinked_generator),
+        cmocka_unit_test(test_frameless_thread_recreated),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

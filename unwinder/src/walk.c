@@ -559,8 +559,12 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
         }
     }
     uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
-    if (top && top == base)
-        return FP_OK; /* a thread state with no Python frames */
+    /* A thread state with no Python frames (3.15+: its top is the base
+     * frame) has nothing in its data stack to copy, but is read back like
+     * any other: a thread state freed and being set up again at the same
+     * address looks frameless and ends the list (next NULL), which would
+     * drop every thread after it from a sample returned as good. */
+    bool frameless = top && top == base;
     fpi_verify_want want = {
         .native_id = th->native_id,
         .link_addr = link,
@@ -572,7 +576,10 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
         .generation = ii->generation,
         .generation_seen = ii->generation,
     };
-    rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
+    if (frameless)
+        s->nchunks = 0;
+    else
+        rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc)
         rc = walk_frames(s, sm, th, top, base, &want);
     if (want.generation_seen != want.generation) {
