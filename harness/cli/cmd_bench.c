@@ -31,7 +31,9 @@ static const char BENCH_USAGE[] =
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
-    "sample and the number of samples that failed (with the first error).\n"
+    "sample, the remote reads per sample (reader calls: a batched read counts\n"
+    "once) and the bytes they asked for (median and mean), and the number of\n"
+    "samples that failed (with the first error).\n"
     "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
     "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
     "                   overran are skipped and counted as missed, never caught\n"
@@ -49,7 +51,10 @@ static const char BENCH_USAGE[] =
 
 /* What the callback keeps of each attempt. */
 typedef struct bench_run {
+    fp_session *s;
     double *lat;            /* ns inside fp_session_sample, one per attempt */
+    double *reads, *bytes;  /* remote reads and bytes read, one per attempt */
+    fp_read_stats seen;     /* the session's counts after the last attempt */
     uint64_t cap, max;      /* slots allocated; the most the run can need */
     unsigned long long frames;
     bool have_failure, oom;
@@ -62,14 +67,25 @@ static int on_sample(void *ctx, const fps_outcome *o)
     if (o->index >= r->cap) {
         uint64_t cap = r->cap * 2 < r->max ? r->cap * 2 : r->max;
         double *lat = realloc(r->lat, cap * sizeof *lat);
-        if (!lat) {
+        if (lat)
+            r->lat = lat;
+        double *reads = lat ? realloc(r->reads, cap * sizeof *reads) : NULL;
+        if (reads)
+            r->reads = reads;
+        double *bytes = reads ? realloc(r->bytes, cap * sizeof *bytes) : NULL;
+        if (!bytes) {
             r->oom = true;
             return 1;
         }
-        r->lat = lat;
+        r->bytes = bytes;
         r->cap = cap;
     }
     r->lat[o->index] = (double)o->cost_ns;
+    fp_read_stats now;
+    fp_session_read_stats(r->s, &now);
+    r->reads[o->index] = (double)(now.calls - r->seen.calls);
+    r->bytes[o->index] = (double)(now.bytes - r->seen.bytes);
+    r->seen = now;
     if (o->sample)
         r->frames += fp_sample_frame_count(o->sample);
     if (o->cls == FPS_TRANSIENT && !r->have_failure) {
@@ -85,26 +101,36 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Sorts v[0..n) and returns its mean; *median gets the middle value. */
+static double sort_mean(double *v, uint64_t n, double *median)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += v[i];
+    *median = v[n / 2];
+    return sum / (double)n;
+}
+
 static void print_report(const bench_run *r, const fps_stats *st, const fps_config *c, fp_session *s,
                          const fp_options *o, const fp_python_info *py, bool json)
 {
     const uint64_t n = st->attempts;
-    qsort(r->lat, n, sizeof *r->lat, cmp_double);
-    double sum = 0;
-    for (uint64_t i = 0; i < n; i++)
-        sum += r->lat[i];
-    double mean = sum / (double)n / NS_PER_US;
-    double p50 = r->lat[n / 2] / NS_PER_US, p90 = r->lat[n * 9 / 10] / NS_PER_US;
+    double lat_p50, reads_p50, bytes_p50;
+    double mean = sort_mean(r->lat, n, &lat_p50) / NS_PER_US;
+    double reads_mean = sort_mean(r->reads, n, &reads_p50), bytes_mean = sort_mean(r->bytes, n, &bytes_p50);
+    double p50 = lat_p50 / NS_PER_US, p90 = r->lat[n * 9 / 10] / NS_PER_US;
     double p99 = r->lat[n * 99 / 100] / NS_PER_US, mx = r->lat[n - 1] / NS_PER_US;
     double fps = (double)r->frames / (double)n;
     unsigned long long failed = st->transient + st->fatal;
     if (json) {
         printf("{\"samples\":%llu,\"failed\":%llu,\"transient\":%llu,\"fatal\":%llu,\"reader\":\"%s\",\"cache\":%s,"
                "\"samples_per_s\":%.1f,\"mean_us\":%.2f,\"p50_us\":%.2f,\"p90_us\":%.2f,\"p99_us\":%.2f,"
-               "\"max_us\":%.2f,\"frames_per_sample\":%.1f",
+               "\"max_us\":%.2f,\"frames_per_sample\":%.1f,\"reads_p50\":%.0f,\"reads_mean\":%.2f,"
+               "\"bytes_p50\":%.0f,\"bytes_mean\":%.1f",
                (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
                fp_session_reader_name(s), o->cache_code ? "true" : "false", st->achieved_rate_hz, mean, p50, p90,
-               p99, mx, fps);
+               p99, mx, fps, reads_p50, reads_mean, bytes_p50, bytes_mean);
         if (c->rate_hz > 0)
             printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
                    st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
@@ -112,10 +138,11 @@ static void print_report(const bench_run *r, const fps_stats *st, const fps_conf
     } else {
         printf("samples %llu (failed %llu: transient %llu, fatal %llu)  reader %s  cache %s\n"
                "rate %.0f samples/s  latency us: mean %.2f  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n"
-               "frames per sample %.1f\n",
+               "frames per sample %.1f\n"
+               "remote reads per sample: median %.0f, mean %.2f; bytes read per sample: median %.0f, mean %.1f\n",
                (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
                fp_session_reader_name(s), o->cache_code ? "on" : "off", st->achieved_rate_hz, mean, p50, p90, p99,
-               mx, fps);
+               mx, fps, reads_p50, reads_mean, bytes_p50, bytes_mean);
         if (c->rate_hz > 0)
             printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
                    (unsigned long long)st->missed_ticks);
@@ -205,7 +232,9 @@ int fp_cmd_bench(int argc, char **argv)
     bench_run run = {.max = cfg.count};
     run.cap = run.max < BENCH_FIRST_LATENCIES ? run.max : BENCH_FIRST_LATENCIES;
     run.lat = malloc(run.cap * sizeof *run.lat);
-    if (!run.lat || fp_session_new(&o, &s) || fp_sample_new(&sm)) {
+    run.reads = malloc(run.cap * sizeof *run.reads);
+    run.bytes = malloc(run.cap * sizeof *run.bytes);
+    if (!run.lat || !run.reads || !run.bytes || fp_session_new(&o, &s) || fp_sample_new(&sm)) {
         fprintf(stderr, "frameproof bench: out of memory\n");
         goto out;
     }
@@ -215,6 +244,7 @@ int fp_cmd_bench(int argc, char **argv)
     }
     fp_python_info py;
     fp_session_python(s, &py);
+    run.s = s;
     fps_stats st;
     if (fps_run(s, sm, &cfg, on_sample, &run, &st)) {
         /* A fatal sample leaves its message in the session. */
@@ -229,6 +259,8 @@ int fp_cmd_bench(int argc, char **argv)
     status = FP_EXIT_OK;
 out:
     free(run.lat);
+    free(run.reads);
+    free(run.bytes);
     fp_sample_free(sm);
     fp_session_free(s);
     return status;

@@ -176,6 +176,10 @@ try:
           and doc.get("failed") == doc.get("transient") and doc.get("rate_hz") == 200
           and 0 < doc.get("achieved_rate_hz", 0) <= 200 and isinstance(doc.get("missed_ticks"), int))
     check("bench --rate --json reports the schedule", ok, f"status {r.returncode}, {r.stdout!r} {r.stderr!r}")
+    # A parked one-thread target: a handful of reads per sample, every one counted.
+    ok = (1 <= doc.get("reads_p50", 0) <= 16 and doc.get("reads_mean", 0) >= 1
+          and doc.get("bytes_p50", 0) > 0 and doc.get("bytes_mean", 0) > 0)
+    check("bench --json reports reads and bytes per sample", ok, f"{r.stdout!r}")
 finally:
     p.kill()
     p.wait()

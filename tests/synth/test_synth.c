@@ -659,6 +659,68 @@ static void test_frameless_thread_recreated(void **state)
     }
 }
 
+/* A reader that counts what it is asked, batched reads once each. */
+typedef struct counting_reader {
+    fp_reader inner;
+    uint64_t calls, bytes;
+} counting_reader;
+
+static int counting_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    counting_reader *r = ctx;
+    r->calls++;
+    r->bytes += len;
+    return fp_reader_read(&r->inner, addr, buf, len);
+}
+
+static int counting_readv(void *ctx, const fp_iov *iov, size_t n)
+{
+    counting_reader *r = ctx;
+    r->calls++;
+    for (size_t i = 0; i < n; i++)
+        r->bytes += iov[i].len;
+    return fp_reader_readv(&r->inner, iov, n);
+}
+
+static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_read, .readv = counting_readv};
+
+/* fp_session_read_stats counts exactly the reader calls and bytes the
+ * samples make (not those of attaching). */
+static void test_read_stats(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        counting_reader cr = {.inner = b.rd};
+        fp_reader counting = {&COUNTING_OPS, &cr};
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        fp_session_free(b.s);
+        fp_options o;
+        fp_options_init(&o);
+        assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
+        assert_int_equal(fp_session_attach_reader(b.s, &counting, &td), FP_OK);
+        fp_read_stats st;
+        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+        assert_true(st.calls == 0 && st.bytes == 0);
+        cr.calls = cr.bytes = 0;
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+            check_thread(id, b.sm, 0, EXPECT_T1, 4);
+            assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+            if (st.calls != cr.calls || st.bytes != cr.bytes)
+                fail_msg("%s: sample %d: counted %llu reads, %llu bytes; the reader saw %llu, %llu", id, k,
+                         (unsigned long long)st.calls, (unsigned long long)st.bytes, (unsigned long long)cr.calls,
+                         (unsigned long long)cr.bytes);
+        }
+        assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_shim_not_checked),
         cmocka_unit_test(test_unlinked_generator),
         cmocka_unit_test(test_frameless_thread_recreated),
+        cmocka_unit_test(test_read_stats),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

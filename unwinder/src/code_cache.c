@@ -300,7 +300,7 @@ void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t
     }
     if (m == 0)
         return;
-    bool ok = fp_reader_readv(s->rd, s->prefetch_iov, m) == FP_OK;
+    bool ok = fpi_readv(s, s->prefetch_iov, m) == FP_OK;
     for (size_t i = 0; i < m; i++) {
         fpi_code_entry *e = s->prefetch_entries[i];
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];

@@ -98,6 +98,14 @@ const char *fp_session_reader_name(const fp_session *s)
     return s && s->rd && s->rd->ops ? s->rd->ops->name : "";
 }
 
+int fp_session_read_stats(const fp_session *s, fp_read_stats *out)
+{
+    if (!s || !out)
+        return FP_E_INVALID_ARG;
+    *out = s->reads;
+    return FP_OK;
+}
+
 int fp_session_python(const fp_session *s, fp_python_info *out)
 {
     if (!s || !out)
@@ -111,6 +119,7 @@ int fp_session_python(const fp_session *s, fp_python_info *out)
 static void finish_attach(fp_session *s)
 {
     const fpi_layout *l = &s->layout;
+    s->reads = (fp_read_stats){0, 0};
     int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
                         l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
                         l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,

@@ -123,6 +123,7 @@ struct fp_session {
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
+    fp_read_stats reads;      /* what the samples read (fpi_read, fpi_readv) */
     uint8_t frame_buf[FPI_MAX_STRUCT_READ];
     /* per-thread scratch, reused */
     uint8_t *stack_buf;
@@ -173,6 +174,7 @@ fp_frame *fpi_sample_push_frame(fp_sample *sm);
 
 /* memory helpers (walk.c) */
 int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len);
+int fpi_readv(fp_session *s, const fp_iov *iov, size_t n);
 uint64_t fpi_load_u64(const uint8_t *base, int32_t off);
 uint32_t fpi_load_u32(const uint8_t *base, int32_t off);
 uint8_t fpi_load_u8(const uint8_t *base, int32_t off);

@@ -173,7 +173,7 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
     s->verify_buf = nb;
     for (size_t i = 0; i < n; i++)
         s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
-    rc = fp_reader_readv(s->rd, s->verify_iov, n);
+    rc = fpi_readv(s, s->verify_iov, n);
     if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM)
         return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)w->native_id);
     if (rc)

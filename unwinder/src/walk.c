@@ -24,11 +24,22 @@
 #define CHUNK_LIST_INITIAL 16u
 #define PENDING_INITIAL 256u
 
+/* Every read a sample makes goes through these two, which count it. */
 int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len)
 {
     if (addr == 0)
         return FP_E_READ;
+    s->reads.calls++;
+    s->reads.bytes += len;
     return fp_reader_read(s->rd, addr, buf, len);
+}
+
+int fpi_readv(fp_session *s, const fp_iov *iov, size_t n)
+{
+    s->reads.calls++;
+    for (size_t i = 0; i < n; i++)
+        s->reads.bytes += iov[i].len;
+    return fp_reader_readv(s->rd, iov, n);
 }
 
 uint64_t fpi_load_u64(const uint8_t *base, int32_t off)
@@ -634,7 +645,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &gilp, 8};
     if (l->interp_code_generation != FPI_OFF_NONE)
         iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
-    int rc = fp_reader_readv(s->rd, iov, n);
+    int rc = fpi_readv(s, iov, n);
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
     ii->id = (int64_t)id;
@@ -659,7 +670,7 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
         int32_t locked = 0;
         uint64_t holder = 0;
         fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
-        if ((rc = fp_reader_readv(s->rd, g, 2)))
+        if ((rc = fpi_readv(s, g, 2)))
             return fpi_err_code(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
         ii->gil_known = true;
         ii->gil_holder = locked ? holder : 0;
@@ -705,7 +716,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
         iov[k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
         k++;
     }
-    if (pf[0].ts != ii->threads_head || fp_reader_readv(s->rd, iov, n) != FP_OK)
+    if (pf[0].ts != ii->threads_head || fpi_readv(s, iov, n) != FP_OK)
         return;
     size_t valid = 1;
     while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
@@ -735,7 +746,7 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
     for (size_t i = 0; i < valid; i++)
         if (pf[i].chunklen)
             iov[m++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
-    if (m && fp_reader_readv(s->rd, iov, m) != FP_OK)
+    if (m && fpi_readv(s, iov, m) != FP_OK)
         for (size_t i = 0; i < valid; i++)
             pf[i].chunklen = 0; /* the walk copies them itself */
 }

@@ -183,6 +183,15 @@ FP_API int fp_session_python(const fp_session *s, fp_python_info *out);
 /* The reader in use ("process_vm_readv", "/proc/PID/mem", ...). */
 FP_API const char *fp_session_reader_name(const fp_session *s);
 
+/* The remote reads the session's samples made since it was attached: calls
+ * to the reader (a batched read, one process_vm_readv, counts once) and the
+ * bytes they asked for.  Reads made while attaching are not counted. */
+typedef struct fp_read_stats {
+    uint64_t calls;
+    uint64_t bytes;
+} fp_read_stats;
+FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
+
 /* Samples: reusable; storage grows as needed and is kept between samples. */
 FP_API int fp_sample_new(fp_sample **out);
 FP_API void fp_sample_free(fp_sample *sm);
