@@ -547,6 +547,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
     else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
         return rc;
     th->exception = rc ? FP_UNKNOWN : exc;
+    rc = FP_OK; /* an exception that could not be read only leaves it unknown */
 
     uint64_t top, cframe = 0;
     if (l->ts_current_frame != FPI_OFF_NONE) {
