@@ -684,6 +684,16 @@ static int counting_readv(void *ctx, const fp_iov *iov, size_t n)
 
 static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_read, .readv = counting_readv};
 
+/* Reads of a steady-state sample of the standard scene (two threads, one
+ * generator frame outside the data stack), per layout in LAYOUTS order: the
+ * sample's first read takes the runtime's words, the interpreter's (and
+ * 3.11's GIL) and both thread states at once; then the chunks' live parts;
+ * then per thread the _PyCFrame (3.11, 3.12) and two read-backs; the code
+ * objects' re-validation where no code-object generation exists (before
+ * 3.14) and thread-local bytecode (3.14t, 3.15t) add theirs.  Fewer is
+ * better; a change shows here. */
+static const unsigned STEADY_READS[NLAYOUTS] = {10, 10, 8, 8, 6, 9, 6, 9};
+
 /* fp_session_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */
 static void test_read_stats(void **state)
@@ -716,6 +726,12 @@ static void test_read_stats(void **state)
                          (unsigned long long)st.calls, (unsigned long long)st.bytes, (unsigned long long)cr.calls,
                          (unsigned long long)cr.bytes);
         }
+        uint64_t before = st.calls;
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+        if (st.calls - before != STEADY_READS[i])
+            fail_msg("%s: a steady-state sample made %llu reads, expected %u", id,
+                     (unsigned long long)(st.calls - before), STEADY_READS[i]);
         assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
         unbuild(&b);
     }

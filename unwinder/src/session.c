@@ -59,6 +59,7 @@ void fp_session_detach(fp_session *s)
     s->ntypes = 0;
     s->have_generation = false;
     s->nlast_ts = s->ncur_ts = 0;
+    s->last_interp = s->last_gilp = 0;
     fpi_code_cache_free(&s->cc);
     fpi_code_cache_init(&s->cc);
     fpi_frame_cache_free(&s->fc); /* keyed on code cache serials, which start again */

@@ -149,6 +149,8 @@ struct fp_session {
     size_t ts_bufs_cap, chunk_bufs_cap;
     fp_iov *pf_iov;
     size_t pf_iov_cap;
+    uint64_t last_interp;     /* the interpreter list's head in the last sample (0: none) */
+    uint64_t last_gilp;       /* ... and where its GIL was (3.12) */
     uint64_t *last_ts;        /* (interp, thread state) pairs of the last sample */
     size_t nlast_ts, last_ts_cap;
     uint64_t *cur_ts;         /* ... and of this sample, so far */

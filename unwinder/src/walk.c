@@ -492,6 +492,7 @@ typedef struct interp_info {
     int64_t id;
     bool gil_known;
     uint64_t gil_holder; /* 0 when unlocked */
+    uint64_t gilp;       /* 3.12: where its GIL is */
     uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
 } interp_info;
 
@@ -629,100 +630,168 @@ static int walk_thread(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t l
     return rc;
 }
 
-static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, interp_info *ii)
+/* The words of an interpreter state a sample needs, with the GIL's (3.11,
+ * 3.12: who holds it), read in one batch: alone, or within the sample's
+ * first read when the interpreter is the one the last sample started at. */
+typedef struct interp_words {
+    uint64_t addr;
+    uint64_t next, threads_head, id, threads_main, gilp, generation;
+    uint64_t gil_at;          /* the GIL these words read (0: none read) */
+    int32_t gil_locked;
+    uint64_t gil_holder;
+} interp_words;
+
+/* Where the GIL's state lies: in _PyRuntime (3.11), behind the
+ * interpreter's ceval.gil pointer (3.12), or nowhere (3.13+ keep it in the
+ * thread state; free-threaded builds have none).  0: not read. */
+static uint64_t gil_base(const fpi_layout *l, uint64_t runtime, uint64_t gilp)
+{
+    if (l->free_threaded || l->ts_holds_gil != FPI_OFF_NONE)
+        return 0;
+    if (l->rt_gil_locked != FPI_OFF_NONE)
+        return runtime;
+    return l->gil_locked != FPI_OFF_NONE ? gilp : 0;
+}
+
+static int32_t gil_locked_off(const fpi_layout *l)
+{
+    return l->rt_gil_locked != FPI_OFF_NONE ? l->rt_gil_locked : l->gil_locked;
+}
+
+static int32_t gil_holder_off(const fpi_layout *l)
+{
+    return l->rt_gil_locked != FPI_OFF_NONE ? l->rt_gil_last_holder : l->gil_last_holder;
+}
+
+/* Appends the reads of interpreter addr's words to iov (at most
+ * INTERP_IOV_MAX), the GIL's at gil (0: none); returns the count. */
+#define INTERP_IOV_MAX 8u
+static size_t interp_iov(const fpi_layout *l, uint64_t addr, uint64_t gil, interp_words *w, fp_iov *iov)
+{
+    size_t n = 0;
+    memset(w, 0, sizeof *w);
+    w->addr = addr;
+    w->gil_at = gil;
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &w->next, 8};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &w->threads_head, 8};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &w->id, 8};
+    if (l->interp_threads_main != FPI_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &w->threads_main, 8};
+    if (l->interp_ceval_gil != FPI_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &w->gilp, 8};
+    if (l->interp_code_generation != FPI_OFF_NONE)
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &w->generation, 8};
+    if (gil) {
+        iov[n++] = (fp_iov){gil + (uint64_t)gil_locked_off(l), &w->gil_locked, sizeof w->gil_locked};
+        iov[n++] = (fp_iov){gil + (uint64_t)gil_holder_off(l), &w->gil_holder, sizeof w->gil_holder};
+    }
+    return n;
+}
+
+/* Reads the interpreter at addr, or takes its words from the sample's
+ * first read (pre, when it read this interpreter). */
+static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, const interp_words *pre,
+                       interp_info *ii)
 {
     const fpi_layout *l = &s->layout;
     memset(ii, 0, sizeof *ii);
     ii->addr = addr;
-    uint64_t id = 0, gilp = 0, gen = 0;
-    fp_iov iov[8];
-    size_t n = 0;
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &ii->next, 8};
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &ii->threads_head, 8};
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &id, 8};
-    if (l->interp_threads_main != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &ii->threads_main, 8};
-    if (l->interp_ceval_gil != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &gilp, 8};
-    if (l->interp_code_generation != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &gen, 8};
-    int rc = fpi_readv(s, iov, n);
-    if (rc)
-        return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
-    ii->id = (int64_t)id;
+    interp_words w;
+    int rc;
+    if (pre && pre->addr == addr) {
+        w = *pre;
+    } else {
+        fp_iov iov[INTERP_IOV_MAX];
+        /* 3.11's GIL is in _PyRuntime: read with the interpreter. */
+        size_t n = interp_iov(l, addr, l->rt_gil_locked != FPI_OFF_NONE ? gil_base(l, runtime, 0) : 0, &w, iov);
+        if ((rc = fpi_readv(s, iov, n)))
+            return fpi_err_code(&s->err, rc, "cannot read interpreter state at 0x%llx", (unsigned long long)addr);
+    }
+    ii->next = w.next;
+    ii->threads_head = w.threads_head;
+    ii->threads_main = l->interp_threads_main != FPI_OFF_NONE ? w.threads_main : 0;
+    ii->gilp = w.gilp;
+    ii->id = (int64_t)w.id;
     if (l->interp_code_generation != FPI_OFF_NONE) {
         /* Any code object freed since the last look may have had its
          * address reused: forget every cached code object. */
-        if (!s->have_generation || gen != s->code_generation)
+        if (!s->have_generation || w.generation != s->code_generation)
             fpi_code_cache_invalidate(&s->cc);
-        s->code_generation = gen;
+        s->code_generation = w.generation;
         s->have_generation = true;
-        ii->generation = gen;
+        ii->generation = w.generation;
     }
-    uint64_t locked_addr = 0, holder_addr = 0;
-    if (l->rt_gil_locked != FPI_OFF_NONE && runtime) {
-        locked_addr = runtime + (uint64_t)l->rt_gil_locked;
-        holder_addr = runtime + (uint64_t)l->rt_gil_last_holder;
-    } else if (gilp && l->gil_locked != FPI_OFF_NONE) {
-        locked_addr = gilp + (uint64_t)l->gil_locked;
-        holder_addr = gilp + (uint64_t)l->gil_last_holder;
-    }
-    if (locked_addr && !l->free_threaded && l->ts_holds_gil == FPI_OFF_NONE) {
-        int32_t locked = 0;
-        uint64_t holder = 0;
-        fp_iov g[2] = {{locked_addr, &locked, sizeof locked}, {holder_addr, &holder, sizeof holder}};
+    /* The GIL the words read is the one to use only if it is still where
+     * the interpreter says (3.12: its ceval.gil pointer). */
+    uint64_t gil = gil_base(l, runtime, w.gilp);
+    if (gil && gil != w.gil_at) {
+        fp_iov g[2] = {{gil + (uint64_t)gil_locked_off(l), &w.gil_locked, sizeof w.gil_locked},
+                       {gil + (uint64_t)gil_holder_off(l), &w.gil_holder, sizeof w.gil_holder}};
         if ((rc = fpi_readv(s, g, 2)))
             return fpi_err_code(&s->err, rc, "cannot read the GIL state of interpreter %lld", (long long)ii->id);
+    }
+    if (gil) {
         ii->gil_known = true;
-        ii->gil_holder = locked ? holder : 0;
+        ii->gil_holder = w.gil_locked ? w.gil_holder : 0;
     }
     if (ii->id == 0)
         ii->main_thread_id = main_tid;
     return FP_OK;
 }
 
-/* Reads ahead, in two batched reads, the thread states this interpreter had
- * in the previous sample and the live parts of their newest data-stack
- * chunks.  Only the prefix whose `next` links still match is kept; the
- * walk reads anything else itself.  Best effort: any failure just leaves
- * less (or nothing) prefetched. */
-static void prefetch_threads(fp_session *s, const interp_info *ii)
+/* Plans the read-ahead of the thread states interpreter `interp` had in the
+ * previous sample: s->pf and s->pf_iov[first ..] (s->pf_iov grown to hold
+ * `first` more reads before them).  Returns how many (0: none, fewer than
+ * `min`, or no memory). */
+static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min)
 {
-    const fpi_layout *l = &s->layout;
     s->npf = 0;
     size_t n = 0;
     for (size_t i = 0; i + 1 < s->nlast_ts; i += 2)
-        if (s->last_ts[i] == ii->addr)
+        if (s->last_ts[i] == interp)
             n++;
-    if (n < 2 || n > s->opts.max_threads)
-        return; /* nothing to gain, or nothing known */
+    if (n < min || n == 0 || n > s->opts.max_threads)
+        return 0; /* nothing to gain, or nothing known */
     fpi_thread_prefetch *pf = fpi_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
     if (!pf)
-        return;
+        return 0;
     s->pf = pf;
     size_t tslen = s->ts_read_len;
     uint8_t *tb = fpi_grow(s->ts_bufs, &s->ts_bufs_cap, n * tslen, 1, n * tslen);
     if (!tb)
-        return;
+        return 0;
     s->ts_bufs = tb;
-    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, n, sizeof *iov, n);
+    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, first + n, sizeof *iov, first + n);
     if (!iov)
-        return;
+        return 0;
     s->pf_iov = iov;
     size_t k = 0;
     for (size_t i = 0; i + 1 < s->nlast_ts && k < n; i += 2) {
-        if (s->last_ts[i] != ii->addr)
+        if (s->last_ts[i] != interp)
             continue;
         pf[k] = (fpi_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
-        iov[k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
+        iov[first + k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
         k++;
     }
-    if (pf[0].ts != ii->threads_head || fpi_readv(s, iov, n) != FP_OK)
+    return n;
+}
+
+/* With the n planned thread states read: keeps the prefix whose `next`
+ * links still match (the walk reads anything else itself) and reads the
+ * live part of each one's newest chunk in one more batched read.  Best
+ * effort: any failure just leaves less (or nothing) read ahead. */
+static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
+{
+    const fpi_layout *l = &s->layout;
+    size_t tslen = s->ts_read_len;
+    fpi_thread_prefetch *pf = s->pf;
+    const uint8_t *tb = s->ts_bufs;
+    fp_iov *iov = s->pf_iov;
+    if (n == 0 || pf[0].ts != ii->threads_head)
         return;
     size_t valid = 1;
     while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
         valid++;
-    /* The live part of each thread's newest chunk, in one more read. */
     size_t total = 0, m = 0;
     for (size_t i = 0; i < valid; i++) {
         uint64_t chunk = fpi_load_u64(tb + i * tslen, l->ts_datastack_chunk);
@@ -750,6 +819,51 @@ static void prefetch_threads(fp_session *s, const interp_info *ii)
     if (m && fpi_readv(s, iov, m) != FP_OK)
         for (size_t i = 0; i < valid; i++)
             pf[i].chunklen = 0; /* the walk copies them itself */
+}
+
+/* Reads ahead, in two batched reads, the thread states this interpreter had
+ * in the previous sample and the live parts of their newest data-stack
+ * chunks (a single thread gains nothing from a read of its own). */
+static void prefetch_threads(fp_session *s, const interp_info *ii)
+{
+    size_t n = plan_thread_reads(s, ii->addr, 0, 2);
+    if (n && ii->threads_head == s->pf[0].ts && fpi_readv(s, s->pf_iov, n) == FP_OK)
+        finish_thread_reads(s, ii, n);
+    else
+        s->npf = 0;
+}
+
+/* The sample's first read, in one batch: _PyRuntime's interpreter list
+ * head and main thread id, and, speculating that the interpreter list
+ * starts where it did in the last sample, that interpreter's words and the
+ * thread states it had.  Whatever the speculation got wrong is read again
+ * by the walk (read_interp, finish_thread_reads check the addresses).
+ * Returns the number of thread states read with it (-1: the batch failed
+ * and nothing of it may be used, the runtime words included). */
+static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, interp_words *spec)
+{
+    const fpi_layout *l = &s->layout;
+    spec->addr = 0;
+    if (!s->last_interp)
+        return -1;
+    size_t n = plan_thread_reads(s, s->last_interp, 1 + INTERP_IOV_MAX, 1);
+    fp_iov fixed[1 + INTERP_IOV_MAX];
+    size_t k = 0;
+    fixed[k++] = (fp_iov){rt_addr, rt, span};
+    k += interp_iov(l, s->last_interp, gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
+    fp_iov *iov = n ? s->pf_iov : fixed;
+    if (n) {
+        /* plan_thread_reads left 1 + INTERP_IOV_MAX slots before the
+         * thread states: close the gap. */
+        memmove(iov + k, iov + 1 + INTERP_IOV_MAX, n * sizeof *iov);
+        memcpy(iov, fixed, k * sizeof *iov);
+    }
+    if (fpi_readv(s, iov, k + n) != FP_OK) {
+        spec->addr = 0;
+        s->npf = 0;
+        return -1;
+    }
+    return (long)n;
 }
 
 /* Remembers which thread states the interpreter had, for the next sample. */
@@ -792,10 +906,13 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     int32_t lo = l->rt_interpreters_head;
     int32_t mt = l->rt_main_thread;
     size_t span = mt > lo && mt - lo + 8 <= RUNTIME_SPAN_MAX ? (size_t)(mt - lo) + 8 : 8;
-    int rc = fpi_read(s, runtime + (uint64_t)lo, rt, span);
+    interp_words spec;
+    long spec_threads = first_read(s, runtime + (uint64_t)lo, rt, span, &spec);
+    int rc = spec_threads < 0 ? fpi_read(s, runtime + (uint64_t)lo, rt, span) : FP_OK;
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
     uint64_t interp = fpi_load_u64(rt, 0);
+    s->last_interp = interp;
     uint64_t main_tid = span > 8 ? fpi_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
     fpi_errbuf first_err = {{0}};
@@ -804,15 +921,21 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         if (++ninterp > s->opts.max_interpreters)
             return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
         interp_info ii;
-        if ((rc = read_interp(s, interp, runtime, main_tid, &ii)))
+        bool first = ninterp == 1;
+        if ((rc = read_interp(s, interp, runtime, main_tid, first ? &spec : NULL, &ii)))
             return rc;
+        if (first)
+            s->last_gilp = ii.gilp;
         fp_interp *fi = fpi_sample_push_interp(sm);
         if (!fi)
             return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding interpreter %zu to the sample", sm->ninterps + 1);
         fi->id = ii.id;
         fi->first_thread = sm->nthreads;
         size_t interp_index = sm->ninterps - 1;
-        prefetch_threads(s, &ii);
+        if (first && spec.addr == interp && spec_threads >= 0)
+            finish_thread_reads(s, &ii, (size_t)spec_threads);
+        else
+            prefetch_threads(s, &ii);
         uint64_t ts = ii.threads_head, link = interp + (uint64_t)l->interp_threads_head;
         uint32_t nthreads = 0;
         while (ts) {
