@@ -687,12 +687,12 @@ static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_
 /* Reads of a steady-state sample of the standard scene (two threads, one
  * generator frame outside the data stack), per layout in LAYOUTS order: the
  * sample's first read takes the runtime's words, the interpreter's (and
- * 3.11's GIL) and both thread states at once; then the chunks' live parts;
- * then per thread the _PyCFrame (3.11, 3.12) and two read-backs; the code
- * objects' re-validation where no code-object generation exists (before
- * 3.14) and thread-local bytecode (3.14t, 3.15t) add theirs.  Fewer is
- * better; a change shows here. */
-static const unsigned STEADY_READS[NLAYOUTS] = {10, 10, 8, 8, 6, 9, 6, 9};
+ * its GIL's) and both thread states at once; the second their current
+ * frames (3.11, 3.12: in their _PyCFrame) and the chunks' live parts; then
+ * each thread's two read-backs; the code objects' re-validation where no
+ * code-object generation exists (before 3.14) and thread-local bytecode
+ * (3.14t, 3.15t) add theirs.  Fewer is better; a change shows here. */
+static const unsigned STEADY_READS[NLAYOUTS] = {8, 8, 8, 8, 6, 9, 6, 9};
 
 /* fp_session_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */

@@ -100,6 +100,8 @@ typedef struct fpi_thread_prefetch {
     size_t tsbuf;             /* offset of its copy in ts_bufs */
     uint64_t chunk, top;      /* the live chunk part copied, if any */
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
+    uint64_t cframe, cframe_top; /* 3.11/3.12: the thread's _PyCFrame and its current frame */
+    bool has_cframe_top;      /* cframe_top was read with the chunk */
 } fpi_thread_prefetch;
 
 struct fp_session {

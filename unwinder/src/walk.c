@@ -556,7 +556,9 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
     } else {
         cframe = fpi_load_u64(buf, l->ts_cframe);
         top = 0;
-        if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
+        if (cframe && pre && pre->has_cframe_top && pre->cframe == cframe)
+            top = pre->cframe_top;
+        else if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
             th->error = rc;
             return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
         }
@@ -777,9 +779,10 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
 }
 
 /* With the n planned thread states read: keeps the prefix whose `next`
- * links still match (the walk reads anything else itself) and reads the
- * live part of each one's newest chunk in one more batched read.  Best
- * effort: any failure just leaves less (or nothing) read ahead. */
+ * links still match (the walk reads anything else itself) and reads, in
+ * one more batched read, each one's current frame from its _PyCFrame
+ * (3.11, 3.12) and the live part of its newest chunk.  Best effort: any
+ * failure just leaves less (or nothing) read ahead. */
 static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
 {
     const fpi_layout *l = &s->layout;
@@ -793,6 +796,17 @@ static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
     while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
         valid++;
     size_t total = 0, m = 0;
+    bool cframes = l->ts_current_frame == FPI_OFF_NONE;
+    fp_iov *grown = fpi_grow(s->pf_iov, &s->pf_iov_cap, 2 * valid, sizeof *grown, 2 * valid);
+    if (!grown)
+        return;
+    s->pf_iov = iov = grown;
+    for (size_t i = 0; i < valid; i++) {
+        pf[i].cframe = cframes ? fpi_load_u64(tb + i * tslen, l->ts_cframe) : 0;
+        pf[i].has_cframe_top = false;
+        if (pf[i].cframe)
+            iov[m++] = (fp_iov){pf[i].cframe + (uint64_t)l->cframe_current_frame, &pf[i].cframe_top, 8};
+    }
     for (size_t i = 0; i < valid; i++) {
         uint64_t chunk = fpi_load_u64(tb + i * tslen, l->ts_datastack_chunk);
         uint64_t top = fpi_load_u64(tb + i * tslen, l->ts_datastack_top);
@@ -816,9 +830,13 @@ static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
     for (size_t i = 0; i < valid; i++)
         if (pf[i].chunklen)
             iov[m++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
-    if (m && fpi_readv(s, iov, m) != FP_OK)
+    if (m && fpi_readv(s, iov, m) != FP_OK) {
         for (size_t i = 0; i < valid; i++)
-            pf[i].chunklen = 0; /* the walk copies them itself */
+            pf[i].chunklen = 0; /* the walk reads them itself */
+        return;
+    }
+    for (size_t i = 0; i < valid; i++)
+        pf[i].has_cframe_top = pf[i].cframe != 0;
 }
 
 /* Reads ahead, in two batched reads, the thread states this interpreter had
