@@ -21,6 +21,7 @@
 #define BENCH_MAX_DURATION_S 86400     /* one day */
 #define BENCH_FIRST_LATENCIES 65536ul  /* latency slots allocated before the run; doubled as needed */
 #define BENCH_ERRMSG_MAX 512
+#define BENCH_STATUS_LINE 256 /* a /proc/self/status line */
 #define NS_PER_US 1000.0
 
 #define BENCH_STR(x) #x
@@ -36,7 +37,7 @@ static const char BENCH_USAGE[] =
     "sample, the remote reads per sample (reader calls: a batched read counts\n"
     "once) and the bytes they asked for (median and mean), and the number of\n"
     "samples that failed (with the first error), and bench's own peak resident\n"
-    "set size (getrusage ru_maxrss, KiB; \"peak_rss_kib\" in --json).\n"
+    "set size (VmHWM of /proc/self/status, KiB; \"peak_rss_kib\" in --json).\n"
     "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
     "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
     "                   overran are skipped and counted as missed, never caught\n"
@@ -72,7 +73,7 @@ typedef struct bench_run {
 
 /* What bench measures of itself and, with --floor, of a bare read. */
 typedef struct bench_extra {
-    long peak_rss_kib;       /* getrusage(RUSAGE_SELF) ru_maxrss after the run */
+    long peak_rss_kib;       /* peak_rss_kib() after the run */
     bool floor;              /* --floor given */
     enum fp_floor_result floor_rc;
     double floor_us;         /* with FP_FLOOR_OK: median of the timed reads */
@@ -179,6 +180,26 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         printf("first failure: %s\n", r->first_failure);
     if (py->untested && !json)
         printf("untested version: CPython %s (newer than the newest supported)\n", py->version);
+}
+
+/* This process's peak resident set size in KiB: VmHWM of /proc/self/status.
+ * getrusage's ru_maxrss only when that is unreadable: it also counts the
+ * image of the process that forked bench (exec carries its high-water mark
+ * over), so a bench started by a large process would report that one's. */
+static long peak_rss_kib(void)
+{
+    char line[BENCH_STATUS_LINE];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && kib < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) != 1)
+            kib = -1;
+    if (f)
+        fclose(f);
+    struct rusage ru;
+    if (kib < 0 && getrusage(RUSAGE_SELF, &ru) == 0)
+        kib = ru.ru_maxrss;
+    return kib;
 }
 
 /* --floor: a bare read of the median bytes per sample (sorted in place). */
@@ -294,8 +315,7 @@ int fp_cmd_bench(int argc, char **argv)
         fprintf(stderr, "frameproof bench: out of memory\n");
         goto out;
     }
-    struct rusage ru;
-    extra.peak_rss_kib = getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_maxrss;
+    extra.peak_rss_kib = peak_rss_kib();
     if (extra.floor)
         measure_floor(&run, &st, (int)pid, &extra);
     print_report(&run, &extra, &st, &cfg, s, &o, &py, json);
