@@ -132,7 +132,8 @@ def run_json(cmd, what):
         msg = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
         raise BenchError("%s failed: %s" % (what, msg))
     try:
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        # The JSON line; `bench --json` adds "first failure: ..." after it.
+        return json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
     except (ValueError, IndexError):
         raise BenchError("%s printed no JSON: %r" % (what, r.stdout[-200:]))
 
