@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
+#include "bench_floor.h"
 #include "cli.h"
 #include "frameproof/frameproof.h"
 #include "sampler.h"
@@ -19,6 +21,7 @@
 #define BENCH_MAX_DURATION_S 86400     /* one day */
 #define BENCH_FIRST_LATENCIES 65536ul  /* latency slots allocated before the run; doubled as needed */
 #define BENCH_ERRMSG_MAX 512
+#define BENCH_STATUS_LINE 256 /* a /proc/self/status line */
 #define NS_PER_US 1000.0
 
 #define BENCH_STR(x) #x
@@ -26,20 +29,27 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
-    "                       [--no-cache] [--json] [--blocking] [--allow-untested-version]\n"
+    "                       [--no-cache] [--json] [--blocking] [--floor] [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
     "distribution (mean, p50, p90, p99, max in microseconds), frames per\n"
     "sample, the remote reads per sample (reader calls: a batched read counts\n"
     "once) and the bytes they asked for (median and mean), and the number of\n"
-    "samples that failed (with the first error).\n"
+    "samples that failed (with the first error), and bench's own peak resident\n"
+    "set size (VmHWM of /proc/self/status, KiB; \"peak_rss_kib\" in --json).\n"
     "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
     "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
     "                   overran are skipped and counted as missed, never caught\n"
     "                   up; the output adds the achieved rate and missed ticks\n"
     "  --duration S     stop after S seconds (at most " BENCH_XSTR(BENCH_MAX_DURATION_S) "); N then bounds\n"
     "                   the run only when --samples is given\n"
+    "  --floor          after the run, time single process_vm_readv calls of the\n"
+    "                   median bytes per sample from one readable mapping of the\n"
+    "                   target large enough (/proc/PID/maps) and print their\n"
+    "                   median (\"floor_us\" in --json): the floor under a sample\n"
+    "                   reading that much; when no mapping is large enough it\n"
+    "                   says so (\"floor_us\":null and \"floor_note\")\n"
     "A failure is transient (torn, unreadable, corrupt or too deep: the target\n"
     "moved during the walk) or fatal (process gone, permission denied, ...).\n"
     "Transient failures are counted, not retried; the first fatal one ends\n"
@@ -60,6 +70,15 @@ typedef struct bench_run {
     bool have_failure, oom;
     char first_failure[BENCH_ERRMSG_MAX];
 } bench_run;
+
+/* What bench measures of itself and, with --floor, of a bare read. */
+typedef struct bench_extra {
+    long peak_rss_kib;       /* peak_rss_kib() after the run */
+    bool floor;              /* --floor given */
+    enum fp_floor_result floor_rc;
+    double floor_us;         /* with FP_FLOOR_OK: median of the timed reads */
+    char floor_why[BENCH_ERRMSG_MAX];
+} bench_extra;
 
 static int on_sample(void *ctx, const fps_outcome *o)
 {
@@ -112,8 +131,8 @@ static double sort_mean(double *v, uint64_t n, double *median)
     return sum / (double)n;
 }
 
-static void print_report(const bench_run *r, const fps_stats *st, const fps_config *c, fp_session *s,
-                         const fp_options *o, const fp_python_info *py, bool json)
+static void print_report(const bench_run *r, const bench_extra *x, const fps_stats *st, const fps_config *c,
+                         fp_session *s, const fp_options *o, const fp_python_info *py, bool json)
 {
     const uint64_t n = st->attempts;
     double lat_p50, reads_p50, bytes_p50;
@@ -134,6 +153,11 @@ static void print_report(const bench_run *r, const fps_stats *st, const fps_conf
         if (c->rate_hz > 0)
             printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
                    st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
+        printf(",\"peak_rss_kib\":%ld", x->peak_rss_kib);
+        if (x->floor && x->floor_rc == FP_FLOOR_OK)
+            printf(",\"floor_us\":%.2f", x->floor_us);
+        else if (x->floor)
+            printf(",\"floor_us\":null,\"floor_note\":\"%s\"", x->floor_why);
         printf("%s}\n", py->untested ? ",\"untested\":true" : "");
     } else {
         printf("samples %llu (failed %llu: transient %llu, fatal %llu)  reader %s  cache %s\n"
@@ -146,11 +170,44 @@ static void print_report(const bench_run *r, const fps_stats *st, const fps_conf
         if (c->rate_hz > 0)
             printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
                    (unsigned long long)st->missed_ticks);
+        printf("peak RSS %ld KiB\n", x->peak_rss_kib);
+        if (x->floor && x->floor_rc == FP_FLOOR_OK)
+            printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);
+        else if (x->floor)
+            printf("floor: not measured: %s\n", x->floor_why);
     }
     if (r->have_failure)
         printf("first failure: %s\n", r->first_failure);
     if (py->untested && !json)
         printf("untested version: CPython %s (newer than the newest supported)\n", py->version);
+}
+
+/* This process's peak resident set size in KiB: VmHWM of /proc/self/status.
+ * getrusage's ru_maxrss only when that is unreadable: it also counts the
+ * image of the process that forked bench (exec carries its high-water mark
+ * over), so a bench started by a large process would report that one's. */
+static long peak_rss_kib(void)
+{
+    char line[BENCH_STATUS_LINE];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && kib < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %ld kB", &kib) != 1)
+            kib = -1;
+    if (f)
+        fclose(f);
+    struct rusage ru;
+    if (kib < 0 && getrusage(RUSAGE_SELF, &ru) == 0)
+        kib = ru.ru_maxrss;
+    return kib;
+}
+
+/* --floor: a bare read of the median bytes per sample (sorted in place). */
+static void measure_floor(bench_run *r, const fps_stats *st, int pid, bench_extra *x)
+{
+    double bytes_p50;
+    sort_mean(r->bytes, st->attempts, &bytes_p50);
+    x->floor_rc = fp_bench_floor(pid, (size_t)bytes_p50, &x->floor_us, x->floor_why, sizeof x->floor_why);
 }
 
 /* A positive option value up to max; prints the usage error and returns -1 otherwise. */
@@ -175,6 +232,7 @@ int fp_cmd_bench(int argc, char **argv)
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"blocking", no_argument, NULL, 'B'},
         {"json", no_argument, NULL, 'j'},
+        {"floor", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -185,6 +243,7 @@ int fp_cmd_bench(int argc, char **argv)
     fps_config_init(&cfg);
     unsigned long pid = 0, n = 0;
     int json = 0, c;
+    bench_extra extra = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:s:r:njh", opts, NULL)) != -1) {
         switch (c) {
@@ -216,6 +275,7 @@ int fp_cmd_bench(int argc, char **argv)
         case 'U': o.allow_untested = true; break;
         case 'B': o.blocking = true; break;
         case 'j': json = 1; break;
+        case 'F': extra.floor = true; break;
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -255,7 +315,10 @@ int fp_cmd_bench(int argc, char **argv)
         fprintf(stderr, "frameproof bench: out of memory\n");
         goto out;
     }
-    print_report(&run, &st, &cfg, s, &o, &py, json);
+    extra.peak_rss_kib = peak_rss_kib();
+    if (extra.floor)
+        measure_floor(&run, &st, (int)pid, &extra);
+    print_report(&run, &extra, &st, &cfg, s, &o, &py, json);
     status = FP_EXIT_OK;
 out:
     free(run.lat);

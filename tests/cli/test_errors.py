@@ -147,6 +147,7 @@ for args, needle in ((["--rate", "0"], "--rate"), (["--rate", "-1"], "--rate"), 
     check(f"bench usage error {' '.join(args)}", *one_line_error(r, 2, needle))
 r = subprocess.run([FP, "bench", "--help"], capture_output=True, text=True, timeout=TIMEOUT)
 check("bench --help", r.returncode == 0 and all(o in r.stdout for o in ("--rate", "--duration", "--samples",
+                                                                       "--floor", "peak_rss_kib", "floor_us",
                                                                        "transient", "fatal")), r.stdout)
 
 # 10. bench: a target that exits mid-run is a fatal failure (one line, exit 1);
@@ -180,6 +181,16 @@ try:
     ok = (1 <= doc.get("reads_p50", 0) <= 16 and doc.get("reads_mean", 0) >= 1
           and doc.get("bytes_p50", 0) > 0 and doc.get("bytes_mean", 0) > 0)
     check("bench --json reports reads and bytes per sample", ok, f"{r.stdout!r}")
+    check("bench --json reports its peak RSS", doc.get("peak_rss_kib", 0) > 0, f"{r.stdout!r}")
+    # --floor: a bare read of the bytes per sample, timed from one of the target's mappings.
+    r = subprocess.run([FP, "bench", "--pid", str(p.pid), "--samples", "20", "--floor", "--json"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = {}
+    ok = r.returncode == 0 and (doc.get("floor_us") or 0) > 0 and doc.get("peak_rss_kib", 0) > 0
+    check("bench --floor --json reports floor_us", ok, f"status {r.returncode}, {r.stdout!r} {r.stderr!r}")
 finally:
     p.kill()
     p.wait()
