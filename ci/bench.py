@@ -132,8 +132,7 @@ def run_json(cmd, what):
         msg = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[-1]
         raise BenchError("%s failed: %s" % (what, msg))
     try:
-        # The JSON line; `bench --json` adds "first failure: ..." after it.
-        return json.loads([ln for ln in r.stdout.splitlines() if ln.startswith("{")][-1])
+        return json.loads(r.stdout)
     except (ValueError, IndexError):
         raise BenchError("%s printed no JSON: %r" % (what, r.stdout[-200:]))
 

@@ -13,6 +13,7 @@
 #include "bench_floor.h"
 #include "cli.h"
 #include "frameproof/frameproof.h"
+#include "json_writer.h"
 #include "sampler.h"
 
 #define BENCH_DEFAULT_SAMPLES 10000ul
@@ -131,6 +132,15 @@ static double sort_mean(double *v, uint64_t n, double *median)
     return sum / (double)n;
 }
 
+/* ,"key":"text" with the text escaped, inside bench's one-line JSON. */
+static void json_text(const char *key, const char *text)
+{
+    fp_json j;
+    fp_json_init(&j, stdout);
+    printf(",\"%s\":", key);
+    fp_json_string(&j, text);
+}
+
 static void print_report(const bench_run *r, const bench_extra *x, const fps_stats *st, const fps_config *c,
                          fp_session *s, const fp_options *o, const fp_python_info *py, bool json)
 {
@@ -156,8 +166,12 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         printf(",\"peak_rss_kib\":%ld", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
-        else if (x->floor)
-            printf(",\"floor_us\":null,\"floor_note\":\"%s\"", x->floor_why);
+        else if (x->floor) {
+            printf(",\"floor_us\":null");
+            json_text("floor_note", x->floor_why);
+        }
+        if (r->have_failure)
+            json_text("first_failure", r->first_failure);
         printf("%s}\n", py->untested ? ",\"untested\":true" : "");
     } else {
         printf("samples %llu (failed %llu: transient %llu, fatal %llu)  reader %s  cache %s\n"
@@ -176,7 +190,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         else if (x->floor)
             printf("floor: not measured: %s\n", x->floor_why);
     }
-    if (r->have_failure)
+    if (r->have_failure && !json)
         printf("first failure: %s\n", r->first_failure);
     if (py->untested && !json)
         printf("untested version: CPython %s (newer than the newest supported)\n", py->version);

@@ -163,6 +163,24 @@ try:
 finally:
     p.kill()
     p.wait()
+# A running target: samples fail transiently (torn), and --json still prints
+# exactly one JSON document, the first failure inside it.
+RUNNING = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "targets", "bench", "running.py")
+p = subprocess.Popen([host_python(), RUNNING], stdout=subprocess.PIPE, text=True)
+try:
+    p.stdout.readline()
+    r = subprocess.run([FP, "bench", "--pid", str(p.pid), "--samples", "3000", "--json"], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    try:
+        doc = json.loads(r.stdout)
+    except ValueError:
+        doc = None
+    ok = (r.returncode == 0 and isinstance(doc, dict) and doc.get("samples") == 3000
+          and (doc.get("failed") == 0 or isinstance(doc.get("first_failure"), str)))
+    check("bench --json on a running target prints one JSON document", ok, f"status {r.returncode}, {r.stdout!r}")
+finally:
+    p.kill()
+    p.wait()
 p = subprocess.Popen([host_python(), "-c", "import time\nprint('ready', flush=True)\ntime.sleep(60)\n"],
                      stdout=subprocess.PIPE, text=True)
 try:
