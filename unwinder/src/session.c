@@ -76,6 +76,8 @@ void fp_session_free(fp_session *s)
     free(s->pending);
     free(s->seen);
     free(s->verify_buf);
+    free(s->verify_at);
+    fpi_walk_batch_free(s->batch);
     free(s->verify_iov);
     free(s->pf);
     free(s->ts_bufs);

@@ -140,6 +140,9 @@ struct fp_session {
     size_t verify_cap;
     fp_iov *verify_iov;
     size_t verify_iov_cap;
+    struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
+    size_t verify_at_cap;
+    struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;
@@ -205,5 +208,6 @@ void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t
 
 /* walk.c */
 int fpi_walk_all(fp_session *s, fp_sample *sm);
+void fpi_walk_batch_free(struct fpi_walk_batch *b);
 
 #endif

@@ -84,13 +84,13 @@ static const char *thread_state_change(const fpi_layout *l, const uint8_t *a, co
 /* Does every followed frame in the newest chunk lie below the data-stack
  * top read back (the thread may have pushed frames above its top frame,
  * or popped some it had pushed; a frame at or above the top is dead)? */
-static bool live_below_top(const fp_session *s, uint64_t chunk, uint64_t top)
+static bool live_below_top(const fp_session *s, const fpi_walk_used *u, uint64_t chunk, uint64_t top)
 {
-    if (s->nchunks == 0 || s->chunks[0].remote != chunk)
+    if (u->nchunks == 0 || u->chunks[0].remote != chunk)
         return true; /* the newest chunk held no frame: nothing walked in it */
-    const fpi_chunk_copy *c = &s->chunks[0];
-    for (size_t i = 0; i < s->nseen; i++) {
-        uint64_t a = s->seen[i].addr;
+    const fpi_chunk_copy *c = &u->chunks[0];
+    for (size_t i = 0; i < u->nseen; i++) {
+        uint64_t a = u->seen[i].addr;
         if (a >= c->remote && a < c->remote + c->alloc && (top < a || top - a < (uint64_t)s->layout.fr_size))
             return false;
     }
@@ -98,11 +98,11 @@ static bool live_below_top(const fp_session *s, uint64_t chunk, uint64_t top)
 }
 
 /* The chunk copy holding the frame at addr, or NULL. */
-static const fpi_chunk_copy *chunk_of(const fp_session *s, uint64_t addr)
+static const fpi_chunk_copy *chunk_of(const fp_session *s, const fpi_walk_used *u, uint64_t addr)
 {
     size_t fsize = (size_t)s->layout.fr_size;
-    for (size_t i = 0; i < s->nchunks; i++) {
-        const fpi_chunk_copy *c = &s->chunks[i];
+    for (size_t i = 0; i < u->nchunks; i++) {
+        const fpi_chunk_copy *c = &u->chunks[i];
         if (addr >= c->remote && addr < c->remote + c->size && c->remote + c->size - addr >= fsize)
             return c;
     }
@@ -120,86 +120,106 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
     return FP_OK;
 }
 
-int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
+/* Where one walk's read-back lies in the read-back buffer. */
+typedef struct fpi_verify_at {
+    size_t chunks, frames, gen, link, ts, cframe;
+} verify_at;
+
+/* Appends the reads of one walk's read-back to s->verify_iov (*n of them so
+ * far, *used bytes): the chunks and the other frames first, then the
+ * generation, the link, the thread state and the cframe.  The copy read
+ * the thread state before the chunks; reading it back after them makes a
+ * thread that moved between the two reads show in one of them (a
+ * seqlock's order), where the same order twice could meet the same mixed
+ * state twice in a target that runs in step with the sampler. */
+static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u, size_t *n, size_t *used,
+                verify_at *at)
 {
     const fpi_layout *l = &s->layout;
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
-    size_t n = 0, used = 0;
-    w->generation_seen = w->generation;
     int rc;
-    /* Plan: the chunks and the other frames first, then the generation,
-     * the link, the thread state and the cframe.  The copy read the thread
-     * state before the chunks; reading it back after them makes a thread
-     * that moved between the two reads show in one of them (a seqlock's
-     * order), where the same order twice could meet the same mixed state
-     * twice in a target that runs in step with the sampler. */
-    size_t at_chunks = used;
-    for (size_t i = 0; i < s->nchunks; i++) {
-        if ((rc = add_iov(s, &n, s->chunks[i].remote, used, (size_t)s->chunks[i].size)))
+    at->chunks = *used;
+    for (size_t i = 0; i < u->nchunks; i++) {
+        if ((rc = add_iov(s, n, u->chunks[i].remote, *used, (size_t)u->chunks[i].size)))
             return rc;
-        used += (size_t)s->chunks[i].size;
+        *used += (size_t)u->chunks[i].size;
     }
-    size_t at_frames = used;
-    for (size_t i = 0; i < s->nseen; i++) {
-        if (chunk_of(s, s->seen[i].addr))
+    at->frames = *used;
+    for (size_t i = 0; i < u->nseen; i++) {
+        if (chunk_of(s, u, u->seen[i].addr))
             continue;
-        if ((rc = add_iov(s, &n, s->seen[i].addr - pre, used, pre + fsize)))
+        if ((rc = add_iov(s, n, u->seen[i].addr - pre, *used, pre + fsize)))
             return rc;
-        used += pre + fsize;
+        *used += pre + fsize;
     }
-    size_t at_gen = used;
+    at->gen = *used;
     if (w->generation_addr) {
-        if ((rc = add_iov(s, &n, w->generation_addr, used, WORD)))
+        if ((rc = add_iov(s, n, w->generation_addr, *used, WORD)))
             return rc;
-        used += WORD;
+        *used += WORD;
     }
-    size_t at_link = used;
-    if ((rc = add_iov(s, &n, w->link_addr, used, WORD)))
+    at->link = *used;
+    if ((rc = add_iov(s, n, w->link_addr, *used, WORD)))
         return rc;
-    used += WORD;
-    size_t at_ts = used;
-    if ((rc = add_iov(s, &n, w->ts, used, s->ts_read_len)))
+    *used += WORD;
+    at->ts = *used;
+    if ((rc = add_iov(s, n, w->ts, *used, s->ts_read_len)))
         return rc;
-    used += s->ts_read_len;
-    size_t at_cframe = used;
+    *used += s->ts_read_len;
+    at->cframe = *used;
     if (w->cframe_addr) {
-        if ((rc = add_iov(s, &n, w->cframe_addr + (uint64_t)l->cframe_current_frame, used, WORD)))
+        if ((rc = add_iov(s, n, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, WORD)))
             return rc;
-        used += WORD;
+        *used += WORD;
     }
+    return FP_OK;
+}
+
+/* Reads the n planned ranges into s->verify_buf (used bytes). */
+static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id)
+{
     uint8_t *nb = fpi_grow(s->verify_buf, &s->verify_cap, used ? used : 1, 1, VERIFY_BUF_INITIAL);
     if (!nb)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes for the read-back of a walk", used);
     s->verify_buf = nb;
     for (size_t i = 0; i < n; i++)
         s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
-    rc = fpi_readv(s, s->verify_iov, n);
+    int rc = fpi_readv(s, s->verify_iov, n);
     if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM)
-        return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)w->native_id);
+        return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)native_id);
     if (rc)
         return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu: its walk could not be read back (%s)",
-                       (unsigned long long)w->native_id, fp_strerror(rc));
+                       (unsigned long long)native_id, fp_strerror(rc));
+    return FP_OK;
+}
 
+/* What changed between the walk and its read-back at `at` in nb, or NULL. */
+static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used *u, const uint8_t *nb,
+                         const verify_at *at)
+{
+    const fpi_layout *l = &s->layout;
+    size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
+    w->generation_seen = w->generation;
     const char *what = NULL;
-    if (fpi_load_u64(nb, (int32_t)at_link) != w->ts)
+    if (fpi_load_u64(nb, (int32_t)at->link) != w->ts)
         what = "the thread state left its interpreter's list";
-    else if ((what = thread_state_change(l, w->tsbuf, nb + at_ts)) != NULL)
+    else if ((what = thread_state_change(l, w->tsbuf, nb + at->ts)) != NULL)
         ;
-    else if (!live_below_top(s, fpi_load_u64(nb + at_ts, l->ts_datastack_chunk),
-                             fpi_load_u64(nb + at_ts, l->ts_datastack_top)))
+    else if (!live_below_top(s, u, fpi_load_u64(nb + at->ts, l->ts_datastack_chunk),
+                             fpi_load_u64(nb + at->ts, l->ts_datastack_top)))
         what = "its data stack shrank below a frame it followed";
-    else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at_cframe) != w->top)
+    else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at->cframe) != w->top)
         what = "its top frame changed";
-    else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at_gen)) != w->generation)
+    else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at->gen)) != w->generation)
         what = "a code object was freed";
-    size_t other = at_frames;
-    for (size_t i = 0; !what && i < s->nseen; i++) {
-        const fpi_seen_frame *f = &s->seen[i];
-        const fpi_chunk_copy *c = chunk_of(s, f->addr);
+    size_t other = at->frames;
+    for (size_t i = 0; !what && i < u->nseen; i++) {
+        const fpi_seen_frame *f = &u->seen[i];
+        const fpi_chunk_copy *c = chunk_of(s, u, f->addr);
         const uint8_t *fr;
         if (c) {
-            size_t base = at_chunks;
-            for (const fpi_chunk_copy *p = s->chunks; p < c; p++)
+            size_t base = at->chunks;
+            for (const fpi_chunk_copy *p = u->chunks; p < c; p++)
                 base += (size_t)p->size;
             fr = nb + base + (size_t)(f->addr - c->remote);
         } else {
@@ -215,17 +235,73 @@ int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
         if (!same_frame(f, &again))
             what = "a frame it followed changed";
     }
+    return what;
+}
+
+/* The frames outside the data stack as this read-back saw them: where the
+ * next walk may start (frame_cache.c). */
+static void note_outside_frames(fp_session *s, const fpi_walk_used *u, const uint8_t *nb, const verify_at *at)
+{
+    size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
+    if (!s->opts.cache_frames || !s->opts.cache_code)
+        return;
+    for (size_t i = 0, off = at->frames; i < u->nseen; i++) {
+        if (chunk_of(s, u, u->seen[i].addr))
+            continue;
+        fpi_frame_cache_note(&s->fc, u->seen[i].addr - pre, nb + off, pre + fsize);
+        off += pre + fsize;
+    }
+}
+
+static int torn(fp_session *s, const fpi_verify_want *w, const char *what)
+{
+    return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu changed while it was read (%s)",
+                   (unsigned long long)w->native_id, what);
+}
+
+int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
+{
+    fpi_walk_used u = {s->chunks, s->nchunks, s->seen, s->nseen};
+    size_t n = 0, used = 0;
+    verify_at at;
+    int rc = plan(s, w, &u, &n, &used, &at);
+    if (!rc)
+        rc = read_planned(s, n, used, w->native_id);
+    if (rc)
+        return rc;
+    const char *what = check(s, w, &u, s->verify_buf, &at);
     if (what)
-        return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu changed while it was read (%s)",
-                       (unsigned long long)w->native_id, what);
-    /* The frames outside the data stack as this read-back saw them: where
-     * the next walk may start (frame_cache.c). */
-    if (w->last && s->opts.cache_frames && s->opts.cache_code)
-        for (size_t i = 0, at = at_frames; i < s->nseen; i++) {
-            if (chunk_of(s, s->seen[i].addr))
-                continue;
-            fpi_frame_cache_note(&s->fc, s->seen[i].addr - pre, nb + at, pre + fsize);
-            at += pre + fsize;
+        return torn(s, w, what);
+    if (w->last)
+        note_outside_frames(s, &u, s->verify_buf, &at);
+    return FP_OK;
+}
+
+int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed)
+{
+    size_t n = 0, used = 0;
+    verify_at *at = fpi_grow(s->verify_at, &s->verify_at_cap, count ? count : 1, sizeof *at, count ? count : 1);
+    if (!at)
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of %zu walks", count);
+    s->verify_at = at;
+    int rc = FP_OK;
+    for (size_t i = 0; !rc && i < count; i++)
+        rc = plan(s, &ws[i], &us[i], &n, &used, &at[i]);
+    if (!rc)
+        rc = read_planned(s, n, used, count ? ws[0].native_id : 0);
+    if (rc) {
+        *failed = 0;
+        return rc;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char *what = check(s, &ws[i], &us[i], s->verify_buf, &at[i]);
+        if (what) {
+            *failed = i;
+            return torn(s, &ws[i], what);
         }
+    }
+    for (size_t i = 0; i < count; i++)
+        if (ws[i].last)
+            note_outside_frames(s, &us[i], s->verify_buf, &at[i]);
     return FP_OK;
 }

@@ -38,4 +38,18 @@ size_t fpi_outside_prefix(const fpi_layout *l);
  * FP_E_NOMEM.  Every error leaves a message. */
 int fpi_verify_thread(fp_session *s, fpi_verify_want *w);
 
+/* What one walk used besides its want: its chunk copies and every frame it
+ * followed (fpi_verify_thread takes s->chunks and s->seen). */
+typedef struct fpi_walk_used {
+    const fpi_chunk_copy *chunks;
+    size_t nchunks;
+    const fpi_seen_frame *seen;
+    size_t nseen;
+} fpi_walk_used;
+
+/* The read-back of count walks in one batched read, each checked as
+ * fpi_verify_thread checks one.  On FP_E_INCOMPLETE *failed is the first
+ * walk found changed (its message is the session's). */
+int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed);
+
 #endif
