@@ -14,6 +14,7 @@
 #include "proc_state.h"
 #include "session.h"
 #include "verify.h"
+#include "walk.h"
 
 #define PTR_SIZE 8u
 #define CHUNK_HEADER 24u
@@ -22,35 +23,6 @@
 #define RUNTIME_SPAN_MAX 64
 #define STACK_COPY_INITIAL 65536u  /* bytes */
 #define CHUNK_LIST_INITIAL 16u
-#define PENDING_INITIAL 256u
-
-/* An interpreter's walks, copied from the read-ahead and collected, kept
- * for one batched read-back of every thread (two, like a single walk's),
- * then resolved.  Anything short of every thread proven leaves the
- * interpreter to the thread-by-thread walk. */
-typedef struct fpi_deferred_walk {
-    fpi_verify_want want;
-    size_t thread;                  /* index in the sample */
-    size_t chunks, nchunks, seen, nseen, pending, npending; /* slices of the batch's arrays */
-} fpi_deferred_walk;
-
-typedef struct fpi_walk_batch {
-    bool on;                        /* walk_frames defers instead of reading back */
-    fpi_deferred_walk *walks;
-    size_t n, cap;
-    fpi_chunk_copy *chunks;
-    size_t nchunks, chunks_cap;
-    fpi_seen_frame *seen;
-    size_t nseen, seen_cap;
-    fpi_pending_frame *pending;
-    size_t npending, pending_cap;
-    uint8_t *ts;                    /* the thread-state copies, ts_read_len bytes each */
-    size_t ts_cap;
-    fpi_verify_want *wants;
-    size_t wants_cap;
-    fpi_walk_used *used;
-    size_t used_cap;
-} fpi_walk_batch;
 
 /* Every read a sample makes goes through these two, which count it. */
 int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len)
@@ -91,7 +63,7 @@ uint8_t fpi_load_u8(const uint8_t *base, int32_t off)
 
 /* A read failure inside a walk: the process vanishing or permissions are
  * fatal for the sample; anything else makes this thread's walk incomplete. */
-static bool fatal(int rc)
+bool fpi_walk_fatal(int rc)
 {
     return rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM;
 }
@@ -259,7 +231,7 @@ static bool has_cycle(const uint64_t *addrs, size_t n)
 
 static int push_pending(fp_session *s, const fpi_pending_frame *pf)
 {
-    fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, PENDING_INITIAL);
+    fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, FPI_PENDING_INITIAL);
     if (!np)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
     s->pending = np;
@@ -270,7 +242,7 @@ static int push_pending(fp_session *s, const fpi_pending_frame *pf)
 static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, bool outside)
 {
     const fpi_layout *l = &s->layout;
-    fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, PENDING_INITIAL);
+    fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, FPI_PENDING_INITIAL);
     if (!ns)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
     s->seen = ns;
@@ -403,7 +375,7 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
 
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
-static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
 {
     const fpi_layout *l = &s->layout;
     fpi_code_prevalidate(s, s->pending, s->npending);
@@ -467,14 +439,12 @@ static int emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
 
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
-static int defer_walk(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
-
 static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
                        fpi_verify_want *want)
 {
     int rc = collect_chain(s, th, top, base_frame);
-    if (!rc && s->batch && s->batch->on)
-        return defer_walk(s, sm, th, want); /* read back with the interpreter's other threads */
+    if (!rc && fpi_batch_collecting(s))
+        return fpi_batch_defer(s, sm, th, want); /* read back with the interpreter's other threads */
     /* Two read-backs: a copy torn by a thread switching chains between its
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
@@ -483,7 +453,7 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
         want->last = i + 1 == FPI_VERIFY_READS;
         rc = fpi_verify_thread(s, want);
     }
-    return rc ? rc : emit_frames(s, sm, th);
+    return rc ? rc : fpi_emit_frames(s, sm, th);
 }
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose
@@ -518,17 +488,8 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
     return FP_OK;
 }
 
-typedef struct interp_info {
-    uint64_t addr, next, threads_head, threads_main;
-    uint64_t generation;     /* code_object_generation (3.14+) */
-    int64_t id;
-    bool gil_known;
-    uint64_t gil_holder; /* 0 when unlocked */
-    uint64_t gilp;       /* 3.12: where its GIL is */
-    uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
-} interp_info;
 
-static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t link, uint64_t ts,
+int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
                             const fpi_thread_prefetch *pre, uint64_t *next)
 {
     const fpi_layout *l = &s->layout;
@@ -577,7 +538,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
     int exc = FP_NO;
     if (fpi_load_u64(buf, l->ts_current_exception) != 0)
         exc = FP_YES;
-    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fatal(rc))
+    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fpi_walk_fatal(rc))
         return rc;
     th->exception = rc ? FP_UNKNOWN : exc;
     rc = FP_OK; /* an exception that could not be read only leaves it unknown */
@@ -647,7 +608,7 @@ static int walk_thread_once(fp_session *s, fp_sample *sm, interp_info *ii, uint6
 
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state. */
-static int walk_thread(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t link, uint64_t ts,
+static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
                        const fpi_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
@@ -657,8 +618,8 @@ static int walk_thread(fp_session *s, fp_sample *sm, interp_info *ii, uint64_t l
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */
         s->spec_frames = attempt == 0 && s->opts.cache_frames && s->opts.cache_code;
-        rc = walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
-        if (rc == FP_OK || fatal(rc) || rc == FP_E_LIMIT)
+        rc = fpi_walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
+        if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
     }
     return rc;
@@ -725,7 +686,7 @@ static size_t interp_iov(const fpi_layout *l, uint64_t addr, uint64_t gil, inter
 /* Reads the interpreter at addr, or takes its words from the sample's
  * first read (pre, when it read this interpreter). */
 static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t main_tid, const interp_words *pre,
-                       interp_info *ii)
+                       fpi_interp_info *ii)
 {
     const fpi_layout *l = &s->layout;
     memset(ii, 0, sizeof *ii);
@@ -815,7 +776,7 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
  * one more batched read, each one's current frame from its _PyCFrame
  * (3.11, 3.12) and the live part of its newest chunk.  Best effort: any
  * failure just leaves less (or nothing) read ahead. */
-static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
+static void finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
 {
     const fpi_layout *l = &s->layout;
     size_t tslen = s->ts_read_len;
@@ -874,7 +835,7 @@ static void finish_thread_reads(fp_session *s, const interp_info *ii, size_t n)
 /* Reads ahead, in two batched reads, the thread states this interpreter had
  * in the previous sample and the live parts of their newest data-stack
  * chunks (a single thread gains nothing from a read of its own). */
-static void prefetch_threads(fp_session *s, const interp_info *ii)
+static void prefetch_threads(fp_session *s, const fpi_interp_info *ii)
 {
     size_t n = plan_thread_reads(s, ii->addr, 0, 2);
     if (n && ii->threads_head == s->pf[0].ts && fpi_readv(s, s->pf_iov, n) == FP_OK)
@@ -917,7 +878,7 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
 }
 
 /* Remembers which thread states the interpreter had, for the next sample. */
-static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
+int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
 {
     uint64_t *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
     if (!nl)
@@ -926,161 +887,6 @@ static int remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
     s->cur_ts[s->ncur_ts++] = interp;
     s->cur_ts[s->ncur_ts++] = ts;
     return FP_OK;
-}
-
-#define BATCH_INITIAL 16u
-
-void fpi_walk_batch_free(fpi_walk_batch *b)
-{
-    if (!b)
-        return;
-    free(b->walks);
-    free(b->chunks);
-    free(b->seen);
-    free(b->pending);
-    free(b->ts);
-    free(b->wants);
-    free(b->used);
-    free(b);
-}
-
-/* Appends n items of size sz to a growable array; false when out of memory. */
-static bool batch_append(void **arr, size_t *len, size_t *cap, const void *items, size_t n, size_t sz)
-{
-    void *na = fpi_grow(*arr, cap, *len + n ? *len + n : 1, sz, BATCH_INITIAL);
-    if (!na)
-        return false;
-    *arr = na;
-    if (n)
-        memcpy((uint8_t *)na + *len * sz, items, n * sz);
-    *len += n;
-    return true;
-}
-
-/* Keeps the walk just collected (s->chunks, s->seen, s->pending, the
- * thread state copy in want) for the interpreter's batched read-back. */
-static int defer_walk(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
-{
-    fpi_walk_batch *b = s->batch;
-    fpi_deferred_walk d = {
-        .want = *want,
-        .thread = (size_t)(th - sm->threads),
-        .chunks = b->nchunks, .nchunks = s->nchunks,
-        .seen = b->nseen, .nseen = s->nseen,
-        .pending = b->npending, .npending = s->npending,
-    };
-    size_t tslen = s->ts_read_len, tsused = b->n * tslen;
-    if (!batch_append((void **)&b->chunks, &b->nchunks, &b->chunks_cap, s->chunks, s->nchunks, sizeof *s->chunks) ||
-        !batch_append((void **)&b->seen, &b->nseen, &b->seen_cap, s->seen, s->nseen, sizeof *s->seen) ||
-        !batch_append((void **)&b->pending, &b->npending, &b->pending_cap, s->pending, s->npending,
-                      sizeof *s->pending) ||
-        !batch_append((void **)&b->ts, &tsused, &b->ts_cap, want->tsbuf, tslen, 1) ||
-        !batch_append((void **)&b->walks, &b->n, &b->cap, &d, 1, sizeof d))
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: keeping %zu walks for one read-back", b->n + 1);
-    return FP_OK;
-}
-
-/* Reads back every deferred walk in one batched read, twice; FP_OK when
- * all of them are unchanged. */
-static int verify_batch(fp_session *s)
-{
-    fpi_walk_batch *b = s->batch;
-    fpi_verify_want *ws = fpi_grow(b->wants, &b->wants_cap, b->n ? b->n : 1, sizeof *ws, BATCH_INITIAL);
-    if (ws)
-        b->wants = ws;
-    fpi_walk_used *us = ws ? fpi_grow(b->used, &b->used_cap, b->n ? b->n : 1, sizeof *us, BATCH_INITIAL) : NULL;
-    if (!us)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of %zu walks", b->n);
-    b->used = us;
-    for (size_t i = 0; i < b->n; i++) {
-        const fpi_deferred_walk *d = &b->walks[i];
-        ws[i] = d->want;
-        ws[i].tsbuf = b->ts + i * s->ts_read_len;
-        us[i] = (fpi_walk_used){b->chunks + d->chunks, d->nchunks, b->seen + d->seen, d->nseen};
-    }
-    int rc = FP_OK;
-    for (unsigned r = 0; !rc && r < FPI_VERIFY_READS; r++) {
-        for (size_t i = 0; i < b->n; i++)
-            ws[i].last = r + 1 == FPI_VERIFY_READS;
-        size_t failed = 0;
-        rc = fpi_verify_batch(s, ws, us, b->n, &failed);
-        if (rc == FP_E_INCOMPLETE && ws[failed].generation_seen != ws[failed].generation) {
-            fpi_code_cache_invalidate(&s->cc); /* code objects were freed: the walk again trusts none */
-            s->code_generation = ws[failed].generation_seen;
-        }
-    }
-    return rc;
-}
-
-/* Resolves every proven walk's frames into its thread, in list order. */
-static int emit_batch(fp_session *s, fp_sample *sm)
-{
-    fpi_walk_batch *b = s->batch;
-    /* Every thread's cached code objects confirmed in one read (before
-     * 3.14); each emit_frames then finds them confirmed. */
-    fpi_code_prevalidate(s, b->pending, b->npending);
-    for (size_t i = 0; i < b->n; i++) {
-        const fpi_deferred_walk *d = &b->walks[i];
-        fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, d->npending ? d->npending : 1, sizeof *np,
-                                         PENDING_INITIAL);
-        if (!np)
-            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu frames of one thread", d->npending);
-        s->pending = np;
-        memcpy(s->pending, b->pending + d->pending, d->npending * sizeof *np);
-        s->npending = d->npending;
-        fp_thread *th = &sm->threads[d->thread];
-        th->first_frame = sm->nframes;
-        int rc = emit_frames(s, sm, th);
-        if (rc)
-            return rc;
-    }
-    return FP_OK;
-}
-
-
-/* The fast path for an interpreter whose threads were all read ahead:
- * every thread's walk from its read-ahead copy, one batched read-back of
- * all of them (twice), then the frames.  FP_OK: the interpreter's threads
- * are in the sample, proven together.  Any other outcome but a fatal one
- * (a thread not read ahead, torn, failed, the batch changed) leaves the
- * sample and the thread list as they were, for the thread-by-thread walk,
- * which retries each thread on its own. */
-static int walk_interp_batched(fp_session *s, fp_sample *sm, interp_info *ii)
-{
-    const fpi_layout *l = &s->layout;
-    if (!s->batch && !(s->batch = calloc(1, sizeof *s->batch)))
-        return FP_E_INCOMPLETE; /* no memory for the fast path: the walk proper will say */
-    fpi_walk_batch *b = s->batch;
-    b->n = b->nchunks = b->nseen = b->npending = 0;
-    size_t nthreads0 = sm->nthreads, nframes0 = sm->nframes, ncur0 = s->ncur_ts;
-    uint64_t ts = ii->threads_head, link = ii->addr + (uint64_t)l->interp_threads_head;
-    int rc = FP_OK;
-    b->on = true;
-    for (size_t k = 0; !rc && ts; k++) {
-        if (k >= s->npf || s->pf[k].ts != ts) {
-            rc = FP_E_INCOMPLETE; /* not read ahead (or more threads than the list had) */
-            break;
-        }
-        if ((rc = remember_thread(s, ii->addr, ts)))
-            break;
-        s->spec_frames = s->opts.cache_frames && s->opts.cache_code;
-        uint64_t next = 0;
-        rc = walk_thread_once(s, sm, ii, link, ts, &s->pf[k], &next);
-        link = ts + (uint64_t)l->ts_next;
-        ts = next;
-    }
-    b->on = false;
-    if (!rc)
-        rc = verify_batch(s);
-    if (!rc)
-        rc = emit_batch(s, sm);
-    if (rc && !fatal(rc)) {
-        sm->nthreads = nthreads0;
-        sm->nframes = nframes0;
-        s->ncur_ts = ncur0;
-        s->err.msg[0] = 0;
-    }
-    return rc;
 }
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
@@ -1125,7 +931,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
             return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
-        interp_info ii;
+        fpi_interp_info ii;
         bool first = ninterp == 1;
         if ((rc = read_interp(s, interp, runtime, main_tid, first ? &spec : NULL, &ii)))
             return rc;
@@ -1143,13 +949,13 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             prefetch_threads(s, &ii);
         /* Several threads all read ahead: one read-back for all of them. */
         if (s->npf > 1) {
-            rc = walk_interp_batched(s, sm, &ii);
+            rc = fpi_walk_interp_batched(s, sm, &ii);
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc == FP_OK) {
                 interp = ii.next;
                 continue;
             }
-            if (fatal(rc))
+            if (fpi_walk_fatal(rc))
                 return rc;
         }
         uint64_t ts = ii.threads_head, link = interp + (uint64_t)l->interp_threads_head;
@@ -1162,13 +968,13 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             size_t before = sm->nthreads;
             size_t k = nthreads - 1;
             const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
-            if ((rc = remember_thread(s, interp, ts)))
+            if ((rc = fpi_remember_thread(s, interp, ts)))
                 return rc;
             rc = walk_thread(s, sm, &ii, link, ts, pre, &next);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
-                if (fatal(rc))
+                if (fpi_walk_fatal(rc))
                     return rc;
                 if (sm->nthreads == before) { /* the thread list itself is broken */
                     fpi_errbuf why = s->err;

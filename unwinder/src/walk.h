@@ -1,0 +1,49 @@
+/* walk.h — what the walker (walk.c) shares with its batched read-back of
+ * an interpreter's threads (walk_batch.c). */
+#ifndef FPI_WALK_H
+#define FPI_WALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session.h"
+#include "verify.h"
+
+#define FPI_PENDING_INITIAL 256u /* frames of one chain, first allocation */
+
+/* What a sample read of one interpreter. */
+typedef struct fpi_interp_info {
+    uint64_t addr, next, threads_head, threads_main;
+    uint64_t generation;     /* code_object_generation (3.14+) */
+    int64_t id;
+    bool gil_known;
+    uint64_t gil_holder; /* 0 when unlocked */
+    uint64_t gilp;       /* 3.12: where its GIL is */
+    uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
+} fpi_interp_info;
+
+/* An error that ends the sample (the process gone, no permission, ...). */
+bool fpi_walk_fatal(int rc);
+
+/* One walk of the thread state at ts (reached through the pointer at link),
+ * from `pre` when it was read ahead: pushes the thread (and, unless the
+ * batch is collecting, its frames) to the sample; *next is its next link. */
+int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
+                         const fpi_thread_prefetch *pre, uint64_t *next);
+
+/* Resolves s->pending into th's frames. */
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th);
+
+/* Notes that the interpreter had the thread state ts in this sample. */
+int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts);
+
+/* walk_batch.c */
+/* Is a batch collecting walks (walk_frames defers its read-back)? */
+bool fpi_batch_collecting(const fp_session *s);
+/* Keeps the walk just collected for the batch's read-back. */
+int fpi_batch_defer(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
+/* Every thread of the interpreter from its read-ahead copy, read back
+ * together; see walk_batch.c. */
+int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii);
+
+#endif
