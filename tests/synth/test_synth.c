@@ -174,6 +174,19 @@ static void describe(const char *id, scene *sc)
     sc->d.nthreads = 2;
 }
 
+/* Gives b a new session attached through rd to b's image (its target
+ * description): a test's own reader sees every read from the first. */
+static void reattach(built *b, const fp_reader *rd)
+{
+    fp_target_desc td;
+    synth_target(b->img, &td);
+    fp_session_free(b->s);
+    fp_options o;
+    fp_options_init(&o);
+    assert_int_equal(fp_session_new(&o, &b->s), FP_OK);
+    assert_int_equal(fp_session_attach_reader(b->s, rd, &td), FP_OK);
+}
+
 /* The standard scene, built and attached. */
 static void build_scene(const char *id, uint32_t max_depth, scene *sc, built *b)
 {
@@ -589,6 +602,7 @@ typedef struct racing_reader {
     int skip;                  /* reads of watch to let through first */
     void (*change)(struct racing_reader *);
     bool armed;
+    int fail;                  /* when set by change: what the read that triggered it returns */
     synth_image *img;
     const fpi_layout *l;
     uint64_t interp, ts, other;
@@ -600,6 +614,8 @@ static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
     if (r->armed && addr <= r->watch && r->watch - addr < len && r->skip-- == 0) {
         r->armed = false;
         r->change(r);
+        if (r->fail)
+            return r->fail;
     }
     return fp_reader_read(&r->inner, addr, buf, len);
 }
@@ -639,11 +655,7 @@ static void test_frameless_thread_recreated(void **state)
             rr.other = synth_thread_state_addr(b.img, 1);
             rr.change = head_recreated;
             fp_reader racing = {&RACING_OPS, &rr};
-            fp_session_free(b.s);
-            fp_options o;
-            fp_options_init(&o);
-            assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
-            assert_int_equal(fp_session_attach_reader(b.s, &racing, &td), FP_OK);
+            reattach(&b, &racing);
             if (primed) {
                 assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
                 assert_int_equal(fp_sample_thread_count(b.sm), 2);
@@ -708,13 +720,7 @@ static void test_read_stats(void **state)
         build_scene(id, 0, &sc, &b);
         counting_reader cr = {.inner = b.rd};
         fp_reader counting = {&COUNTING_OPS, &cr};
-        fp_target_desc td;
-        synth_target(b.img, &td);
-        fp_session_free(b.s);
-        fp_options o;
-        fp_options_init(&o);
-        assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
-        assert_int_equal(fp_session_attach_reader(b.s, &counting, &td), FP_OK);
+        reattach(&b, &counting);
         fp_read_stats st;
         assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
         assert_true(st.calls == 0 && st.bytes == 0);
@@ -762,17 +768,11 @@ static void test_batched_read_back_torn(void **state)
         built b;
         build_scene(id, 0, &sc, &b);
         racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
-        fp_target_desc td;
-        synth_target(b.img, &td);
         rr.ts = rr.watch = synth_frame_addr(b.img, 0, 0);
         rr.other = synth_frame_addr(b.img, 0, 3);
         rr.change = top_frame_replaced;
         fp_reader racing = {&RACING_OPS, &rr};
-        fp_session_free(b.s);
-        fp_options o;
-        fp_options_init(&o);
-        assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
-        assert_int_equal(fp_session_attach_reader(b.s, &racing, &td), FP_OK);
+        reattach(&b, &racing);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK); /* the next one reads both threads ahead */
         check_thread(id, b.sm, 0, EXPECT_T1, 4);
         rr.armed = true;
@@ -784,6 +784,40 @@ static void test_batched_read_back_torn(void **state)
         memcpy(ex, EXPECT_T1, sizeof ex);
         ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
         check_thread(id, b.sm, 0, ex, 4);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        unbuild(&b);
+    }
+}
+
+/* The read fails, as a read of memory just unmapped does. */
+static void read_fails(racing_reader *r)
+{
+    r->fail = FP_E_READ;
+}
+
+/* A batched read-back that cannot be read at all blames no thread: the
+ * sample is walked again thread by thread and is whole (a regression: the
+ * batch took the failure for the walk at index SIZE_MAX). */
+static void test_batched_read_back_unreadable(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
+        rr.watch = synth_frame_addr(b.img, 0, 0);
+        rr.change = read_fails;
+        fp_reader racing = {&RACING_OPS, &rr};
+        reattach(&b, &racing);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK); /* the next one reads both threads ahead */
+        rr.armed = true;
+        rr.skip = 1; /* the copy reads the frame; the first read-back fails */
+        if (fp_session_sample(b.s, b.sm))
+            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
+        assert_false(rr.armed);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
         check_thread(id, b.sm, 1, EXPECT_T2, 3);
         unbuild(&b);
     }
@@ -802,6 +836,7 @@ int main(void)
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn),
+        cmocka_unit_test(test_batched_read_back_unreadable),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@
  * thread's stack at the read-back as well as at the copy.  Otherwise
  * the thread is reported torn (FP_E_INCOMPLETE), which the walker retries
  * from fresh reads within its budget. */
+#include <stdint.h>
 #include <string.h>
 
 #include "grow.h"
@@ -259,24 +260,6 @@ static int torn(fp_session *s, const fpi_verify_want *w, const char *what)
                    (unsigned long long)w->native_id, what);
 }
 
-int fpi_verify_thread(fp_session *s, fpi_verify_want *w)
-{
-    fpi_walk_used u = {s->chunks, s->nchunks, s->seen, s->nseen};
-    size_t n = 0, used = 0;
-    verify_at at;
-    int rc = plan(s, w, &u, &n, &used, &at);
-    if (!rc)
-        rc = read_planned(s, n, used, w->native_id);
-    if (rc)
-        return rc;
-    const char *what = check(s, w, &u, s->verify_buf, &at);
-    if (what)
-        return torn(s, w, what);
-    if (w->last)
-        note_outside_frames(s, &u, s->verify_buf, &at);
-    return FP_OK;
-}
-
 int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed)
 {
     size_t n = 0, used = 0;
@@ -290,7 +273,7 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     if (!rc)
         rc = read_planned(s, n, used, count ? ws[0].native_id : 0);
     if (rc) {
-        *failed = 0;
+        *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
         return rc;
     }
     for (size_t i = 0; i < count; i++) {

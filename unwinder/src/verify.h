@@ -31,15 +31,8 @@ fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t
  * such a frame. */
 size_t fpi_outside_prefix(const fpi_layout *l);
 
-/* Reads back everything the walk of one thread used (the link, the thread
- * state, s->chunks, s->seen, the generation) in one batched read: FP_OK
- * when all of it is unchanged; FP_E_INCOMPLETE ("torn: ...") when anything
- * changed or could not be read back; FP_E_PROCESS_GONE, FP_E_PERMISSION or
- * FP_E_NOMEM.  Every error leaves a message. */
-int fpi_verify_thread(fp_session *s, fpi_verify_want *w);
-
 /* What one walk used besides its want: its chunk copies and every frame it
- * followed (fpi_verify_thread takes s->chunks and s->seen). */
+ * followed. */
 typedef struct fpi_walk_used {
     const fpi_chunk_copy *chunks;
     size_t nchunks;
@@ -47,9 +40,13 @@ typedef struct fpi_walk_used {
     size_t nseen;
 } fpi_walk_used;
 
-/* The read-back of count walks in one batched read, each checked as
- * fpi_verify_thread checks one.  On FP_E_INCOMPLETE *failed is the first
- * walk found changed (its message is the session's). */
+/* Reads back everything count walks used (for each: the link, the thread
+ * state, its chunks, the frames it followed, the generation) in one batched
+ * read: FP_OK when all of it is unchanged; FP_E_INCOMPLETE ("torn: ...")
+ * when anything changed, *failed then the first walk found changed, or
+ * SIZE_MAX when the read-back itself could not be read;
+ * FP_E_PROCESS_GONE, FP_E_PERMISSION or FP_E_NOMEM.  Every error leaves a
+ * message. */
 int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed);
 
 #endif

@@ -375,12 +375,11 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
 
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
-int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
 {
-    const fpi_layout *l = &s->layout;
-    fpi_code_prevalidate(s, s->pending, s->npending);
-    for (size_t i = 0; i < s->npending; i++) {
-        const fpi_pending_frame *pf = &s->pending[i];
+    fpi_code_prevalidate(s, pending, n);
+    for (size_t i = 0; i < n; i++) {
+        const fpi_pending_frame *pf = &pending[i];
         fpi_code_entry *ce;
         int rc = fpi_code_get(s, pf->code, &ce);
         if (rc) {
@@ -433,7 +432,6 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th)
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
             return rc;
     }
-    (void)l;
     return FP_OK;
 }
 
@@ -449,11 +447,13 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
      * with the reads). */
+    fpi_walk_used used = {s->chunks, s->nchunks, s->seen, s->nseen};
+    size_t failed;
     for (unsigned i = 0; !rc && i < FPI_VERIFY_READS; i++) {
         want->last = i + 1 == FPI_VERIFY_READS;
-        rc = fpi_verify_thread(s, want);
+        rc = fpi_verify_batch(s, want, &used, 1, &failed);
     }
-    return rc ? rc : fpi_emit_frames(s, sm, th);
+    return rc ? rc : fpi_emit_frames(s, sm, th, s->pending, s->npending);
 }
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose
@@ -857,18 +857,14 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
     spec->addr = 0;
     if (!s->last_interp)
         return -1;
-    size_t n = plan_thread_reads(s, s->last_interp, 1 + INTERP_IOV_MAX, 1);
     fp_iov fixed[1 + INTERP_IOV_MAX];
     size_t k = 0;
     fixed[k++] = (fp_iov){rt_addr, rt, span};
     k += interp_iov(l, s->last_interp, gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
+    size_t n = plan_thread_reads(s, s->last_interp, k, 1);
     fp_iov *iov = n ? s->pf_iov : fixed;
-    if (n) {
-        /* plan_thread_reads left 1 + INTERP_IOV_MAX slots before the
-         * thread states: close the gap. */
-        memmove(iov + k, iov + 1 + INTERP_IOV_MAX, n * sizeof *iov);
-        memcpy(iov, fixed, k * sizeof *iov);
-    }
+    if (n)
+        memcpy(iov, fixed, k * sizeof *iov); /* plan_thread_reads left k slots before the thread states */
     if (fpi_readv(s, iov, k + n) != FP_OK) {
         spec->addr = 0;
         s->npf = 0;

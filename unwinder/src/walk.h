@@ -31,8 +31,9 @@ bool fpi_walk_fatal(int rc);
 int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
                          const fpi_thread_prefetch *pre, uint64_t *next);
 
-/* Resolves s->pending into th's frames. */
-int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th);
+/* Resolves the n recorded frames at pending (the walk's s->pending, or a
+ * slice of a batch's) into th's frames. */
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n);
 
 /* Notes that the interpreter had the thread state ts in this sample. */
 int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts);

@@ -124,12 +124,17 @@ static int verify_batch(fp_session *s)
     for (unsigned r = 0; !rc && r < FPI_VERIFY_READS; r++) {
         for (size_t i = 0; i < b->n; i++)
             ws[i].last = r + 1 == FPI_VERIFY_READS;
-        size_t failed = 0;
+        size_t failed;
         rc = fpi_verify_batch(s, ws, us, b->n, &failed);
-        if (rc == FP_E_INCOMPLETE && ws[failed].generation_seen != ws[failed].generation) {
+        if (rc != FP_E_INCOMPLETE || failed >= b->n)
+            continue; /* proven, or the read-back itself failed: no thread to blame */
+        if (ws[failed].generation_seen != ws[failed].generation) {
             fpi_code_cache_invalidate(&s->cc); /* code objects were freed: the walk again trusts none */
             s->code_generation = ws[failed].generation_seen;
         }
+        /* The thread found changed is walked again from fresh reads, not
+         * from its read-ahead copy, which is what failed. */
+        s->pf[failed].ts = 0;
     }
     return rc;
 }
@@ -143,16 +148,9 @@ static int emit_batch(fp_session *s, fp_sample *sm)
     fpi_code_prevalidate(s, b->pending, b->npending);
     for (size_t i = 0; i < b->n; i++) {
         const fpi_deferred_walk *d = &b->walks[i];
-        fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, d->npending ? d->npending : 1, sizeof *np,
-                                         FPI_PENDING_INITIAL);
-        if (!np)
-            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu frames of one thread", d->npending);
-        s->pending = np;
-        memcpy(s->pending, b->pending + d->pending, d->npending * sizeof *np);
-        s->npending = d->npending;
         fp_thread *th = &sm->threads[d->thread];
         th->first_frame = sm->nframes;
-        int rc = fpi_emit_frames(s, sm, th);
+        int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending);
         if (rc)
             return rc;
     }
