@@ -59,8 +59,12 @@ static int vm_readv(void *ctx, const fp_iov *iov, size_t n)
         if (got < 0)
             return vm_fail(c, errno);
         if ((size_t)got != want) {
-            /* Find which range failed: re-read one by one. */
-            for (size_t i = 0; i < batch; i++) {
+            /* The ranges before the point of failure were read whole; find
+             * which one failed: re-read the others one by one. */
+            size_t i = 0, whole = 0;
+            while (i < batch && whole + iov[done + i].len <= (size_t)got)
+                whole += iov[done + i++].len;
+            for (; i < batch; i++) {
                 int rc = vm_read(c, iov[done + i].addr, iov[done + i].buf, iov[done + i].len);
                 if (rc)
                     return rc;
