@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include "call_sites.h"
+#include "call_sites_table.h"
 #include "session.h"
 #include "synth.h"
 
@@ -234,13 +236,14 @@ static void test_layouts_round_trip(void **state)
 
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
-    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_COUNT
+    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
     "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
     "data-stack top below a chunk that wraps", "a caller that is not suspended in a call",
-    "an evaluation's _PyCFrame with no frame yet", "a caller still being set up"};
+    "an evaluation's _PyCFrame with no frame yet", "a caller still being set up",
+    "a caller whose cache data looks like a call just before it (3.13+)"};
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -346,6 +349,33 @@ static bool corrupt(built *b, int what)
         (void)ip;
         return true;
     }
+    case C_CACHE_LOOKALIKE_CALLER: {
+        /* 3.13+ callers point at the instruction itself: frame 2's code
+         * holds no frame-pushing instruction, but the unit its cache count
+         * before frame 2's own holds a byte equal to one (as cache data
+         * may), which a scan back from the unit would take for the call. */
+        fp_python_info py;
+        if (fp_session_python(b->s, &py) != FP_OK)
+            return false;
+        const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
+        if (!set || ((py.hexversion >> 16) & 0xffu) < 13)
+            return false;
+        int op = -1;
+        for (int v = 0; v < 256 && op < 0; v++)
+            if (((set->ops[v / 64] >> (v % 64)) & 1u) && set->caches[v] > 0)
+                op = v;
+        uint64_t ip, code, units;
+        memcpy(&ip, synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), 8);
+        memcpy(&code, synth_bytes(b->img, f2 + (uint64_t)l->fr_executable, 8), 8);
+        code &= ~l->executable_tag_mask;
+        memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
+        uint64_t start = code + (uint64_t)l->co_code_adaptive, unit = (ip - start) / 2;
+        if (op < 0 || unit < set->caches[op] || unit >= units)
+            return false;
+        memset(synth_bytes(b->img, start, (size_t)units * 2), 0, (size_t)units * 2);
+        *synth_bytes(b->img, start + 2 * (unit - set->caches[op]), 1) = (uint8_t)op;
+        return true;
+    }
     case C_WRAPPED_CHUNK: {
         uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
         memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
@@ -382,7 +412,7 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
-            if (c == C_RETURNED_CALLER)
+            if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));

@@ -10,8 +10,9 @@
  * chain reused, is at another instruction (typically RETURN_VALUE, or the
  * caller's next statement): a walk that meets one has mixed two instants
  * and must not be returned as a stack.  The caller's instruction pointer
- * names the instruction (3.13+) or its last inline cache unit (3.11, 3.12):
- * both are accepted.  The opcode sets come from each version's own opcode
+ * names the instruction (3.13+), or the instruction or its last inline
+ * cache unit (3.11, 3.12); 3.13+ accept the instruction only, as the cache
+ * units hold data that a scan back from any unit could take for an opcode.  The opcode sets come from each version's own opcode
  * tables (call_sites_table.h, targets/layouts/gen_call_sites). */
 #include <stddef.h>
 
@@ -20,6 +21,7 @@
 
 #define MAJOR 3u
 #define MAX_CACHE_UNITS 16    /* more inline cache units than any instruction has */
+#define SUSPENDED_AT_INSTRUCTION 13u /* the first minor version whose callers point at the instruction */
 
 const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor)
 {
@@ -38,11 +40,14 @@ bool fpi_call_site_ok(const fpi_call_site_set *set, const fpi_code_entry *e, int
 {
     if (!set || !e->bytecode || unit < 0 || unit >= e->code_units)
         return true;
-    /* The unit itself, or a frame-pushing instruction exactly its cache
-     * count before it. */
+    /* 3.13+: the instruction itself.  3.11, 3.12: the instruction itself
+     * or its last cache unit (a frame-pushing instruction exactly its
+     * cache count before it). */
     uint8_t op = e->bytecode[2u * (size_t)unit];
     if (member(set, op))
         return true;
+    if (set->minor >= SUSPENDED_AT_INSTRUCTION)
+        return false;
     for (int32_t back = 1; back <= unit && back <= MAX_CACHE_UNITS; back++) {
         uint8_t prev = e->bytecode[2u * (size_t)(unit - back)];
         if (member(set, prev) && set->caches[prev] == back)
