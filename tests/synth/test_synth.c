@@ -730,13 +730,14 @@ static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_
 /* Reads of a steady-state sample of the standard scene (two threads, one
  * generator frame outside the data stack), per layout in LAYOUTS order: the
  * sample's first read takes the runtime's words, the interpreter's (and
- * its GIL's) and both thread states at once; the second their current
- * frames (3.11, 3.12: in their _PyCFrame) and the chunks' live parts; then
- * two read-backs of both threads' walks together; the code objects'
+ * its GIL's), both thread states, and, where the last sample saw them,
+ * their current frames (3.11, 3.12: in their _PyCFrame) and their chunks'
+ * live parts, all at once; then two read-backs of both threads' walks
+ * together; the code objects'
  * re-validation where no code-object generation exists (before 3.14: one
  * read) and thread-local bytecode (3.14t, 3.15t) add theirs.  Fewer is
  * better; a change shows here. */
-static const unsigned STEADY_READS[NLAYOUTS] = {5, 5, 5, 5, 4, 7, 4, 7};
+static const unsigned STEADY_READS[NLAYOUTS] = {4, 4, 4, 4, 3, 6, 3, 6};
 
 /* fp_session_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */

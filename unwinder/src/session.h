@@ -93,11 +93,22 @@ typedef struct fpi_pending_frame {
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
 } fpi_pending_frame;
 
+/* A thread as the last sample saw it: where the next sample's first read
+ * looks for it (walk.c). */
+typedef struct fpi_thread_memo {
+    uint64_t interp, ts;      /* its interpreter and thread state */
+    uint64_t chunk;           /* its newest data-stack chunk (0: none known) */
+    uint64_t chunk_read;      /* bytes of it to read ahead: the live part seen, a margin, within the chunk */
+    uint64_t cframe;          /* 3.11/3.12: its _PyCFrame (0: none known) */
+} fpi_thread_memo;
+
 /* Thread states and live data-stack parts read ahead in one batch per
  * interpreter, from the thread list the previous sample saw. */
 typedef struct fpi_thread_prefetch {
     uint64_t ts;              /* thread state address */
     size_t tsbuf;             /* offset of its copy in ts_bufs */
+    uint64_t spec_chunk, spec_cframe; /* read with the sample's first read (0: not) */
+    size_t spec_chunkbuf, spec_chunklen; /* ... the chunk's bytes, in chunk_bufs */
     uint64_t chunk, top;      /* the live chunk part copied, if any */
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
     uint64_t cframe, cframe_top; /* 3.11/3.12: the thread's _PyCFrame and its current frame */
@@ -156,10 +167,11 @@ struct fp_session {
     size_t pf_iov_cap;
     uint64_t last_interp;     /* the interpreter list's head in the last sample (0: none) */
     uint64_t last_gilp;       /* ... and where its GIL was (3.12) */
-    uint64_t *last_ts;        /* (interp, thread state) pairs of the last sample */
+    fpi_thread_memo *last_ts; /* the threads of the last sample */
     size_t nlast_ts, last_ts_cap;
-    uint64_t *cur_ts;         /* ... and of this sample, so far */
+    fpi_thread_memo *cur_ts;  /* ... and of this sample, so far */
     size_t ncur_ts, cur_ts_cap;
+    size_t spec_bytes;        /* bytes of chunk_bufs the sample's first read filled */
     uint64_t *frame_addrs;    /* walk history for cycle reporting */
     size_t frame_addrs_cap;
 };

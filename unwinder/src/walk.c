@@ -23,6 +23,10 @@
 #define RUNTIME_SPAN_MAX 64
 #define STACK_COPY_INITIAL 65536u  /* bytes */
 #define CHUNK_LIST_INITIAL 16u
+#define MEMO_INITIAL 64u
+/* Bytes read ahead beyond the live part of a chunk the last sample saw, so
+ * a stack a few frames deeper still comes with the first read. */
+#define SPEC_CHUNK_MARGIN 1024u
 
 /* Every read a sample makes goes through these two, which count it. */
 int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len)
@@ -73,6 +77,23 @@ bool fpi_walk_fatal(int rc)
 static bool live_span(uint64_t chunk, uint64_t top)
 {
     return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
+}
+
+/* Remembers where the thread just walked (the last one remembered) had its
+ * newest chunk and _PyCFrame: the next sample's first read takes them. */
+static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
+{
+    if (s->ncur_ts == 0 || s->cur_ts[s->ncur_ts - 1].ts != ts)
+        return;
+    fpi_thread_memo *m = &s->cur_ts[s->ncur_ts - 1];
+    m->cframe = cframe;
+    m->chunk = m->chunk_read = 0;
+    if (s->nchunks == 0)
+        return;
+    const fpi_chunk_copy *c = &s->chunks[0];
+    uint64_t cap = c->alloc < FPI_MAX_CHUNK_BYTES ? c->alloc : FPI_MAX_CHUNK_BYTES;
+    m->chunk = c->remote;
+    m->chunk_read = c->size + SPEC_CHUNK_MARGIN < cap ? c->size + SPEC_CHUNK_MARGIN : cap;
 }
 
 /* Copies the live part of the thread's data-stack chunks into
@@ -588,8 +609,10 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
         s->nchunks = 0;
     else
         rc = copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
-    if (!rc)
+    if (!rc) {
+        remember_stack(s, ts, cframe);
         rc = walk_frames(s, sm, th, top, base, &want);
+    }
     if (want.generation_seen != want.generation) {
         /* Code objects were freed while the thread was read: none of the
          * cached ones can be trusted for the retry. */
@@ -736,14 +759,20 @@ static int read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t 
 
 /* Plans the read-ahead of the thread states interpreter `interp` had in the
  * previous sample: s->pf and s->pf_iov[first ..] (s->pf_iov grown to hold
- * `first` more reads before them).  Returns how many (0: none, fewer than
- * `min`, or no memory). */
-static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min)
+ * `first` more reads before them); with `stacks`, also each one's newest
+ * chunk and _PyCFrame where the previous sample saw them, after all the
+ * thread states (finish_thread_reads keeps them where the thread states
+ * still point there).  Returns how many threads (0: none, fewer than
+ * `min`, or no memory); *reads is how many reads follow `first`. */
+static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks,
+                                size_t *reads)
 {
+    *reads = 0;
     s->npf = 0;
+    s->spec_bytes = 0;
     size_t n = 0;
-    for (size_t i = 0; i + 1 < s->nlast_ts; i += 2)
-        if (s->last_ts[i] == interp)
+    for (size_t i = 0; i < s->nlast_ts; i++)
+        if (s->last_ts[i].interp == interp)
             n++;
     if (n < min || n == 0 || n > s->opts.max_threads)
         return 0; /* nothing to gain, or nothing known */
@@ -756,18 +785,39 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
     if (!tb)
         return 0;
     s->ts_bufs = tb;
-    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, first + n, sizeof *iov, first + n);
+    size_t spec = 0; /* bytes of chunks to read ahead */
+    for (size_t i = 0; stacks && i < s->nlast_ts; i++)
+        if (s->last_ts[i].interp == interp && spec + s->last_ts[i].chunk_read <= FPI_MAX_STACK_COPY)
+            spec += s->last_ts[i].chunk_read;
+    uint8_t *cb = spec ? fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, spec, 1, STACK_COPY_INITIAL) : NULL;
+    if (cb)
+        s->chunk_bufs = cb;
+    size_t most = first + (stacks ? 3 * n : n);
+    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, most, sizeof *iov, most);
     if (!iov)
         return 0;
     s->pf_iov = iov;
-    size_t k = 0;
-    for (size_t i = 0; i + 1 < s->nlast_ts && k < n; i += 2) {
-        if (s->last_ts[i] != interp)
+    size_t k = 0, m = first + n;
+    for (size_t i = 0; i < s->nlast_ts && k < n; i++) {
+        const fpi_thread_memo *t = &s->last_ts[i];
+        if (t->interp != interp)
             continue;
-        pf[k] = (fpi_thread_prefetch){.ts = s->last_ts[i + 1], .tsbuf = k * tslen};
+        pf[k] = (fpi_thread_prefetch){.ts = t->ts, .tsbuf = k * tslen};
         iov[first + k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
+        if (stacks && t->cframe && s->layout.cframe_current_frame != FPI_OFF_NONE) {
+            pf[k].spec_cframe = t->cframe;
+            iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top, 8};
+        }
+        if (cb && t->chunk && s->spec_bytes + t->chunk_read <= spec) {
+            pf[k].spec_chunk = t->chunk;
+            pf[k].spec_chunkbuf = s->spec_bytes;
+            pf[k].spec_chunklen = (size_t)t->chunk_read;
+            iov[m++] = (fp_iov){t->chunk, cb + s->spec_bytes, (size_t)t->chunk_read};
+            s->spec_bytes += (size_t)t->chunk_read;
+        }
         k++;
     }
+    *reads = m - first;
     return n;
 }
 
@@ -782,63 +832,77 @@ static void finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t
     size_t tslen = s->ts_read_len;
     fpi_thread_prefetch *pf = s->pf;
     const uint8_t *tb = s->ts_bufs;
-    fp_iov *iov = s->pf_iov;
     if (n == 0 || pf[0].ts != ii->threads_head)
         return;
     size_t valid = 1;
     while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
         valid++;
-    size_t total = 0, m = 0;
+    s->npf = valid;
+    size_t total = s->spec_bytes, m = 0;
     bool cframes = l->ts_current_frame == FPI_OFF_NONE;
-    fp_iov *grown = fpi_grow(s->pf_iov, &s->pf_iov_cap, 2 * valid, sizeof *grown, 2 * valid);
-    if (!grown)
+    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, 2 * valid, sizeof *iov, 2 * valid);
+    if (!iov) {
+        s->npf = 0;
         return;
-    s->pf_iov = iov = grown;
+    }
+    s->pf_iov = iov;
     for (size_t i = 0; i < valid; i++) {
         pf[i].cframe = cframes ? fpi_load_u64(tb + i * tslen, l->ts_cframe) : 0;
-        pf[i].has_cframe_top = false;
-        if (pf[i].cframe)
+        /* Read with the first read where the last sample saw it. */
+        pf[i].has_cframe_top = pf[i].cframe && pf[i].cframe == pf[i].spec_cframe;
+        if (pf[i].cframe && !pf[i].has_cframe_top)
             iov[m++] = (fp_iov){pf[i].cframe + (uint64_t)l->cframe_current_frame, &pf[i].cframe_top, 8};
     }
+    size_t first_chunk = m;
     for (size_t i = 0; i < valid; i++) {
         uint64_t chunk = fpi_load_u64(tb + i * tslen, l->ts_datastack_chunk);
         uint64_t top = fpi_load_u64(tb + i * tslen, l->ts_datastack_top);
         pf[i].chunk = chunk;
         pf[i].top = top;
         pf[i].chunklen = 0;
-        if (live_span(chunk, top) && total + (top - chunk) <= FPI_MAX_STACK_COPY) {
+        if (!live_span(chunk, top))
+            continue;
+        size_t len = (size_t)(top - chunk);
+        if (chunk == pf[i].spec_chunk && len <= pf[i].spec_chunklen) {
+            pf[i].chunkbuf = pf[i].spec_chunkbuf; /* read with the first read */
+            pf[i].chunklen = len;
+        } else if (total + len <= FPI_MAX_STACK_COPY) {
             pf[i].chunkbuf = total;
-            pf[i].chunklen = (size_t)(top - chunk);
-            total += pf[i].chunklen;
+            pf[i].chunklen = len;
+            total += len;
+            m++; /* its read is planned below, once the buffer has grown */
         }
     }
-    s->npf = valid;
-    uint8_t *cb = fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, STACK_COPY_INITIAL);
-    if (!cb) {
-        for (size_t i = 0; i < valid; i++)
-            pf[i].chunklen = 0;
+    if (m == 0)
         return;
-    }
-    s->chunk_bufs = cb;
-    for (size_t i = 0; i < valid; i++)
-        if (pf[i].chunklen)
-            iov[m++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
-    if (m && fpi_readv(s, iov, m) != FP_OK) {
-        for (size_t i = 0; i < valid; i++)
-            pf[i].chunklen = 0; /* the walk reads them itself */
+    uint8_t *cb = fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, STACK_COPY_INITIAL);
+    if (cb)
+        s->chunk_bufs = cb;
+    size_t r = first_chunk;
+    for (size_t i = 0; cb && i < valid; i++)
+        if (pf[i].chunklen && pf[i].chunkbuf >= s->spec_bytes)
+            iov[r++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
+    if (!cb || fpi_readv(s, iov, m) != FP_OK) {
+        /* What this read was to bring is left to the walk. */
+        for (size_t i = 0; i < valid; i++) {
+            if (pf[i].chunkbuf >= s->spec_bytes)
+                pf[i].chunklen = 0;
+        }
         return;
     }
     for (size_t i = 0; i < valid; i++)
         pf[i].has_cframe_top = pf[i].cframe != 0;
 }
 
-/* Reads ahead, in two batched reads, the thread states this interpreter had
- * in the previous sample and the live parts of their newest data-stack
- * chunks (a single thread gains nothing from a read of its own). */
-static void prefetch_threads(fp_session *s, const fpi_interp_info *ii)
+/* Reads ahead, in one batched read, the thread states this interpreter had
+ * in the previous sample and (with `stacks`) their newest chunks and
+ * _PyCFrames where it saw them; a second batched read brings whatever of
+ * those moved (a single thread gains nothing from a read of its own). */
+static void prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stacks)
 {
-    size_t n = plan_thread_reads(s, ii->addr, 0, 2);
-    if (n && ii->threads_head == s->pf[0].ts && fpi_readv(s, s->pf_iov, n) == FP_OK)
+    size_t reads;
+    size_t n = plan_thread_reads(s, ii->addr, 0, 2, stacks, &reads);
+    if (n && ii->threads_head == s->pf[0].ts && fpi_readv(s, s->pf_iov, reads) == FP_OK)
         finish_thread_reads(s, ii, n);
     else
         s->npf = 0;
@@ -846,8 +910,10 @@ static void prefetch_threads(fp_session *s, const fpi_interp_info *ii)
 
 /* The sample's first read, in one batch: _PyRuntime's interpreter list
  * head and main thread id, and, speculating that the interpreter list
- * starts where it did in the last sample, that interpreter's words and the
- * thread states it had.  Whatever the speculation got wrong is read again
+ * starts where it did in the last sample, that interpreter's words, the
+ * thread states it had, and their newest chunks and _PyCFrames where they
+ * were: a steady-state sample of one interpreter reads nothing more before
+ * its read-backs.  Whatever the speculation got wrong is read again
  * by the walk (read_interp, finish_thread_reads check the addresses).
  * Returns the number of thread states read with it (-1: the batch failed
  * and nothing of it may be used, the runtime words included). */
@@ -861,11 +927,12 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
     size_t k = 0;
     fixed[k++] = (fp_iov){rt_addr, rt, span};
     k += interp_iov(l, s->last_interp, gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
-    size_t n = plan_thread_reads(s, s->last_interp, k, 1);
+    size_t reads;
+    size_t n = plan_thread_reads(s, s->last_interp, k, 1, true, &reads);
     fp_iov *iov = n ? s->pf_iov : fixed;
     if (n)
         memcpy(iov, fixed, k * sizeof *iov); /* plan_thread_reads left k slots before the thread states */
-    if (fpi_readv(s, iov, k + n) != FP_OK) {
+    if (fpi_readv(s, iov, k + reads) != FP_OK) {
         spec->addr = 0;
         s->npf = 0;
         return -1;
@@ -876,14 +943,14 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
 /* Remembers which thread states the interpreter had, for the next sample. */
 int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
 {
-    uint64_t *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 2, sizeof *nl, 64);
+    fpi_thread_memo *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 1, sizeof *nl, MEMO_INITIAL);
     if (!nl)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", s->ncur_ts / 2 + 1);
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", s->ncur_ts + 1);
     s->cur_ts = nl;
-    s->cur_ts[s->ncur_ts++] = interp;
-    s->cur_ts[s->ncur_ts++] = ts;
+    s->cur_ts[s->ncur_ts++] = (fpi_thread_memo){.interp = interp, .ts = ts};
     return FP_OK;
 }
+
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
@@ -891,7 +958,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     fpi_sample_reset(sm);
     s->sample_no++;
     /* This sample's thread list becomes the guess for the next one. */
-    uint64_t *tl = s->last_ts;
+    fpi_thread_memo *tl = s->last_ts;
     size_t tcap = s->last_ts_cap;
     s->last_ts = s->cur_ts;
     s->last_ts_cap = s->cur_ts_cap;
@@ -915,6 +982,9 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     size_t span = mt > lo && mt - lo + 8 <= RUNTIME_SPAN_MAX ? (size_t)(mt - lo) + 8 : 8;
     interp_words spec;
     long spec_threads = first_read(s, runtime + (uint64_t)lo, rt, span, &spec);
+    /* A first read that failed most likely met a chunk since freed: no
+     * more stacks read ahead in this sample. */
+    bool stacks_ahead = !(s->last_interp && spec_threads < 0);
     int rc = spec_threads < 0 ? fpi_read(s, runtime + (uint64_t)lo, rt, span) : FP_OK;
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
@@ -942,7 +1012,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         if (first && spec.addr == interp && spec_threads >= 0)
             finish_thread_reads(s, &ii, (size_t)spec_threads);
         else
-            prefetch_threads(s, &ii);
+            prefetch_threads(s, &ii, stacks_ahead);
         /* Several threads all read ahead: one read-back for all of them. */
         if (s->npf > 1) {
             rc = fpi_walk_interp_batched(s, sm, &ii);

@@ -366,13 +366,10 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return fail(im, "too many frames");
     uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
-    /* The chunk says it is CHUNK_BYTES long, like CPython's, and owns that
-     * much address space (a frame anywhere in it belongs to the data
-     * stack); only the part the frames use (all the walker reads, up to
-     * datastack_top) is backed. */
-    uint64_t slot = ((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull;
-    uint64_t used_bytes = CHUNK_HEADER + 8 + slot * (uint64_t)t->nframes;
-    uint64_t chunk = alloc_span(im, (size_t)(used_bytes < CHUNK_BYTES ? used_bytes : CHUNK_BYTES), CHUNK_BYTES);
+    /* The chunk is CHUNK_BYTES long and all of it readable, like CPython's
+     * (a frame anywhere in it belongs to the data stack; a sample reads
+     * ahead past the top the last one saw). */
+    uint64_t chunk = alloc(im, CHUNK_BYTES);
     if (!ts || !chunk)
         return fail(im, "out of memory");
     (void)prev_ts;
