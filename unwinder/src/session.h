@@ -18,6 +18,7 @@
 #define FPI_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
 #define FPI_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
 #define FPI_MAX_CHUNKS 4096u                         /* chunks per thread */
+#define FPI_SPEC_OLD_CHUNKS 8u                       /* older chunks of a thread read ahead (the rest: one by one) */
 #define FPI_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
 #define FPI_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
 #define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
@@ -100,6 +101,8 @@ typedef struct fpi_thread_memo {
     uint64_t chunk;           /* its newest data-stack chunk (0: none known) */
     uint64_t chunk_read;      /* bytes of it to read ahead: the live part seen, a margin, within the chunk */
     uint64_t cframe;          /* 3.11/3.12: its _PyCFrame (0: none known) */
+    uint64_t old[FPI_SPEC_OLD_CHUNKS], old_len[FPI_SPEC_OLD_CHUNKS]; /* its older chunks, newest first, and the bytes copied */
+    unsigned nold;
 } fpi_thread_memo;
 
 /* Thread states and live data-stack parts read ahead in one batch per
@@ -109,6 +112,9 @@ typedef struct fpi_thread_prefetch {
     size_t tsbuf;             /* offset of its copy in ts_bufs */
     uint64_t spec_chunk, spec_cframe; /* read with the sample's first read (0: not) */
     size_t spec_chunkbuf, spec_chunklen; /* ... the chunk's bytes, in chunk_bufs */
+    uint64_t spec_old[FPI_SPEC_OLD_CHUNKS];   /* ... older chunks read with it */
+    size_t spec_old_buf[FPI_SPEC_OLD_CHUNKS], spec_old_len[FPI_SPEC_OLD_CHUNKS];
+    unsigned spec_nold;
     uint64_t chunk, top;      /* the live chunk part copied, if any */
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
     uint64_t cframe, cframe_top; /* 3.11/3.12: the thread's _PyCFrame and its current frame */

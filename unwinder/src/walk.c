@@ -88,12 +88,26 @@ static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
     fpi_thread_memo *m = &s->cur_ts[s->ncur_ts - 1];
     m->cframe = cframe;
     m->chunk = m->chunk_read = 0;
+    m->nold = 0;
     if (s->nchunks == 0)
         return;
+    for (size_t i = 1; i < s->nchunks && m->nold < FPI_SPEC_OLD_CHUNKS; i++, m->nold++) {
+        m->old[m->nold] = s->chunks[i].remote;
+        m->old_len[m->nold] = s->chunks[i].size;
+    }
     const fpi_chunk_copy *c = &s->chunks[0];
     uint64_t cap = c->alloc < FPI_MAX_CHUNK_BYTES ? c->alloc : FPI_MAX_CHUNK_BYTES;
     m->chunk = c->remote;
     m->chunk_read = c->size + SPEC_CHUNK_MARGIN < cap ? c->size + SPEC_CHUNK_MARGIN : cap;
+}
+
+/* The bytes of the thread's older chunk `i` (0: the one below the newest)
+ * if the sample's first read took them at `chunk`, else NULL. */
+static const uint8_t *old_chunk_ahead(const fp_session *s, const fpi_thread_prefetch *pre, unsigned i, uint64_t chunk)
+{
+    if (!pre || i >= pre->spec_nold || pre->spec_old[i] != chunk || pre->spec_old_len[i] < CHUNK_HEADER)
+        return NULL;
+    return s->chunk_bufs + pre->spec_old_buf[i];
 }
 
 /* Copies the live part of the thread's data-stack chunks into
@@ -115,8 +129,14 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
         bool live_part = n == 0 && live_span(chunk, top);
         uint8_t hdr[CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
+        const uint8_t *ahead = n > 0 ? old_chunk_ahead(s, pre, n - 1, chunk) : NULL; /* read with the first read */
+        size_t ahead_len = ahead ? pre->spec_old_len[n - 1] : 0;
         if (!live_part) {
-            int rc = fpi_read(s, chunk, hdr, sizeof hdr);
+            int rc = FP_OK;
+            if (ahead)
+                memcpy(hdr, ahead, sizeof hdr);
+            else
+                rc = fpi_read(s, chunk, hdr, sizeof hdr);
             if (rc)
                 return fpi_err_code(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
             size = fpi_load_u64(hdr, l->chunk_size);
@@ -151,6 +171,8 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
             memcpy(s->stack_buf + used, s->chunk_bufs + pre->chunkbuf, (size_t)want);
+        else if (ahead && want <= ahead_len)
+            memcpy(s->stack_buf + used, ahead, (size_t)want);
         else
             rc = fpi_read(s, chunk, s->stack_buf + used, (size_t)want);
         if (rc)
@@ -786,13 +808,18 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
         return 0;
     s->ts_bufs = tb;
     size_t spec = 0; /* bytes of chunks to read ahead */
-    for (size_t i = 0; stacks && i < s->nlast_ts; i++)
-        if (s->last_ts[i].interp == interp && spec + s->last_ts[i].chunk_read <= FPI_MAX_STACK_COPY)
-            spec += s->last_ts[i].chunk_read;
+    for (size_t i = 0; stacks && i < s->nlast_ts; i++) {
+        const fpi_thread_memo *t = &s->last_ts[i];
+        uint64_t bytes = t->chunk_read;
+        for (unsigned j = 0; j < t->nold; j++)
+            bytes += t->old_len[j];
+        if (t->interp == interp && spec + bytes <= FPI_MAX_STACK_COPY)
+            spec += (size_t)bytes;
+    }
     uint8_t *cb = spec ? fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, spec, 1, STACK_COPY_INITIAL) : NULL;
     if (cb)
         s->chunk_bufs = cb;
-    size_t most = first + (stacks ? 3 * n : n);
+    size_t most = first + (stacks ? (3 + FPI_SPEC_OLD_CHUNKS) * n : n);
     fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, most, sizeof *iov, most);
     if (!iov)
         return 0;
@@ -814,6 +841,16 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
             pf[k].spec_chunklen = (size_t)t->chunk_read;
             iov[m++] = (fp_iov){t->chunk, cb + s->spec_bytes, (size_t)t->chunk_read};
             s->spec_bytes += (size_t)t->chunk_read;
+            /* Older chunks change only where the stack is as deep as them:
+             * read whole as last copied, they save a read each. */
+            for (unsigned j = 0; j < t->nold && s->spec_bytes + t->old_len[j] <= spec; j++) {
+                pf[k].spec_old[j] = t->old[j];
+                pf[k].spec_old_buf[j] = s->spec_bytes;
+                pf[k].spec_old_len[j] = (size_t)t->old_len[j];
+                pf[k].spec_nold = j + 1;
+                iov[m++] = (fp_iov){t->old[j], cb + s->spec_bytes, (size_t)t->old_len[j]};
+                s->spec_bytes += (size_t)t->old_len[j];
+            }
         }
         k++;
     }
