@@ -12,8 +12,9 @@
  * and must not be returned as a stack.  The caller's instruction pointer
  * names the instruction (3.13+), or the instruction or its last inline
  * cache unit (3.11, 3.12); 3.13+ accept the instruction only, as the cache
- * units hold data that a scan back from any unit could take for an opcode.  The opcode sets come from each version's own opcode
- * tables (call_sites_table.h, targets/layouts/gen_call_sites). */
+ * units hold data that a scan back from any unit could take for an opcode.
+ * The opcode sets come from each version's own opcode tables
+ * (call_sites_table.h, targets/layouts/gen_call_sites). */
 #include <stddef.h>
 
 #include "call_sites.h"

@@ -921,10 +921,9 @@ static void finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t
             iov[r++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
     if (!cb || fpi_readv(s, iov, m) != FP_OK) {
         /* What this read was to bring is left to the walk. */
-        for (size_t i = 0; i < valid; i++) {
+        for (size_t i = 0; i < valid; i++)
             if (pf[i].chunkbuf >= s->spec_bytes)
                 pf[i].chunklen = 0;
-        }
         return;
     }
     for (size_t i = 0; i < valid; i++)
@@ -987,7 +986,6 @@ int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
     s->cur_ts[s->ncur_ts++] = (fpi_thread_memo){.interp = interp, .ts = ts};
     return FP_OK;
 }
-
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
