@@ -236,14 +236,23 @@ static void test_layouts_round_trip(void **state)
 
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
-    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_COUNT
+    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
     "unknown frame owner", "tlbc_index out of range", "walk ends before the base frame", "invalid str state",
     "data-stack top below a chunk that wraps", "a caller that is not suspended in a call",
     "an evaluation's _PyCFrame with no frame yet", "a caller still being set up",
-    "a caller whose cache data looks like a call just before it (3.13+)"};
+    "a caller whose cache data looks like a call just before it (3.13+)",
+    "a caller at BINARY_OP, which pushes no frame before 3.14"};
+
+/* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
+ * instruction that never pushes a Python frame itself there. */
+#define BINARY_OP_3_11 122u
+#define BINARY_OP_3_13 45u
+#define BINARY_OP_CACHES 1u
+#define FIRST_MINOR_GETITEM_IN_BINARY_OP 14u
+#define SUSPENDED_AT_INSTRUCTION_MINOR 13u /* callers point at the instruction from 3.13 */
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -252,6 +261,22 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
 #define WRAP_CHUNK 0xfffffffffffffff0ull
 #define WRAP_TOP 0x3fffff0ull
 #define WRAP_MESSAGE "data-stack top 0x3fffff0: below its chunk at 0xfffffffffffffff0"
+
+/* Frame f's bytecode: where it starts, the unit f is at and the unit
+ * count; every unit is zeroed (no instruction that pushes frames) for the
+ * caller to place its own. */
+static void wipe_code(built *b, uint64_t f, uint64_t *start, uint64_t *unit, uint64_t *units)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t ip, code;
+    memcpy(&ip, synth_bytes(b->img, f + (uint64_t)l->fr_instr_ptr, 8), 8);
+    memcpy(&code, synth_bytes(b->img, f + (uint64_t)l->fr_executable, 8), 8);
+    code &= ~l->executable_tag_mask;
+    memcpy(units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
+    *start = code + (uint64_t)l->co_code_adaptive;
+    *unit = (ip - *start) / 2;
+    memset(synth_bytes(b->img, *start, (size_t)*units * 2), 0, (size_t)*units * 2);
+}
 
 /* Damages thread 1 (the second thread); thread 0 must stay exact. */
 static bool corrupt(built *b, int what)
@@ -338,15 +363,8 @@ static bool corrupt(built *b, int what)
         /* Frame 1 is a direct callee of frame 2 in the standard scene:
          * give frame 2's code no instruction that pushes frames, as a
          * frame that has returned (or a dead slot) would look. */
-        uint64_t ip, code;
-        memcpy(&ip, synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), 8);
-        memcpy(&code, synth_bytes(b->img, f2 + (uint64_t)l->fr_executable, 8), 8);
-        code &= ~l->executable_tag_mask;
-        uint64_t units;
-        memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
-        uint64_t start = code + (uint64_t)l->co_code_adaptive;
-        memset(synth_bytes(b->img, start, (size_t)units * 2), 0, (size_t)units * 2);
-        (void)ip;
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
         return true;
     }
     case C_CACHE_LOOKALIKE_CALLER: {
@@ -364,16 +382,35 @@ static bool corrupt(built *b, int what)
         for (int v = 0; v < 256 && op < 0; v++)
             if (((set->ops[v / 64] >> (v % 64)) & 1u) && set->caches[v] > 0)
                 op = v;
-        uint64_t ip, code, units;
-        memcpy(&ip, synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), 8);
-        memcpy(&code, synth_bytes(b->img, f2 + (uint64_t)l->fr_executable, 8), 8);
-        code &= ~l->executable_tag_mask;
-        memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
-        uint64_t start = code + (uint64_t)l->co_code_adaptive, unit = (ip - start) / 2;
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
         if (op < 0 || unit < set->caches[op] || unit >= units)
             return false;
-        memset(synth_bytes(b->img, start, (size_t)units * 2), 0, (size_t)units * 2);
         *synth_bytes(b->img, start + 2 * (unit - set->caches[op]), 1) = (uint8_t)op;
+        return true;
+    }
+    case C_ARITHMETIC_CALLER: {
+        /* A caller at `x += 1` (BINARY_OP) under a directly linked callee:
+         * a frame that returned from the call and went on to its next
+         * statement, above which a later call of the same chain reused
+         * the slots (seen live on 3.12).  Before 3.14 no BINARY_OP pushes
+         * a Python frame, so the set of frame-pushing opcodes must leave
+         * it out: frame 2's code holds BINARY_OP at its own unit and, on
+         * 3.11/3.12, its cache count before it. */
+        fp_python_info py;
+        if (fp_session_python(b->s, &py) != FP_OK)
+            return false;
+        unsigned minor = (py.hexversion >> 16) & 0xffu;
+        if (minor >= FIRST_MINOR_GETITEM_IN_BINARY_OP)
+            return false;
+        uint8_t op = (uint8_t)(minor >= SUSPENDED_AT_INSTRUCTION_MINOR ? BINARY_OP_3_13 : BINARY_OP_3_11);
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
+        if (unit < BINARY_OP_CACHES || unit >= units)
+            return false;
+        *synth_bytes(b->img, start + 2 * unit, 1) = op;
+        if (minor < SUSPENDED_AT_INSTRUCTION_MINOR)
+            *synth_bytes(b->img, start + 2 * (unit - BINARY_OP_CACHES), 1) = op;
         return true;
     }
     case C_WRAPPED_CHUNK: {
@@ -412,7 +449,7 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
-            if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER)
+            if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
