@@ -28,6 +28,7 @@
 
 int fp_cmd_dump(int argc, char **argv);
 int fp_cmd_bench(int argc, char **argv);
+int fp_cmd_record(int argc, char **argv);
 
 /* Parses a --reader value (auto, vm, mem; auto only when allow_auto) into
  * an enum fp_reader_kind; prints a message for `cmd` and returns -1 if it

@@ -20,6 +20,7 @@ static const char USAGE[] =
     "Commands:\n"
     "  dump     print the Python stack of every thread of a running process\n"
     "  conform  check the unwinder against in-target ground truth, all interpreters\n"
+    "  record   profile a running process or a command: flame graphs, speedscope, JSON\n"
     "  bench    measure the unwinder: repeated samples of a running process\n"
     "  snapshot stop a process briefly and save what a sample reads as an image\n"
     "  replay   unwind a saved memory image offline, printing what dump printed\n"
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
         return fp_cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "conform") == 0)
         return fp_cmd_conform(argc - 1, argv + 1);
+    if (strcmp(cmd, "record") == 0)
+        return fp_cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
         return fp_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "snapshot") == 0)

@@ -1,5 +1,6 @@
 /* json_writer.c — streaming JSON output with correct string escaping. */
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "json_writer.h"
@@ -97,6 +98,16 @@ void fp_json_uint(fp_json *j, uint64_t v)
 {
     value_prefix(j);
     fprintf(j->out, "%" PRIu64, v);
+    after_value(j);
+}
+
+void fp_json_number(fp_json *j, double v)
+{
+    value_prefix(j);
+    if (isfinite(v))
+        fprintf(j->out, "%.9g", v);
+    else
+        fputs("null", j->out);
     after_value(j);
 }
 

@@ -24,6 +24,8 @@ void fp_json_key(fp_json *j, const char *key);
 void fp_json_string(fp_json *j, const char *s);
 void fp_json_int(fp_json *j, int64_t v);
 void fp_json_uint(fp_json *j, uint64_t v);
+/* A finite number with 9 significant digits; null when not finite. */
+void fp_json_number(fp_json *j, double v);
 void fp_json_bool(fp_json *j, bool v);
 void fp_json_null(fp_json *j);
 /* An int that is null when equal to none_value. */

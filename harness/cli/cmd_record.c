@@ -1,0 +1,467 @@
+/* cmd_record.c — `frameproof record`: sample a running process (--pid) or
+ * a command it launches (-- COMMAND ...) at a rate, for a duration or until
+ * the target exits or Ctrl-C, and write the profile in one of the formats
+ * of harness/record.  Progress on a terminal, a summary at the end. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "frameproof/frameproof.h"
+#include "interrupt.h"
+#include "out.h"
+#include "profile.h"
+#include "sampler.h"
+
+#define RECORD_DEFAULT_RATE_HZ 100.0
+#define RECORD_MAX_RATE_HZ 100000.0      /* 10 µs per tick, below a sample's cost */
+#define RECORD_MAX_DURATION_S 86400.0    /* one day */
+#define RECORD_ATTACH_TIMEOUT_S 10.0     /* a launched command's runtime must appear within this */
+#define RECORD_ATTACH_POLL_NS 10000000L  /* 10 ms between attach attempts on a launched command */
+#define RECORD_CHILD_GRACE_NS 2000000000LL /* SIGTERM to SIGKILL for a command still running at the end */
+#define RECORD_CHILD_POLL_NS 20000000L
+#define RECORD_PROGRESS_NS 500000000LL   /* progress line refresh on a terminal */
+#define RECORD_COMM_PATH_MAX 64
+#define NS_PER_S 1000000000LL
+
+#define RECORD_STR(x) #x
+#define RECORD_XSTR(x) RECORD_STR(x)
+
+static const char RECORD_USAGE[] =
+    "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
+    "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
+    "                         [--format collapsed|speedscope|json] [-o FILE] [--blocking]\n"
+    "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
+    "                         [--allow-untested-version]\n"
+    "\n"
+    "Samples the Python stacks of every thread of a process as a profiler and\n"
+    "writes the profile.  With --pid it attaches to a running process; with\n"
+    "-- COMMAND it launches COMMAND (a Python interpreter, directly or through\n"
+    "exec, e.g. `chroot ROOT python3.X`) and profiles it until it exits.\n"
+    "\n"
+    "  --pid PID        process to profile\n"
+    "  --rate HZ        samples per second on a fixed schedule (default "
+    RECORD_XSTR(RECORD_DEFAULT_RATE_HZ) ", at most\n"
+    "                   " RECORD_XSTR(RECORD_MAX_RATE_HZ) "); a tick that a slow sample overran is skipped\n"
+    "                   and counted as missed, never caught up\n"
+    "  --duration S     stop after S seconds (default: until the target exits or\n"
+    "                   Ctrl-C); a launched command still running then gets\n"
+    "                   SIGTERM, and SIGKILL 2 s later\n"
+    "  --poisson        exponentially distributed gaps of mean 1/HZ instead of a\n"
+    "                   fixed period (no aliasing with periodic work)\n"
+    "  --seed N         seed of the Poisson gaps (default 0: equal seeds, equal schedules)\n"
+    "  --mode MODE      which threads a sample counts: wall (default: every thread\n"
+    "                   with a Python frame), cpu (threads the kernel shows on a\n"
+    "                   CPU), gil (the thread holding the GIL; refused on a\n"
+    "                   free-threaded build)\n"
+    "  --format FMT     collapsed (default; folded stacks for flamegraph.pl and\n"
+    "                   speedscope), speedscope (speedscope's JSON file format)\n"
+    "                   or json (JSON Lines records for tools); see\n"
+    "                   docs/record-formats.md\n"
+    "  -o, --output F   write the profile to F (default: standard output)\n"
+    FP_CLI_BLOCKING_HELP
+    "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
+    "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
+    "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
+    FP_CLI_UNTESTED_HELP
+    "  --help           print this help\n"
+    "\n"
+    "A sample that the target changed under (torn) is counted and left out,\n"
+    "never guessed: the summary on stderr gives attempts, samples kept, errors\n"
+    "by kind (transient or fatal), the achieved rate and the missed ticks, and\n"
+    "how many thread samples were left out (torn, no Python frame, not in the\n"
+    "mode).  Ctrl-C (SIGINT) or SIGTERM stops sampling and still writes the\n"
+    "profile.\n"
+    "\n"
+    "Exit status: 0 when the profile was written and sampling ended on its\n"
+    "duration, Ctrl-C or the target's exit; 1 on an error (attach failed, a\n"
+    "fatal sampling error, the output could not be written); 2 on a usage error.\n";
+
+typedef struct record_opts {
+    fp_options lib;
+    unsigned long pid;
+    char **command;          /* argv after "--", NULL with --pid */
+    fps_config sampling;
+    int mode, format;
+    const char *output;      /* NULL or "-" = stdout */
+    bool progress;
+} record_opts;
+
+/* What the sampling callback needs. */
+typedef struct record_run {
+    fpr_profile *profile;
+    fp_session *s;
+    bool show_progress, oom;
+    int64_t next_progress_ns;
+    uint64_t attempts, ok, errors;
+} record_run;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static void sleep_ns(long ns)
+{
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = ns};
+    nanosleep(&ts, NULL);
+}
+
+/* Names a thread from /proc/PID/task/TID/comm (the name the target gave
+ * it, e.g. by threading on 3.14+; else the program's name). */
+static void name_thread(void *ctx, uint64_t native_id, char *buf, size_t size)
+{
+    int pid = *(const int *)ctx;
+    char path[RECORD_COMM_PATH_MAX];
+    buf[0] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/task/%" PRIu64 "/comm", pid, native_id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (fgets(buf, (int)size, f))
+        buf[strcspn(buf, "\n")] = '\0';
+    else
+        buf[0] = '\0';
+    fclose(f);
+}
+
+static void progress(record_run *r, int64_t t_ns, bool final)
+{
+    double s = (double)t_ns / (double)NS_PER_S;
+    fprintf(stderr, "\r  %.1f s  %" PRIu64 " samples  %.1f Hz  %" PRIu64 " errors ", s, r->ok,
+            s > 0 ? (double)r->attempts / s : 0.0, r->errors);
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int on_sample(void *ctx, const fps_outcome *o)
+{
+    record_run *r = ctx;
+    r->attempts++;
+    if (o->rc == FP_OK)
+        r->ok++;
+    else
+        r->errors++;
+    if (o->sample && fpr_profile_add(r->profile, o->sample, o->t_ns) != FP_OK) {
+        r->oom = true;
+        return 1;
+    }
+    if (r->show_progress && o->t_ns >= r->next_progress_ns) {
+        progress(r, o->t_ns, false);
+        r->next_progress_ns = o->t_ns + RECORD_PROGRESS_NS;
+    }
+    return cf_interrupted() ? 1 : 0;
+}
+
+static int parse_args(int argc, char **argv, record_opts *o)
+{
+    static const struct option opts[] = {
+        {"pid", required_argument, NULL, 'p'},
+        {"rate", required_argument, NULL, 'R'},
+        {"duration", required_argument, NULL, 'D'},
+        {"poisson", no_argument, NULL, 'P'},
+        {"seed", required_argument, NULL, 'S'},
+        {"mode", required_argument, NULL, 'm'},
+        {"format", required_argument, NULL, 'f'},
+        {"output", required_argument, NULL, 'o'},
+        {"blocking", no_argument, NULL, 'B'},
+        {"reader", required_argument, NULL, 'r'},
+        {"max-depth", required_argument, NULL, 'd'},
+        {"no-progress", no_argument, NULL, 'N'},
+        {"allow-untested-version", no_argument, NULL, 'U'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    unsigned long v;
+    int c;
+    bool seed = false;
+    optind = 1;
+    /* '+': stop at the first non-option, so COMMAND's own options stay its own. */
+    while ((c = getopt_long(argc, argv, "+p:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (fp_parse_uint(optarg, INT_MAX, &o->pid) || o->pid == 0) {
+                fprintf(stderr, "frameproof record: invalid pid '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'R':
+            if (fp_parse_positive(optarg, RECORD_MAX_RATE_HZ, &o->sampling.rate_hz)) {
+                fprintf(stderr, "frameproof record: --rate must be in (0, %g], not '%s'\n", RECORD_MAX_RATE_HZ, optarg);
+                return -1;
+            }
+            break;
+        case 'D':
+            if (fp_parse_positive(optarg, RECORD_MAX_DURATION_S, &o->sampling.duration_s)) {
+                fprintf(stderr, "frameproof record: --duration must be in (0, %g], not '%s'\n", RECORD_MAX_DURATION_S,
+                        optarg);
+                return -1;
+            }
+            break;
+        case 'P': o->sampling.poisson = true; break;
+        case 'S':
+            if (fp_parse_uint(optarg, ULONG_MAX, &v)) {
+                fprintf(stderr, "frameproof record: invalid --seed '%s'\n", optarg);
+                return -1;
+            }
+            o->sampling.seed = v;
+            seed = true;
+            break;
+        case 'm':
+            if ((o->mode = fpr_mode_parse(optarg)) < 0) {
+                fprintf(stderr, "frameproof record: --mode must be wall, cpu or gil, not '%s'\n", optarg);
+                return -1;
+            }
+            break;
+        case 'f':
+            if ((o->format = fpr_format_parse(optarg)) < 0) {
+                fprintf(stderr, "frameproof record: --format must be collapsed, speedscope or json, not '%s'\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case 'o': o->output = optarg; break;
+        case 'B': o->lib.blocking = true; break;
+        case 'r':
+            if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
+                return -1;
+            break;
+        case 'd':
+            if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
+                fprintf(stderr, "frameproof record: invalid --max-depth '%s'\n", optarg);
+                return -1;
+            }
+            o->lib.max_depth = (uint32_t)v;
+            break;
+        case 'N': o->progress = false; break;
+        case 'U': o->lib.allow_untested = true; break;
+        case 'h': fputs(RECORD_USAGE, stdout); return 1;
+        default: fputs(RECORD_USAGE, stderr); return -1;
+        }
+    }
+    if (optind < argc && strcmp(argv[optind - 1], "--") == 0)
+        o->command = &argv[optind];
+    else if (optind < argc) {
+        fprintf(stderr, "frameproof record: unexpected argument '%s' (a command to launch follows --)\n",
+                argv[optind]);
+        return -1;
+    }
+    if (!o->pid == !o->command) {
+        fprintf(stderr, "frameproof record: give either --pid PID or -- COMMAND\n%s", RECORD_USAGE);
+        return -1;
+    }
+    if (seed && !o->sampling.poisson) {
+        fputs("frameproof record: --seed needs --poisson\n", stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Launches o->command; its pid, or -1 with a message. */
+static pid_t launch(char **command)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "frameproof record: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        execvp(command[0], command);
+        fprintf(stderr, "frameproof record: cannot run '%s': %s\n", command[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Whether launched child pid has exited; reaps it into *status. */
+static bool child_exited(pid_t pid, int *status)
+{
+    return waitpid(pid, status, WNOHANG) == pid;
+}
+
+/* Attaches s to pid; for a launched command, retries until its runtime is
+ * up, it exits, the timeout passes or Ctrl-C.  0, or -1 with a message. */
+static int attach(fp_session *s, pid_t pid, bool launched, int *child_status, bool *child_gone)
+{
+    const int64_t deadline = mono_ns() + (int64_t)(RECORD_ATTACH_TIMEOUT_S * (double)NS_PER_S);
+    for (;;) {
+        int rc = fp_session_attach_pid(s, (int)pid);
+        if (rc == FP_OK)
+            return 0;
+        if (!launched) {
+            fprintf(stderr, "frameproof record: %s\n", fp_session_errmsg(s));
+            return -1;
+        }
+        if (child_exited(pid, child_status)) {
+            *child_gone = true;
+            fprintf(stderr, "frameproof record: the command exited before its Python runtime could be found\n");
+            return -1;
+        }
+        if (cf_interrupted() || mono_ns() > deadline) {
+            fprintf(stderr, "frameproof record: no Python runtime in the command after %g s: %s\n",
+                    RECORD_ATTACH_TIMEOUT_S, fp_session_errmsg(s));
+            return -1;
+        }
+        sleep_ns(RECORD_ATTACH_POLL_NS);
+    }
+}
+
+/* Ends a launched command still running: SIGTERM, then SIGKILL after the
+ * grace period.  Reaps it into *status. */
+static void end_child(pid_t pid, int *status)
+{
+    if (child_exited(pid, status))
+        return;
+    kill(pid, SIGTERM);
+    const int64_t deadline = mono_ns() + RECORD_CHILD_GRACE_NS;
+    while (mono_ns() < deadline) {
+        if (child_exited(pid, status))
+            return;
+        sleep_ns(RECORD_CHILD_POLL_NS);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+static void describe_child(int status)
+{
+    if (WIFEXITED(status))
+        fprintf(stderr, "frameproof record: the command exited with status %d\n", WEXITSTATUS(status));
+    else if (WIFSIGNALED(status))
+        fprintf(stderr, "frameproof record: the command was ended by signal %d\n", WTERMSIG(status));
+}
+
+static void summarize(const fps_stats *st, const fpr_profile *p, const record_opts *o)
+{
+    const fpr_dropped *d = fpr_profile_dropped(p);
+    fprintf(stderr, "frameproof record: %" PRIu64 " attempts in %.2f s", st->attempts, st->elapsed_s);
+    if (o->sampling.rate_hz > 0)
+        fprintf(stderr, ", %.1f Hz achieved of %g requested (%" PRIu64 " ticks missed, %.2f %%)",
+                st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks,
+                st->attempts + st->missed_ticks ? 100.0 * (double)st->missed_ticks /
+                                                      (double)(st->attempts + st->missed_ticks)
+                                                : 0.0);
+    else
+        fprintf(stderr, ", %.1f Hz back to back", st->achieved_rate_hz);
+    fprintf(stderr, "\n  ok %" PRIu64 ", transient %" PRIu64 ", fatal %" PRIu64 "\n", st->ok, st->transient, st->fatal);
+    for (int k = 1; k < FPS_ERROR_SLOTS; k++)
+        if (st->by_error[k])
+            fprintf(stderr, "    %s (%s): %" PRIu64 "\n", fp_strerror(-k), fps_class_name(fps_classify(-k)),
+                    st->by_error[k]);
+    fprintf(stderr,
+            "  thread samples kept: %" PRIu64 " (%zu threads, %zu distinct frames, %zu distinct stacks)\n"
+            "  left out: %" PRIu64 " torn threads, %" PRIu64 " with no Python frame, %" PRIu64
+            " not counted by --mode %s (%" PRIu64 " of them in an unknown state)\n",
+            fpr_profile_points(p), fpr_profile_thread_count(p), fpr_profile_frame_count(p),
+            fpr_profile_stack_count(p), d->torn_threads, d->idle_threads, d->mode_threads,
+            fpr_mode_name(o->mode), d->unknown_state);
+}
+
+/* Writes the profile; 0, or -1 with a message. */
+static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run)
+{
+    bool to_stdout = !o->output || strcmp(o->output, "-") == 0;
+    FILE *out = to_stdout ? stdout : fopen(o->output, "w");
+    if (!out) {
+        fprintf(stderr, "frameproof record: cannot write %s: %s\n", o->output, strerror(errno));
+        return -1;
+    }
+    int rc = fpr_write(out, o->format, p, run);
+    int err = errno;
+    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+        rc = -1;
+        err = errno;
+    }
+    if (rc) {
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", to_stdout ? "standard output" : o->output,
+                strerror(err));
+        return -1;
+    }
+    fprintf(stderr, "frameproof record: wrote %s profile to %s\n", fpr_format_name(o->format),
+            to_stdout ? "standard output" : o->output);
+    return 0;
+}
+
+int fp_cmd_record(int argc, char **argv)
+{
+    record_opts o = {.mode = FPR_MODE_WALL, .format = FPR_FORMAT_COLLAPSED, .progress = true};
+    fp_options_init(&o.lib);
+    fps_config_init(&o.sampling);
+    o.sampling.rate_hz = RECORD_DEFAULT_RATE_HZ;
+    int pr = parse_args(argc, argv, &o);
+    if (pr)
+        return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
+    if (cf_signal_install() != 0) {
+        fputs("frameproof record: cannot install signal handlers\n", stderr);
+        return FP_EXIT_ERROR;
+    }
+    int status = FP_EXIT_ERROR, child_status = 0;
+    bool child_gone = false;
+    fp_session *s = NULL;
+    fp_sample *sm = NULL;
+    fpr_profile *p = NULL;
+    pid_t pid = o.command ? launch(o.command) : (pid_t)o.pid;
+    if (pid < 0)
+        return FP_EXIT_ERROR;
+    int target = (int)pid;
+    int rc = fp_session_new(&o.lib, &s);
+    if (rc == FP_OK)
+        rc = fp_sample_new(&sm);
+    if (rc == FP_OK)
+        rc = fpr_profile_new(o.mode, name_thread, &target, &p);
+    if (rc) {
+        fprintf(stderr, "frameproof record: %s\n", fp_strerror(rc));
+        goto out;
+    }
+    if (attach(s, pid, o.command != NULL, &child_status, &child_gone))
+        goto out;
+    fp_python_info py;
+    fp_session_python(s, &py);
+    if (o.mode == FPR_MODE_GIL && py.free_threaded) {
+        fprintf(stderr, "frameproof record: --mode gil: Python %s is free-threaded and has no GIL\n", py.version);
+        goto out;
+    }
+    record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO)};
+    fps_stats st;
+    rc = fps_run(s, sm, &o.sampling, on_sample, &run, &st);
+    if (run.show_progress)
+        progress(&run, (int64_t)(st.elapsed_s * (double)NS_PER_S), true);
+    bool ended_ok = !run.oom && (rc == FP_OK || rc == FP_E_PROCESS_GONE);
+    if (rc == FP_E_PROCESS_GONE)
+        fputs("frameproof record: the target exited\n", stderr);
+    else if (rc)
+        fprintf(stderr, "frameproof record: sampling stopped: %s\n", st.first_fatal);
+    if (run.oom)
+        fputs("frameproof record: out of memory: sampling stopped early\n", stderr);
+    summarize(&st, p, &o);
+    fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
+                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st};
+    if (write_profile(&o, p, &info) == 0 && ended_ok)
+        status = FP_EXIT_OK;
+out:
+    if (o.command && !child_gone) {
+        end_child(pid, &child_status);
+        child_gone = true;
+    }
+    if (o.command)
+        describe_child(child_status);
+    fpr_profile_free(p);
+    fp_sample_free(sm);
+    fp_session_free(s);
+    return status;
+}

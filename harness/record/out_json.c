@@ -1,0 +1,192 @@
+/* out_json.c — frameproof's record format for tools: JSON Lines, one
+ * record per line, each an object whose "type" says what it is: one
+ * "header", then the "thread", "frame" and "stack" records (numbered from
+ * 0 by "id"; a stack is its innermost frame on its parent stack, null for
+ * a root frame), then every "sample" (thread id, stack id, t_ns since the
+ * start) in time order across threads, then one "summary".  The fields are
+ * listed in docs/record-formats.md. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "json_writer.h"
+#include "out.h"
+
+#define RECORD_FORMAT_NAME "frameproof-record"
+#define RECORD_FORMAT_VERSION 1
+
+static void begin(fp_json *j, FILE *out, const char *type)
+{
+    fp_json_init(j, out);
+    fp_json_begin_object(j);
+    fp_json_key(j, "type");
+    fp_json_string(j, type);
+}
+
+static void end(fp_json *j, FILE *out)
+{
+    fp_json_end_object(j);
+    fputc('\n', out);
+}
+
+static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
+{
+    fp_json j;
+    begin(&j, out, "header");
+    fp_json_key(&j, "format");
+    fp_json_string(&j, RECORD_FORMAT_NAME);
+    fp_json_key(&j, "version");
+    fp_json_int(&j, RECORD_FORMAT_VERSION);
+    fp_json_key(&j, "frameproof");
+    fp_json_string(&j, FP_VERSION_STRING);
+    fp_json_key(&j, "pid");
+    fp_json_int(&j, run->pid);
+    fp_json_key(&j, "python");
+    fp_json_string(&j, run->py->version);
+    fp_json_key(&j, "free_threaded");
+    fp_json_bool(&j, run->py->free_threaded);
+    fp_json_key(&j, "debug");
+    fp_json_bool(&j, run->py->debug);
+    fp_json_key(&j, "reader");
+    fp_json_string(&j, run->reader);
+    fp_json_key(&j, "mode");
+    fp_json_string(&j, fpr_mode_name(fpr_profile_mode(p)));
+    fp_json_key(&j, "rate_hz");
+    fp_json_number(&j, run->rate_hz);
+    fp_json_key(&j, "poisson");
+    fp_json_bool(&j, run->poisson);
+    fp_json_key(&j, "blocking");
+    fp_json_bool(&j, run->blocking);
+    end(&j, out);
+}
+
+static void tables(FILE *out, const fpr_profile *p)
+{
+    fp_json j;
+    for (size_t i = 0; i < fpr_profile_thread_count(p); i++) {
+        const fpr_thread *t = fpr_profile_thread(p, i);
+        begin(&j, out, "thread");
+        fp_json_key(&j, "id");
+        fp_json_uint(&j, i);
+        fp_json_key(&j, "native_id");
+        fp_json_uint(&j, t->native_id);
+        fp_json_key(&j, "interp");
+        fp_json_int(&j, t->interp_id);
+        fp_json_key(&j, "main");
+        fp_json_bool(&j, t->main);
+        fp_json_key(&j, "name");
+        fp_json_string(&j, t->name);
+        end(&j, out);
+    }
+    for (uint32_t i = 0; i < fpr_profile_frame_count(p); i++) {
+        const fpr_frame *f = fpr_profile_frame(p, i);
+        begin(&j, out, "frame");
+        fp_json_key(&j, "id");
+        fp_json_uint(&j, i);
+        fp_json_key(&j, "function");
+        fp_json_string(&j, f->function);
+        fp_json_key(&j, "file");
+        fp_json_string(&j, f->file);
+        fp_json_key(&j, "line");
+        fp_json_int_or_null(&j, f->line, FP_POS_NONE);
+        end(&j, out);
+    }
+    for (uint32_t i = 0; i < fpr_profile_stack_count(p); i++) {
+        const fpr_stack *s = fpr_profile_stack(p, i);
+        begin(&j, out, "stack");
+        fp_json_key(&j, "id");
+        fp_json_uint(&j, i);
+        fp_json_key(&j, "parent");
+        if (s->parent == FPR_NO_STACK)
+            fp_json_null(&j);
+        else
+            fp_json_uint(&j, s->parent);
+        fp_json_key(&j, "frame");
+        fp_json_uint(&j, s->frame);
+        end(&j, out);
+    }
+}
+
+/* Every thread's samples merged by time (ties: lower thread id first). */
+static int samples(FILE *out, const fpr_profile *p)
+{
+    size_t n = fpr_profile_thread_count(p);
+    size_t *next = calloc(n ? n : 1, sizeof *next);
+    if (!next) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (;;) {
+        size_t best = n;
+        for (size_t i = 0; i < n; i++) {
+            const fpr_thread *t = fpr_profile_thread(p, i);
+            if (next[i] < t->count &&
+                (best == n || t->points[next[i]].t_ns < fpr_profile_thread(p, best)->points[next[best]].t_ns))
+                best = i;
+        }
+        if (best == n)
+            break;
+        const fpr_point *pt = &fpr_profile_thread(p, best)->points[next[best]++];
+        fp_json j;
+        begin(&j, out, "sample");
+        fp_json_key(&j, "t_ns");
+        fp_json_int(&j, pt->t_ns);
+        fp_json_key(&j, "thread");
+        fp_json_uint(&j, best);
+        fp_json_key(&j, "stack");
+        fp_json_uint(&j, pt->stack);
+        end(&j, out);
+    }
+    free(next);
+    return 0;
+}
+
+static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
+{
+    const fps_stats *st = run->stats;
+    const fpr_dropped *d = fpr_profile_dropped(p);
+    fp_json j;
+    begin(&j, out, "summary");
+    fp_json_key(&j, "elapsed_s");
+    fp_json_number(&j, st->elapsed_s);
+    fp_json_key(&j, "attempts");
+    fp_json_uint(&j, st->attempts);
+    fp_json_key(&j, "ok");
+    fp_json_uint(&j, st->ok);
+    fp_json_key(&j, "transient");
+    fp_json_uint(&j, st->transient);
+    fp_json_key(&j, "fatal");
+    fp_json_uint(&j, st->fatal);
+    fp_json_key(&j, "errors");
+    fp_json_begin_object(&j);
+    for (int k = 1; k < FPS_ERROR_SLOTS; k++)
+        if (st->by_error[k]) {
+            fp_json_key(&j, fp_strerror(-k));
+            fp_json_uint(&j, st->by_error[k]);
+        }
+    fp_json_end_object(&j);
+    fp_json_key(&j, "missed_ticks");
+    fp_json_uint(&j, st->missed_ticks);
+    fp_json_key(&j, "achieved_rate_hz");
+    fp_json_number(&j, st->achieved_rate_hz);
+    fp_json_key(&j, "thread_samples");
+    fp_json_uint(&j, fpr_profile_points(p));
+    fp_json_key(&j, "torn_threads");
+    fp_json_uint(&j, d->torn_threads);
+    fp_json_key(&j, "idle_threads");
+    fp_json_uint(&j, d->idle_threads);
+    fp_json_key(&j, "mode_threads");
+    fp_json_uint(&j, d->mode_threads);
+    fp_json_key(&j, "unknown_state");
+    fp_json_uint(&j, d->unknown_state);
+    end(&j, out);
+}
+
+int fpr_write_json(FILE *out, const fpr_profile *p, const fpr_run *run)
+{
+    header(out, p, run);
+    tables(out, p);
+    if (samples(out, p))
+        return -1;
+    summary(out, p, run);
+    return ferror(out) ? -1 : 0;
+}

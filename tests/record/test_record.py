@@ -1,0 +1,361 @@
+"""Tests of `frameproof record` on real interpreters (TAP).
+usage: test_record.py FRAMEPROOF_BINARY
+
+1. every interpreter of the provisioning matrix (facts/facts.env; an id not
+   provisioned is skipped) launched by `record -- ...` running
+   record_target.py until it exits: exit 0, the collapsed profile holds the
+   expected call chains of both threads, hot() (three times cold()'s work)
+   has more samples than cold() in each thread, and the counts add up to
+   the summary's "thread samples kept";
+2. on the first provisioned interpreter, every format: speedscope output
+   valid against the JSON schema of the speedscope npm package
+   (provisioned by ci/speedscope; skipped when absent) and consistent
+   (samples, weights, endValue, frame indices); the JSON Lines records
+   (header first, summary last, every id defined before use, one sample
+   record per kept thread sample);
+3. --pid on a running target for a duration leaves it running; SIGINT
+   during an open-ended run still writes the profile and exits 0 and the
+   launched command is ended;
+4. usage and runtime errors are one-line messages with the documented
+   exit status."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "facts"))
+from tap_results import check, one_line_error, report, skip  # noqa: E402
+import fpfacts  # noqa: E402
+
+FP = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+TARGET = os.path.join(HERE, "record_target.py")
+TIMEOUT = 120
+RUN_SECONDS = 1.5        # how long record_target.py runs when launched
+LONG_SECONDS = 60        # a target that outlives the test's own actions
+RATE = 200
+INTERRUPT_AFTER_S = 1.5
+STARTUP_S = 1.0          # time for a --pid target's runtime to come up
+KEPT = re.compile(rb"thread samples kept: (\d+)")
+SPIN_SHARE = 0.9         # the least share of hot()/cold() samples inside spin()
+
+
+def schema_path(facts):
+    home = os.environ.get("FRAMEPROOF_HOME") or facts["FRAMEPROOF_HOME_DEFAULT"]
+    return os.path.join(home, "speedscope-" + facts["SPEEDSCOPE_VERSION"], "package", "dist", "release",
+                        "file-format-schema.json")
+
+
+class Interp:
+    """An interpreter of the manifest with record_target.py placed in its root."""
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.root = entry.get("root", "/")
+        self.tmp = tempfile.mkdtemp(prefix="fp-record-", dir=os.path.join(self.root, "tmp"))
+        shutil.copy(TARGET, self.tmp)
+        self.script = "/tmp/" + os.path.basename(self.tmp) + "/record_target.py"
+
+    def argv(self, seconds):
+        pre = ["chroot", self.root] if self.root != "/" else []
+        return pre + list(self.entry["argv"]) + [self.script, str(seconds)]
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def record(*args, timeout=TIMEOUT):
+    return subprocess.run([FP, "record", "--no-progress", *map(str, args)], capture_output=True, timeout=timeout)
+
+
+def parse_collapsed(text):
+    """{(thread label, (frame, ...)): count}, frames root first."""
+    out = {}
+    for line in text.decode().splitlines():
+        stack, _, count = line.rpartition(" ")
+        parts = stack.split(";")
+        out[(parts[0], tuple(parts[1:]))] = out.get((parts[0], tuple(parts[1:])), 0) + int(count)
+    return out
+
+
+def func(frame):
+    return frame.split(" (", 1)[0]
+
+
+def target_lines():
+    """{function: set of lines a sample may show it at} in record_target.py
+    (a function entering shows its `def` line)."""
+    with open(TARGET, encoding="utf-8") as f:
+        src = f.read().splitlines()
+    at = {text.strip(): i for i, text in enumerate(src, 1)}
+    spin = at["def spin(n):"]
+    return {"hot": {at["def hot():"], at["return spin(3 * UNIT)"]},
+            "cold": {at["def cold():"], at["return spin(UNIT)"]},
+            "spin": set(range(spin, at["return x"] + 1))}
+
+
+def line_of(frame):
+    return int(frame.rsplit(":", 1)[1].rstrip(")"))
+
+
+def check_collapsed(name, r, script):
+    if r.returncode != 0:
+        check(name, False, f"status {r.returncode}: {r.stderr.decode(errors='replace')}")
+        return
+    problems = collapsed_problems(r.stdout, r.stderr, script)
+    check(name, not problems, "\n".join(problems) + "\n" + r.stderr.decode(errors="replace"))
+    if not problems and not MUTANTS_CHECKED:
+        check_mutants(name, r, script)
+
+
+def drop_leaf(line):
+    stack, _, count = line.rpartition(" ")
+    return stack.rsplit(";", 1)[0] + " " + count if stack.count(";") > 1 else line
+
+
+def shift_line(line):
+    return re.sub(r":(\d+)\)", lambda m: f":{int(m.group(1)) + 1})", line)
+
+
+def check_mutants(name, r, script):
+    """The check must fail on this very profile with its innermost frames
+    dropped, or every line shifted by one."""
+    MUTANTS_CHECKED.append(name)
+    for what, mutate in (("innermost frames dropped", drop_leaf), ("lines shifted", shift_line)):
+        bad = "\n".join(mutate(line) for line in r.stdout.decode().splitlines()).encode() + b"\n"
+        check(f"{name}: the check catches a profile with {what}", bool(collapsed_problems(bad, r.stderr, script)))
+
+
+def collapsed_problems(stdout, stderr, script):
+    prof = parse_collapsed(stdout)
+    kept = KEPT.search(stderr)
+    total = sum(prof.values())
+    problems = []
+    if not kept or int(kept.group(1)) != total:
+        problems.append(f"counts add up to {total}, summary says {kept.group(1) if kept else '?'}")
+    threads = {}
+    for (label, frames), n in prof.items():
+        funcs = [func(f) for f in frames]
+        if "run" not in funcs:
+            continue  # interpreter start-up or shutdown
+        i = funcs.index("run")
+        tail = funcs[i:]
+        if tail[:2] not in (["run", "hot"], ["run", "cold"], ["run"]) or (len(tail) > 2 and tail[2] != "spin"):
+            problems.append(f"unexpected chain {';'.join(funcs)}")
+        if funcs[0] == "<module>" and not any(f"{script}:" in fr for fr in frames[:1]):
+            problems.append(f"<module> frame without the script's file: {frames[0]}")
+        for f, fr in zip(funcs[i + 1:], frames[i + 1:]):
+            if line_of(fr) not in LINES[f]:
+                problems.append(f"{f} at line {line_of(fr)}: {';'.join(frames)}")
+        t = threads.setdefault(label, {"hot": 0, "cold": 0, "in_spin": 0, "main": funcs[0] == "<module>"})
+        if len(tail) > 1:
+            t[tail[1]] += n
+        if len(tail) > 2:
+            t["in_spin"] += n
+    if len(threads) != 2 or sorted(t["main"] for t in threads.values()) != [False, True]:
+        problems.append(f"threads running run(): {threads}")
+    for label, t in threads.items():
+        if not t["hot"] > t["cold"] > 0:
+            problems.append(f"{label}: hot {t['hot']} samples, cold {t['cold']}")
+        # hot() and cold() spend all but a few microseconds per call in spin().
+        if t["in_spin"] < SPIN_SHARE * (t["hot"] + t["cold"]):
+            problems.append(f"{label}: {t['in_spin']} of {t['hot'] + t['cold']} samples in spin()")
+    return problems
+
+
+def check_speedscope(name, path, schema):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    problems = []
+    nframes = len(doc["shared"]["frames"])
+    for p in doc["profiles"]:
+        if not (len(p["samples"]) == len(p["weights"]) == p["endValue"] > 0):
+            problems.append(f"{p['name']}: {len(p['samples'])} samples, {len(p['weights'])} weights, "
+                            f"endValue {p['endValue']}")
+        if any(i >= nframes for s in p["samples"] for i in s):
+            problems.append(f"{p['name']}: frame index out of range")
+    if not any(f["name"] == "hot" for f in doc["shared"]["frames"]):
+        problems.append("no frame named hot")
+    check(f"{name}: speedscope consistent", not problems and len(doc["profiles"]) >= 2, "\n".join(problems))
+    if schema is None:
+        skip(f"{name}: speedscope valid against its schema", "speedscope not provisioned (ci/speedscope)")
+        return
+    import jsonschema
+    with open(schema, encoding="utf-8") as f:
+        sch = json.load(f)
+    try:
+        jsonschema.validate(doc, sch)
+        check(f"{name}: speedscope valid against its schema", True)
+    except jsonschema.ValidationError as e:
+        check(f"{name}: speedscope valid against its schema", False, str(e)[:2000])
+
+
+def check_json(name, path):
+    with open(path, encoding="utf-8") as f:
+        recs = [json.loads(line) for line in f]
+    problems = []
+    if not recs or recs[0]["type"] != "header" or recs[-1]["type"] != "summary":
+        problems.append("not header ... summary")
+    seen = {"thread": 0, "frame": 0, "stack": 0}
+    samples = 0
+    last_t = -1
+    for r in recs[1:-1]:
+        t = r["type"]
+        if t in seen:
+            if r["id"] != seen[t]:
+                problems.append(f"{t} id {r['id']}, expected {seen[t]}")
+            seen[t] += 1
+            if t == "stack" and (r["frame"] >= seen["frame"] or (r["parent"] is not None and r["parent"] >= r["id"])):
+                problems.append(f"stack {r} refers ahead")
+        elif t == "sample":
+            samples += 1
+            if r["thread"] >= seen["thread"] or r["stack"] >= seen["stack"] or r["t_ns"] < last_t:
+                problems.append(f"sample {r} out of range or out of time order")
+            last_t = r["t_ns"]
+        else:
+            problems.append(f"unknown record type {t}")
+    if recs and recs[-1].get("thread_samples") != samples:
+        problems.append(f"{samples} sample records, summary says {recs[-1].get('thread_samples')}")
+    check(f"{name}: JSON Lines records consistent", not problems and samples > 0, "\n".join(problems[:20]))
+
+
+LINES = target_lines()
+MUTANTS_CHECKED = []
+
+
+def every_interpreter(facts, provisioned):
+    for ident in facts["MATRIX_IDS"].split():
+        name = f"record -- {ident}"
+        entry = provisioned.get(ident)
+        if entry is None:
+            skip(name, "not provisioned")
+            continue
+        it = Interp(entry)
+        try:
+            r = record("--rate", RATE, "--", *it.argv(RUN_SECONDS))
+            check_collapsed(name, r, it.script)
+        finally:
+            it.close()
+
+
+def formats(facts, entry, tmp):
+    it = Interp(entry)
+    name = f"formats on {entry['id']}"
+    schema = schema_path(facts)
+    try:
+        ss = os.path.join(tmp, "p.speedscope.json")
+        r = record("--rate", RATE, "--format", "speedscope", "-o", ss, "--", *it.argv(RUN_SECONDS))
+        if r.returncode != 0:
+            check(f"{name}: speedscope", False, r.stderr.decode(errors="replace"))
+        else:
+            check_speedscope(name, ss, schema if os.path.exists(schema) else None)
+        js = os.path.join(tmp, "p.jsonl")
+        r = record("--rate", RATE, "--format", "json", "-o", js, "--poisson", "--seed", 7, "--", *it.argv(RUN_SECONDS))
+        if r.returncode != 0:
+            check(f"{name}: json", False, r.stderr.decode(errors="replace"))
+        else:
+            check_json(name, js)
+    finally:
+        it.close()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def by_pid_and_interrupt(entry, tmp):
+    it = Interp(entry)
+    try:
+        target = subprocess.Popen(it.argv(LONG_SECONDS), stdout=subprocess.DEVNULL)
+        try:
+            time.sleep(STARTUP_S)
+            out = os.path.join(tmp, "pid.txt")
+            r = record("--pid", target.pid, "--duration", 1, "-o", out)
+            with open(out, encoding="utf-8") as f:
+                lines = f.read().count("\n")
+            check("--pid for a duration: profile written, target left running",
+                  r.returncode == 0 and lines > 0 and alive(target.pid),
+                  f"status {r.returncode}, {lines} lines, {r.stderr.decode(errors='replace')}")
+        finally:
+            target.kill()
+            target.wait()
+        out = os.path.join(tmp, "int.txt")
+        rec = subprocess.Popen([FP, "record", "--no-progress", "-o", out, "--", *it.argv(LONG_SECONDS)],
+                               stderr=subprocess.PIPE)
+        time.sleep(INTERRUPT_AFTER_S)
+        rec.send_signal(signal.SIGINT)
+        _, err = rec.communicate(timeout=TIMEOUT)
+        with open(out, encoding="utf-8") as f:
+            lines = f.read().count("\n")
+        children = subprocess.run(["pgrep", "-f", it.script], capture_output=True, text=True).stdout.split()
+        check("SIGINT: profile written, exit 0, the launched command ended",
+              rec.returncode == 0 and lines > 0 and not children and b"wrote collapsed profile" in err,
+              f"status {rec.returncode}, {lines} lines, left running {children}, {err.decode(errors='replace')}")
+    finally:
+        it.close()
+
+
+def errors(provisioned):
+    r = record("--pid", "12x")
+    check("error: invalid pid", *one_line_error(r, 2, "invalid pid"))
+    r = record("--pid", 999999999)
+    check("error: no such process", *one_line_error(r, 1, "frameproof record:"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    r = record("--pid", dead.pid)
+    check("error: exited pid", r.returncode == 1 and b"frameproof record:" in r.stderr, r.stderr)
+    r = record("--", "/nonexistent/python")
+    check("error: command not found", r.returncode == 1 and b"cannot run '/nonexistent/python'" in r.stderr, r.stderr)
+    r = record("--pid", 1, "--", "python3")
+    check("error: --pid and a command", r.returncode == 2 and b"either --pid PID or -- COMMAND" in r.stderr, r.stderr)
+    r = record("--pid", 1, "--rate", 0)
+    check("error: --rate 0", *one_line_error(r, 2, "--rate must be in"))
+    r = record("--pid", 1, "--format", "svg")
+    check("error: unknown format", *one_line_error(r, 2, "--format must be"))
+    r = record("--pid", 1, "--seed", 3)
+    check("error: --seed without --poisson", *one_line_error(r, 2, "--seed needs --poisson"))
+    ft = provisioned.get("3.13t")
+    if ft is None:
+        skip("error: --mode gil on a free-threaded build", "3.13t not provisioned")
+        return
+    it = Interp(ft)
+    try:
+        r = record("--mode", "gil", "--", *it.argv(RUN_SECONDS))
+        check("error: --mode gil on a free-threaded build",
+              r.returncode == 1 and b"is free-threaded and has no GIL" in r.stderr, r.stderr)
+    finally:
+        it.close()
+
+
+def main():
+    facts = fpfacts.load()
+    _, provisioned = fpfacts.provisioned(facts)
+    every_interpreter(facts, provisioned)
+    first = next((provisioned[i] for i in facts["MATRIX_IDS"].split() if i in provisioned), None)
+    tmp = tempfile.mkdtemp(prefix="fp-record-out-")
+    try:
+        if first is None:
+            skip("formats", "no interpreter provisioned")
+            skip("--pid and SIGINT", "no interpreter provisioned")
+        else:
+            formats(facts, first, tmp)
+            by_pid_and_interrupt(first, tmp)
+        errors(provisioned)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    report()
+
+
+if __name__ == "__main__":
+    main()
