@@ -38,8 +38,9 @@ static const char BENCH_USAGE[] =
     "sample, the remote reads per sample (reader calls: a batched read counts\n"
     "once) and the bytes they asked for (median and mean), and the number of\n"
     "samples that failed (with the first error: \"first_failure\" in --json,\n"
-    "which prints one JSON document), and bench's own peak resident\n"
-    "set size (VmHWM of /proc/self/status, KiB; \"peak_rss_kib\" in --json).\n"
+    "which prints one JSON document), the thread walks the target changed\n"
+    "under and that were walked again (\"torn_walks\"), and bench's own peak\n"
+    "resident set size (VmHWM of /proc/self/status, KiB; \"peak_rss_kib\").\n"
     "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
     "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
     "                   overran are skipped and counted as missed, never caught\n"
@@ -164,7 +165,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         if (c->rate_hz > 0)
             printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
                    st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
-        printf(",\"peak_rss_kib\":%ld", x->peak_rss_kib);
+        printf(",\"torn_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn, x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
@@ -185,6 +186,8 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         if (c->rate_hz > 0)
             printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
                    (unsigned long long)st->missed_ticks);
+        printf("thread walks torn (the target changed under them; walked again): %llu\n",
+               (unsigned long long)r->seen.torn);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);

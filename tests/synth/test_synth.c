@@ -791,7 +791,7 @@ static void test_read_stats(void **state)
         reattach(&b, &counting);
         fp_read_stats st;
         assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-        assert_true(st.calls == 0 && st.bytes == 0);
+        assert_true(st.calls == 0 && st.bytes == 0 && st.torn == 0);
         cr.calls = cr.bytes = 0;
         for (int k = 0; k < 3; k++) {
             assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
@@ -808,6 +808,7 @@ static void test_read_stats(void **state)
         if (st.calls - before != STEADY_READS[i])
             fail_msg("%s: a steady-state sample made %llu reads, expected %u", id,
                      (unsigned long long)(st.calls - before), STEADY_READS[i]);
+        assert_int_equal(st.torn, 0); /* nothing changed under any walk */
         assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
         unbuild(&b);
     }
@@ -848,6 +849,10 @@ static void test_batched_read_back_torn(void **state)
         if (fp_session_sample(b.s, b.sm))
             fail_msg("%s: %s", id, fp_session_errmsg(b.s));
         assert_false(rr.armed);
+        fp_read_stats st;
+        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+        if (st.torn != 1)
+            fail_msg("%s: %llu torn walks counted, expected the one the change tore", id, (unsigned long long)st.torn);
         expect_frame ex[4];
         memcpy(ex, EXPECT_T1, sizeof ex);
         ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};

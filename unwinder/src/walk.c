@@ -664,6 +664,8 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         /* Retries read afresh: the prefetched copy is what failed. */
         s->spec_frames = attempt == 0 && s->opts.cache_frames && s->opts.cache_code;
         rc = fpi_walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
+        if (rc == FP_E_INCOMPLETE)
+            s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
     }

@@ -135,6 +135,7 @@ static int verify_batch(fp_session *s)
         /* The thread found changed is walked again from fresh reads, not
          * from its read-ahead copy, which is what failed. */
         s->pf[failed].ts = 0;
+        s->reads.torn++;
     }
     return rc;
 }

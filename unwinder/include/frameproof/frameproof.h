@@ -185,10 +185,16 @@ FP_API const char *fp_session_reader_name(const fp_session *s);
 
 /* The remote reads the session's samples made since it was attached: calls
  * to the reader (a batched read, one process_vm_readv, counts once) and the
- * bytes they asked for.  Reads made while attaching are not counted. */
+ * bytes they asked for.  Reads made while attaching are not counted.
+ * torn counts the thread walks that the target changed under (found by the
+ * read-back; each is walked again within the sample's budget): a sample
+ * is only returned from a walk that nothing changed under, so a target
+ * whose stacks change faster than a sample lasts loses the short-lived
+ * ones, and a high count says so. */
 typedef struct fp_read_stats {
     uint64_t calls;
     uint64_t bytes;
+    uint64_t torn;
 } fp_read_stats;
 FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
 
