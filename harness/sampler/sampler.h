@@ -98,7 +98,9 @@ typedef struct fps_stats {
  * s, sm or c, a negative, non-finite or too large rate or duration,
  * poisson without a rate, or neither count nor duration without cb;
  * FP_E_IO if sleeping until a tick fails (first_fatal says so).  out
- * (may be NULL) receives the statistics in every case. */
+ * (may be NULL) receives the statistics in every case.  A paced run sets
+ * the calling thread's timer slack to 1 ns while it runs (the default
+ * 50 us would make every sleep overrun its tick) and restores it. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

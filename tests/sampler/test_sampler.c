@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +108,7 @@ typedef struct record {
     int64_t stall_ns;
     bool in_order;           /* every index was the previous one plus one */
     bool sample_ok;          /* the sample pointer was set exactly when it should be */
+    int slack_ns;            /* the thread's timer slack during the first callback */
     int64_t t_ns[MAX_RECORDED];
 } record;
 
@@ -127,7 +129,8 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->sample_ok = false;
     if (o->index < MAX_RECORDED)
         r->t_ns[o->index] = o->t_ns;
-    r->calls++;
+    if (r->calls++ == 0)
+        r->slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     if (o->index == r->stall_at) {
         struct timespec ts = {.tv_sec = r->stall_ns / 1000000000, .tv_nsec = r->stall_ns % 1000000000};
         nanosleep(&ts, NULL);
@@ -195,7 +198,11 @@ static void test_rate(void **state)
     record r;
     record_init(&r);
     fps_stats st;
+    int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
     run(t, &c, &r, &st, FP_OK);
+    /* A paced run sleeps with a 1 ns timer slack and gives the caller's back. */
+    assert_int_equal(r.slack_ns, 1);
+    assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
     assert_int_equal(st.stop_reason, FPS_STOP_DURATION);
     assert_in_range(st.attempts, RATE_MIN_ATTEMPTS, RATE_TICKS);
     /* Every tick before the deadline was either sampled or missed. */
