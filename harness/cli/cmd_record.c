@@ -31,6 +31,9 @@
 #define RECORD_CHILD_POLL_NS 20000000L
 #define RECORD_PROGRESS_NS 500000000LL   /* progress line refresh on a terminal */
 #define RECORD_COMM_PATH_MAX 64
+/* A share of thread walks torn by the target's progress from which the
+ * summary warns that short-lived stacks are under-represented. */
+#define RECORD_TORN_NOTE 0.05
 #define NS_PER_S 1000000000LL
 
 #define RECORD_STR(x) #x
@@ -103,6 +106,7 @@ typedef struct record_run {
     bool show_progress, oom;
     int64_t next_progress_ns;
     uint64_t attempts, ok, errors;
+    int64_t cost_ns;         /* time inside fp_session_sample, summed */
 } record_run;
 
 static int64_t mono_ns(void)
@@ -150,6 +154,7 @@ static int on_sample(void *ctx, const fps_outcome *o)
 {
     record_run *r = ctx;
     r->attempts++;
+    r->cost_ns += o->cost_ns;
     if (o->rc == FP_OK)
         r->ok++;
     else
@@ -346,7 +351,7 @@ static void describe_child(int status)
         fprintf(stderr, "frameproof record: the command was ended by signal %d\n", WTERMSIG(status));
 }
 
-static void summarize(const fps_stats *st, const fpr_profile *p, const record_opts *o)
+static void summarize(const fps_stats *st, const fpr_profile *p, const record_opts *o, const fpr_run *run)
 {
     const fpr_dropped *d = fpr_profile_dropped(p);
     fprintf(stderr, "frameproof record: %" PRIu64 " attempts in %.2f s", st->attempts, st->elapsed_s);
@@ -370,6 +375,16 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
             fpr_profile_points(p), fpr_profile_thread_count(p), fpr_profile_frame_count(p),
             fpr_profile_stack_count(p), d->torn_threads, d->idle_threads, d->mode_threads,
             fpr_mode_name(o->mode), d->unknown_state);
+    uint64_t walks = run->torn_walks + fpr_profile_points(p) + d->torn_threads + d->idle_threads + d->mode_threads;
+    double torn = walks ? (double)run->torn_walks / (double)walks : 0.0;
+    fprintf(stderr, "  thread walks the target changed under (walked again): %" PRIu64 " (%.1f %%); mean sample %.1f us\n",
+            run->torn_walks, 100.0 * torn, run->mean_sample_us);
+    if (torn >= RECORD_TORN_NOTE && !o->lib.blocking)
+        fprintf(stderr,
+                "  note: a sample is kept only when nothing changed while it was read (%.1f us on average), so\n"
+                "  stacks that last about that long or less are under-represented; --blocking samples them\n"
+                "  exactly, pausing the target for each sample\n",
+                run->mean_sample_us);
 }
 
 /* Writes the profile; 0, or -1 with a message. */
@@ -448,9 +463,12 @@ int fp_cmd_record(int argc, char **argv)
         fprintf(stderr, "frameproof record: sampling stopped: %s\n", st.first_fatal);
     if (run.oom)
         fputs("frameproof record: out of memory: sampling stopped early\n", stderr);
-    summarize(&st, p, &o);
+    fp_read_stats rs = {0, 0, 0};
+    fp_session_read_stats(s, &rs);
     fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
-                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st};
+                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st, .torn_walks = rs.torn,
+                    .mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0};
+    summarize(&st, p, &o, &info);
     if (write_profile(&o, p, &info) == 0 && ended_ok)
         status = FP_EXIT_OK;
 out:

@@ -5,6 +5,7 @@
 #define FPR_OUT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "frameproof/frameproof.h"
@@ -31,6 +32,8 @@ typedef struct fpr_run {
     bool poisson;
     bool blocking;
     const fps_stats *stats;   /* the sampling run's outcome */
+    uint64_t torn_walks;      /* fp_read_stats.torn: thread walks the target changed under, walked again */
+    double mean_sample_us;    /* mean time inside fp_session_sample */
 } fpr_run;
 
 /* Writes profile p in the given format to out.  Returns 0, or -1 when

@@ -168,6 +168,10 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_uint(&j, st->missed_ticks);
     fp_json_key(&j, "achieved_rate_hz");
     fp_json_number(&j, st->achieved_rate_hz);
+    fp_json_key(&j, "mean_sample_us");
+    fp_json_number(&j, run->mean_sample_us);
+    fp_json_key(&j, "torn_walks");
+    fp_json_uint(&j, run->torn_walks);
     fp_json_key(&j, "thread_samples");
     fp_json_uint(&j, fpr_profile_points(p));
     fp_json_key(&j, "torn_threads");
