@@ -421,6 +421,9 @@ int fp_cmd_record(int argc, char **argv)
     int pr = parse_args(argc, argv, &o);
     if (pr)
         return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
+    /* Only --mode cpu needs each thread's scheduler state: one /proc read
+     * per thread and sample, which would double a 16-thread sample's cost. */
+    o.lib.thread_cpu_state = o.mode == FPR_MODE_CPU;
     if (cf_signal_install() != 0) {
         fputs("frameproof record: cannot install signal handlers\n", stderr);
         return FP_EXIT_ERROR;

@@ -14,6 +14,8 @@
 #define MAX_ENTRIES (UINT32_MAX / 4u) /* frames or stacks: indices stay below EMPTY_SLOT with room to double */
 #define FNV_OFFSET 14695981039346656037ull
 #define FNV_PRIME 1099511628211ull
+#define HINT_SLOTS 4096u             /* direct-mapped hints from (code address, line) to a frame; a power of two */
+#define HINT_MIX 0x9e3779b97f4a7c15ull /* Fibonacci hashing of the code address */
 
 typedef struct table {
     uint32_t *slots;
@@ -32,6 +34,14 @@ struct fpr_profile {
     fpr_thread *threads;
     size_t nthreads, threads_cap;
     table frame_index, stack_index;
+    /* The frame last interned for each (code object address, line): a hint
+     * checked by comparing the strings, since a freed code object's
+     * address can come back with another function. */
+    struct code_hint {
+        uint64_t code_addr;
+        int32_t line;
+        uint32_t frame;
+    } hints[HINT_SLOTS];
     uint32_t max_depth;
     uint64_t points;
     fpr_dropped dropped;
@@ -172,19 +182,44 @@ void fpr_profile_free(fpr_profile *p)
     free(p);
 }
 
+static int lookup_frame(fpr_profile *p, const char *function, const char *file, int32_t line, uint32_t *out);
+
+static struct code_hint *hint_slot(fpr_profile *p, const fp_frame *f)
+{
+    uint64_t h = (f->code_addr ^ (uint64_t)(uint32_t)f->line * FNV_PRIME) * HINT_MIX;
+    return &p->hints[h >> 52 & (HINT_SLOTS - 1)];
+}
+
 /* The index of frame f, interned on first sight. */
 static int intern_frame(fpr_profile *p, const fp_frame *f, uint32_t *out)
 {
     const char *function = f->function ? f->function : "";
     const char *file = f->file ? f->file : "";
+    struct code_hint *hint = hint_slot(p, f);
+    if (hint->code_addr == f->code_addr && hint->line == f->line && hint->frame < p->nframes) {
+        const fpr_frame *g = &p->frames[hint->frame];
+        if (g->line == f->line && strcmp(g->function, function) == 0 && strcmp(g->file, file) == 0) {
+            *out = hint->frame;
+            return FP_OK;
+        }
+    }
+    int rc = lookup_frame(p, function, file, f->line, out);
+    if (rc == FP_OK)
+        *hint = (struct code_hint){.code_addr = f->code_addr, .line = f->line, .frame = *out};
+    return rc;
+}
+
+/* The index of (function, file, line), interned on first sight. */
+static int lookup_frame(fpr_profile *p, const char *function, const char *file, int32_t line, uint32_t *out)
+{
     int rc = table_reserve(p, &p->frame_index);
     if (rc)
         return rc;
     table *t = &p->frame_index;
-    uint32_t at = (uint32_t)frame_hash(function, file, f->line) & (t->cap - 1);
+    uint32_t at = (uint32_t)frame_hash(function, file, line) & (t->cap - 1);
     for (; t->slots[at] != EMPTY_SLOT; at = (at + 1) & (t->cap - 1)) {
         const fpr_frame *g = &p->frames[t->slots[at]];
-        if (g->line == f->line && strcmp(g->function, function) == 0 && strcmp(g->file, file) == 0) {
+        if (g->line == line && strcmp(g->function, function) == 0 && strcmp(g->file, file) == 0) {
             *out = t->slots[at];
             return FP_OK;
         }
@@ -197,7 +232,7 @@ static int intern_frame(fpr_profile *p, const fp_frame *f, uint32_t *out)
         free(fl);
         return FP_E_NOMEM;
     }
-    p->frames[p->nframes] = (fpr_frame){.function = fn, .file = fl, .line = f->line};
+    p->frames[p->nframes] = (fpr_frame){.function = fn, .file = fl, .line = line};
     t->slots[at] = (uint32_t)p->nframes;
     t->used++;
     *out = (uint32_t)p->nframes++;
@@ -266,14 +301,14 @@ static bool mode_keeps(fpr_profile *p, const fp_thread *th)
     return false;
 }
 
-/* Interns the stack of thread th of sm; *out is its innermost entry. */
-static int intern_thread_stack(fpr_profile *p, const fp_sample *sm, const fp_thread *th, uint32_t *out)
+/* Interns the stack frames[0..n) (innermost first); *out is its innermost
+ * entry. */
+static int intern_thread_stack(fpr_profile *p, const fp_frame *frames, size_t n, uint32_t *out)
 {
     uint32_t parent = FPR_NO_STACK;
-    /* fp_sample frames are innermost first: walk them from the outermost. */
-    for (size_t k = th->frame_count; k-- > 0;) {
+    for (size_t k = n; k-- > 0;) {
         uint32_t frame;
-        int rc = intern_frame(p, fp_sample_frame(sm, th->first_frame + k), &frame);
+        int rc = intern_frame(p, &frames[k], &frame);
         if (rc == FP_OK)
             rc = intern_stack(p, parent, frame, &parent);
         if (rc)
@@ -283,32 +318,41 @@ static int intern_thread_stack(fpr_profile *p, const fp_sample *sm, const fp_thr
     return FP_OK;
 }
 
+int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns)
+{
+    if (th->error) {
+        p->dropped.torn_threads++;
+        return FP_OK;
+    }
+    if (th->frame_count == 0) {
+        p->dropped.idle_threads++;
+        return FP_OK;
+    }
+    if (!mode_keeps(p, th))
+        return FP_OK;
+    fpr_thread *t;
+    uint32_t stack;
+    int rc = find_thread(p, th, &t);
+    if (rc == FP_OK)
+        rc = intern_thread_stack(p, frames, th->frame_count, &stack);
+    if (rc == FP_OK && grow(&t->points, &t->cap, t->count, sizeof *t->points))
+        rc = FP_E_NOMEM;
+    if (rc)
+        return rc;
+    t->points[t->count++] = (fpr_point){.t_ns = t_ns, .stack = stack};
+    p->points++;
+    return FP_OK;
+}
+
 int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns)
 {
     size_t n = fp_sample_thread_count(sm);
     for (size_t i = 0; i < n; i++) {
         const fp_thread *th = fp_sample_thread(sm, i);
-        if (th->error) {
-            p->dropped.torn_threads++;
-            continue;
-        }
-        if (th->frame_count == 0) {
-            p->dropped.idle_threads++;
-            continue;
-        }
-        if (!mode_keeps(p, th))
-            continue;
-        fpr_thread *t;
-        uint32_t stack;
-        int rc = find_thread(p, th, &t);
-        if (rc == FP_OK)
-            rc = intern_thread_stack(p, sm, th, &stack);
-        if (rc == FP_OK && grow(&t->points, &t->cap, t->count, sizeof *t->points))
-            rc = FP_E_NOMEM;
+        /* A thread's frames are consecutive in the sample, innermost first. */
+        int rc = fpr_profile_add_thread(p, th, th->frame_count ? fp_sample_frame(sm, th->first_frame) : NULL, t_ns);
         if (rc)
             return rc;
-        t->points[t->count++] = (fpr_point){.t_ns = t_ns, .stack = stack};
-        p->points++;
     }
     return FP_OK;
 }

@@ -75,6 +75,9 @@ void fpr_profile_free(fpr_profile *p);
  * Returns FP_OK or FP_E_NOMEM (the profile stays usable and unchanged by
  * the failed part). */
 int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns);
+/* The same for one thread th whose frames are frames[0..th->frame_count),
+ * innermost first (what fpr_profile_add does for each thread of a sample). */
+int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns);
 
 int fpr_profile_mode(const fpr_profile *p);
 size_t fpr_profile_thread_count(const fpr_profile *p);

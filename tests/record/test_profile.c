@@ -1,0 +1,124 @@
+/* test_profile.c — the profile of `frameproof record` (harness/record/
+ * profile.c) on hand-built threads: frames and stacks interned once and
+ * unfolded root first; a code object address that comes back with another
+ * function gets that function's name (the (address, line) hint is only a
+ * hint); the modes keep and count exactly the threads they should; torn
+ * and idle threads are counted, never added. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "profile.h"
+
+#define CODE_A 0x7f0000001000ull
+#define NATIVE_ID 4242u
+
+static fp_frame frame(const char *function, const char *file, int32_t line, uint64_t code)
+{
+    return (fp_frame){.function = function, .name = function, .file = file, .line = line, .code_addr = code};
+}
+
+static fp_thread thread(size_t nframes)
+{
+    return (fp_thread){.native_id = NATIVE_ID, .holds_gil = FP_YES, .on_cpu = FP_NO, .frame_count = nframes};
+}
+
+static void name_it(void *ctx, uint64_t native_id, char *buf, size_t size)
+{
+    (void)ctx;
+    snprintf(buf, size, "t%llu", (unsigned long long)native_id);
+}
+
+static void test_interning(void **state)
+{
+    (void)state;
+    fpr_profile *p;
+    assert_int_equal(fpr_profile_new(FPR_MODE_WALL, name_it, NULL, &p), FP_OK);
+    fp_frame a[3] = {frame("leaf", "x.py", 3, CODE_A), frame("mid", "x.py", 7, CODE_A + 64),
+                     frame("<module>", "x.py", 9, CODE_A + 128)};
+    fp_thread th = thread(3);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(fpr_profile_add_thread(p, &th, a, i), FP_OK);
+    assert_int_equal(fpr_profile_frame_count(p), 3);
+    assert_int_equal(fpr_profile_stack_count(p), 3);
+    assert_int_equal(fpr_profile_points(p), 5);
+    assert_int_equal(fpr_profile_thread_count(p), 1);
+    const fpr_thread *t = fpr_profile_thread(p, 0);
+    assert_string_equal(t->name, "t4242");
+    uint32_t out[3];
+    assert_int_equal(fpr_profile_unfold(p, t->points[4].stack, out), 3);
+    assert_string_equal(fpr_profile_frame(p, out[0])->function, "<module>");
+    assert_string_equal(fpr_profile_frame(p, out[2])->function, "leaf");
+    assert_int_equal(fpr_profile_frame(p, out[2])->line, 3);
+
+    /* The leaf's code object freed, another function's at its address,
+     * stopped at the same line: a frame of its own, under its own name. */
+    char other[] = "other_leaf";
+    a[0] = frame(other, "y.py", 3, CODE_A);
+    assert_int_equal(fpr_profile_add_thread(p, &th, a, 5), FP_OK);
+    assert_int_equal(fpr_profile_frame_count(p), 4);
+    assert_int_equal(fpr_profile_unfold(p, t->points[5].stack, out), 3);
+    assert_string_equal(fpr_profile_frame(p, out[2])->function, "other_leaf");
+    assert_string_equal(fpr_profile_frame(p, out[2])->file, "y.py");
+    /* ... and the same string storage reused for yet another name. */
+    memcpy(other, "third_leaf", sizeof other);
+    assert_int_equal(fpr_profile_add_thread(p, &th, a, 6), FP_OK);
+    assert_int_equal(fpr_profile_frame_count(p), 5);
+    assert_int_equal(fpr_profile_unfold(p, t->points[6].stack, out), 3);
+    assert_string_equal(fpr_profile_frame(p, out[2])->function, "third_leaf");
+    fpr_profile_free(p);
+}
+
+static void test_modes_and_dropped(void **state)
+{
+    (void)state;
+    fp_frame a[1] = {frame("f", "x.py", 1, CODE_A)};
+    fp_thread on = thread(1), off = thread(1), unknown = thread(1), torn = thread(0), idle = thread(0);
+    on.on_cpu = FP_YES;
+    on.holds_gil = FP_NO;
+    unknown.on_cpu = unknown.holds_gil = FP_UNKNOWN;
+    torn.error = FP_E_INCOMPLETE;
+    const struct {
+        int mode;
+        uint64_t kept, mode_threads, unknown;
+    } want[] = {{FPR_MODE_WALL, 3, 0, 0}, {FPR_MODE_CPU, 1, 2, 1}, {FPR_MODE_GIL, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        fpr_profile *p;
+        assert_int_equal(fpr_profile_new(want[i].mode, NULL, NULL, &p), FP_OK);
+        const fp_thread *all[] = {&on, &off, &unknown, &torn, &idle};
+        for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+            assert_int_equal(fpr_profile_add_thread(p, all[k], all[k]->frame_count ? a : NULL, 0), FP_OK);
+        const fpr_dropped *d = fpr_profile_dropped(p);
+        assert_int_equal(fpr_profile_points(p), want[i].kept);
+        assert_int_equal(d->mode_threads, want[i].mode_threads);
+        assert_int_equal(d->unknown_state, want[i].unknown);
+        assert_int_equal(d->torn_threads, 1);
+        assert_int_equal(d->idle_threads, 1);
+        fpr_profile_free(p);
+    }
+}
+
+static void test_mode_names(void **state)
+{
+    (void)state;
+    for (int m = FPR_MODE_WALL; m <= FPR_MODE_GIL; m++)
+        assert_int_equal(fpr_mode_parse(fpr_mode_name(m)), m);
+    assert_int_equal(fpr_mode_parse("exception"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_interning),
+        cmocka_unit_test(test_modes_and_dropped),
+        cmocka_unit_test(test_mode_names),
+    };
+    cmocka_set_message_output(CM_OUTPUT_TAP);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
