@@ -240,8 +240,22 @@ def every_interpreter(facts, provisioned):
         try:
             r = record("--rate", RATE, "--", *it.argv(RUN_SECONDS))
             check_collapsed(name, r, it.script)
+            by_pid(ident, it)
         finally:
             it.close()
+
+
+def by_pid(ident, it):
+    """record --pid on a running target of this interpreter: the same chains."""
+    target = subprocess.Popen(it.argv(LONG_SECONDS), stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(STARTUP_S)
+        r = record("--pid", target.pid, "--rate", RATE, "--duration", RUN_SECONDS)
+        check_collapsed(f"record --pid on {ident}", r, it.script)
+        check(f"record --pid on {ident}: the target is left running", alive(target.pid))
+    finally:
+        target.kill()
+        target.wait()
 
 
 def formats(facts, entry, tmp):
