@@ -316,7 +316,11 @@ static int attach(fp_session *s, pid_t pid, bool launched, int *child_status, bo
             fprintf(stderr, "frameproof record: the command exited before its Python runtime could be found\n");
             return -1;
         }
-        if (cf_interrupted() || mono_ns() > deadline) {
+        if (cf_interrupted()) {
+            fprintf(stderr, "frameproof record: interrupted before the command's Python runtime was found\n");
+            return -1;
+        }
+        if (mono_ns() > deadline) {
             fprintf(stderr, "frameproof record: no Python runtime in the command after %g s: %s\n",
                     RECORD_ATTACH_TIMEOUT_S, fp_session_errmsg(s));
             return -1;
