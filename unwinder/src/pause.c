@@ -144,8 +144,10 @@ static int stop_all(fp_pause *p, char *err, size_t errlen)
                     continue; /* exited meanwhile */
                 /* Permission is the process's, not a thread's: with another
                  * thread already seized, EPERM means this one is exiting
-                 * (past its last Python code); the next pass retries it. */
-                if ((e == EPERM || e == EACCES) && any_seized(p))
+                 * (past its last Python code); the next pass retries it.
+                 * So does a thread the kernel shows exiting (a process
+                 * whose last thread exits: gone, not forbidden). */
+                if ((e == EPERM || e == EACCES) && (any_seized(p) || fpi_proc_thread_exiting(p->pid, t->tid)))
                     continue;
                 return fpi_msg(err, errlen, e == EPERM || e == EACCES ? FP_E_PERMISSION : FP_E_IO,
                                "cannot stop thread %ld of process %d (PTRACE_SEIZE): %s", t->tid, p->pid,
