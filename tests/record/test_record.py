@@ -36,6 +36,7 @@ import fpfacts  # noqa: E402
 FP = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "record_target.py")
+LOAD_SPEEDSCOPE = os.path.join(HERE, "load_speedscope.py")
 TIMEOUT = 120
 RUN_SECONDS = 1.5        # how long record_target.py runs when launched
 LONG_SECONDS = 60        # a target that outlives the test's own actions
@@ -196,6 +197,30 @@ def check_speedscope(name, path, schema):
         check(f"{name}: speedscope valid against its schema", False, str(e)[:2000])
 
 
+def load_in_browser(name, path, schema):
+    """The speedscope app itself opens the file in headless Chromium."""
+    what = f"{name}: the speedscope app opens the profile in headless Chromium"
+    release = os.path.dirname(schema)
+    if not os.path.exists(os.path.join(release, "index.html")):
+        skip(what, "speedscope not provisioned (ci/speedscope)")
+        return
+    if not any(shutil.which(c) for c in ("chromium", "chromium-browser")):
+        skip(what, "chromium not installed")
+        return
+    png = path + ".png"
+    r = subprocess.run([sys.executable, LOAD_SPEEDSCOPE, release, path, png, "hot", "cold", "spin"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode == 2:
+        skip(what, r.stderr.strip())
+        return
+    check(what, r.returncode == 0 and os.path.getsize(png) > 0, r.stderr.strip())
+    # The check has teeth: a function the profile does not hold is not found.
+    r = subprocess.run([sys.executable, LOAD_SPEEDSCOPE, release, path, png, "hot", "no_such_function"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(f"{name}: the app check fails for a function the profile does not hold",
+          r.returncode == 1 and "no_such_function" in r.stderr, r.stderr.strip())
+
+
 def check_json(name, path):
     with open(path, encoding="utf-8") as f:
         recs = [json.loads(line) for line in f]
@@ -269,6 +294,7 @@ def formats(facts, entry, tmp):
             check(f"{name}: speedscope", False, r.stderr.decode(errors="replace"))
         else:
             check_speedscope(name, ss, schema if os.path.exists(schema) else None)
+            load_in_browser(name, ss, schema)
         js = os.path.join(tmp, "p.jsonl")
         r = record("--rate", RATE, "--format", "json", "-o", js, "--poisson", "--seed", 7, "--", *it.argv(RUN_SECONDS))
         if r.returncode != 0:
