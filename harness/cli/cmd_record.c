@@ -42,7 +42,7 @@
 static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
-    "                         [--format collapsed|speedscope|json] [-o FILE] [--blocking]\n"
+    "                         [--format collapsed|speedscope|json|gecko] [-o FILE] [--blocking]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -67,9 +67,9 @@ static const char RECORD_USAGE[] =
     "                   CPU), gil (the thread holding the GIL; refused on a\n"
     "                   free-threaded build)\n"
     "  --format FMT     collapsed (default; folded stacks for flamegraph.pl and\n"
-    "                   speedscope), speedscope (speedscope's JSON file format)\n"
-    "                   or json (JSON Lines records for tools); see\n"
-    "                   docs/record-formats.md\n"
+    "                   speedscope), speedscope (speedscope's JSON file format),\n"
+    "                   json (JSON Lines records for tools) or gecko (the Firefox\n"
+    "                   Profiler's processed format); see docs/record-formats.md\n"
     "  -o, --output F   write the profile to F (default: standard output)\n"
     FP_CLI_BLOCKING_HELP
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
@@ -232,7 +232,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'f':
             if ((o->format = fpr_format_parse(optarg)) < 0) {
-                fprintf(stderr, "frameproof record: --format must be collapsed, speedscope or json, not '%s'\n",
+                fprintf(stderr, "frameproof record: --format must be collapsed, speedscope, json or gecko, not '%s'\n",
                         optarg);
                 return -1;
             }

@@ -6,7 +6,7 @@
 
 #include "out.h"
 
-static const char *const FORMAT_NAMES[FPR_FORMAT_COUNT] = {"collapsed", "speedscope", "json"};
+static const char *const FORMAT_NAMES[FPR_FORMAT_COUNT] = {"collapsed", "speedscope", "json", "gecko"};
 
 int fpr_format_parse(const char *s)
 {
@@ -33,6 +33,7 @@ int fpr_write(FILE *out, int format, const fpr_profile *p, const fpr_run *run)
     case FPR_FORMAT_COLLAPSED: rc = fpr_write_collapsed(out, p); break;
     case FPR_FORMAT_SPEEDSCOPE: rc = fpr_write_speedscope(out, p, run); break;
     case FPR_FORMAT_JSON: rc = fpr_write_json(out, p, run); break;
+    case FPR_FORMAT_GECKO: rc = fpr_write_gecko(out, p, run); break;
     default: errno = EINVAL; return -1;
     }
     if (rc == 0 && (fflush(out) != 0 || ferror(out)))

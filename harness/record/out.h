@@ -1,5 +1,5 @@
 /* out.h — the output formats of `frameproof record`, one writer per file
- * (out_collapsed.c, out_speedscope.c, out_json.c); out.c names them and
+ * (out_collapsed.c, out_speedscope.c, out_json.c, out_gecko.c); out.c names them and
  * dispatches.  The formats are described in docs/record-formats.md. */
 #ifndef FPR_OUT_H
 #define FPR_OUT_H
@@ -16,6 +16,7 @@ enum fpr_format {
     FPR_FORMAT_COLLAPSED = 0,  /* folded stacks with counts (flamegraph.pl, speedscope, inferno) */
     FPR_FORMAT_SPEEDSCOPE = 1, /* speedscope's JSON file format, one sampled profile per thread */
     FPR_FORMAT_JSON = 2,       /* frameproof's line-delimited JSON records */
+    FPR_FORMAT_GECKO = 3,      /* the Firefox Profiler's processed profile format */
     FPR_FORMAT_COUNT
 };
 
@@ -43,6 +44,7 @@ int fpr_write(FILE *out, int format, const fpr_profile *p, const fpr_run *run);
 int fpr_write_collapsed(FILE *out, const fpr_profile *p);
 int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run);
 int fpr_write_json(FILE *out, const fpr_profile *p, const fpr_run *run);
+int fpr_write_gecko(FILE *out, const fpr_profile *p, const fpr_run *run);
 
 /* A thread's display name: its name, or "thread" when it has none, then
  * " (NATIVE_ID)"; writes at most size bytes. */

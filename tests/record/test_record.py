@@ -37,6 +37,7 @@ FP = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "record_target.py")
 LOAD_SPEEDSCOPE = os.path.join(HERE, "load_speedscope.py")
+CPYTHON_GECKO_ID = "3.15"   # the interpreter whose own sampler's gecko output is the reference shape
 TIMEOUT = 120
 RUN_SECONDS = 1.5        # how long record_target.py runs when launched
 LONG_SECONDS = 60        # a target that outlives the test's own actions
@@ -197,6 +198,75 @@ def check_speedscope(name, path, schema):
         check(f"{name}: speedscope valid against its schema", False, str(e)[:2000])
 
 
+def gecko_problems(doc, kept):
+    problems = []
+    strings = doc["shared"]["stringArray"]
+    total = 0
+    for t in doc["threads"]:
+        st, fr, fn, rs, sm = t["stackTable"], t["frameTable"], t["funcTable"], t["resourceTable"], t["samples"]
+        for table in (st, fr, fn, rs, sm):
+            lengths = {k: len(v) for k, v in table.items() if isinstance(v, list)}
+            if any(n != table["length"] for n in lengths.values()):
+                problems.append(f"{t['name']}: columns of unequal length {lengths} (length {table['length']})")
+        if any(p is not None and p >= i for i, p in enumerate(st["prefix"])):
+            problems.append(f"{t['name']}: a stack's prefix is not an earlier stack")
+        if any(f >= fr["length"] for f in st["frame"]) or any(f >= fn["length"] for f in fr["func"]):
+            problems.append(f"{t['name']}: frame or function index out of range")
+        if any(n >= len(strings) for n in fn["name"] + fn["fileName"]) or any(s >= st["length"] for s in sm["stack"]):
+            problems.append(f"{t['name']}: string or stack index out of range")
+        if sm["time"] != sorted(sm["time"]):
+            problems.append(f"{t['name']}: sample times out of order")
+        total += sm["length"]
+    if kept is None or total != kept:
+        problems.append(f"{total} samples, the summary kept {kept}")
+    if not {"hot", "cold", "spin"} <= set(strings):
+        problems.append("hot, cold or spin missing from the string array")
+    return problems
+
+
+def gecko_shape(doc):
+    """Top-level keys, meta keys and versions, and every thread table's columns."""
+    t = doc["threads"][0]
+    return (sorted(doc), sorted(doc["meta"]), doc["meta"]["version"], doc["meta"]["preprocessedProfileVersion"],
+            sorted(t), {k: sorted(v) for k, v in t.items() if isinstance(v, dict)}, sorted(doc["shared"]))
+
+
+def check_gecko(name, path, stderr):
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    kept = KEPT.search(stderr)
+    problems = gecko_problems(doc, int(kept.group(1)) if kept else None)
+    check(f"{name}: gecko tables consistent", not problems, "\n".join(problems))
+    _, provisioned = fpfacts.provisioned(fpfacts.load())
+    ref = provisioned.get(CPYTHON_GECKO_ID)
+    what = f"{name}: gecko has the shape CPython {CPYTHON_GECKO_ID}'s own sampler writes"
+    if ref is None:
+        skip(what, f"{CPYTHON_GECKO_ID} not provisioned")
+        return
+    it = Interp(ref)
+    try:
+        out = os.path.join(it.tmp, "cpython.gecko.json")
+        inner = it.script.rsplit("/", 1)[0] + "/cpython.gecko.json"
+        pre = ["chroot", it.root] if it.root != "/" else []
+        r = subprocess.run(pre + list(ref["argv"]) + ["-m", "profiling.sampling", "run", "-a", "-r", str(RATE), "--gecko",
+                                                      "-o", inner, it.script, str(RUN_SECONDS)],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        if r.returncode != 0:
+            check(what, False, r.stderr[-500:])
+            return
+        with open(out, encoding="utf-8") as f:
+            theirs = json.load(f)
+        check(what, gecko_shape(doc) == gecko_shape(theirs), f"ours {gecko_shape(doc)}\ntheirs {gecko_shape(theirs)}")
+        # Both checks have teeth: a column dropped, a prefix pointing ahead.
+        bad = json.loads(json.dumps(doc))
+        del bad["threads"][0]["frameTable"]["inlineDepth"]
+        bad["threads"][-1]["stackTable"]["prefix"][0] = 0
+        check(f"{name}: the gecko checks catch a dropped column and a bad prefix",
+              gecko_shape(bad) != gecko_shape(theirs) and gecko_problems(bad, int(kept.group(1)) if kept else None))
+    finally:
+        it.close()
+
+
 def load_in_browser(name, path, schema):
     """The speedscope app itself opens the file in headless Chromium."""
     what = f"{name}: the speedscope app opens the profile in headless Chromium"
@@ -295,6 +365,12 @@ def formats(facts, entry, tmp):
         else:
             check_speedscope(name, ss, schema if os.path.exists(schema) else None)
             load_in_browser(name, ss, schema)
+        gk = os.path.join(tmp, "p.gecko.json")
+        r = record("--rate", RATE, "--format", "gecko", "-o", gk, "--", *it.argv(RUN_SECONDS))
+        if r.returncode != 0:
+            check(f"{name}: gecko", False, r.stderr.decode(errors="replace"))
+        else:
+            check_gecko(name, gk, r.stderr)
         js = os.path.join(tmp, "p.jsonl")
         r = record("--rate", RATE, "--format", "json", "-o", js, "--poisson", "--seed", 7, "--", *it.argv(RUN_SECONDS))
         if r.returncode != 0:
