@@ -172,6 +172,7 @@ static void describe(const char *id, scene *sc)
     memcpy(sc->t2, b, sizeof b);
     sc->th[0] = (synth_thread){4242, 0x7f0000001000ull, true, sc->t1, 4};
     sc->th[1] = (synth_thread){4243, 0x7f0000002000ull, false, sc->t2, 4};
+    sc->d = (synth_desc){0};
     sc->d.threads = sc->th;
     sc->d.nthreads = 2;
 }
@@ -710,7 +711,7 @@ static void test_frameless_thread_recreated(void **state)
         synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
         synth_thread th[] = {{4243, 0x7f0000002000ull, false, NULL, 0},
                              {4242, 0x7f0000001000ull, true, main_frames, 1}};
-        synth_desc d = {th, 2};
+        synth_desc d = {th, 2, NULL, 0};
         for (int primed = 0; primed < 2; primed++) { /* the second pass reads ahead */
             built b;
             build(id, &d, 0, &b);

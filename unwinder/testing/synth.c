@@ -32,6 +32,31 @@ typedef struct region {
     uint8_t *bytes;
 } region;
 
+typedef struct built_code {
+    const synth_code *src;
+    uint64_t addr;
+    uint64_t tlbc_copies[SYNTH_MAX_TLBC];
+} built_code;
+
+/* A frame of a thread's current stack, as synth_plan_move left it. */
+typedef struct live_frame {
+    uint64_t addr;
+    const built_code *bc;
+    int tlbc;
+    bool generator;
+} live_frame;
+
+/* What synth_plan_move needs to know about a thread: where the words it
+ * rewrites are, and the thread's stack as the planned writes leave it. */
+typedef struct thread_book {
+    uint64_t top_word;         /* the word naming the top frame (the thread state's, or its _PyCFrame's) */
+    uint64_t bottom;           /* what the outermost frame's `previous` holds */
+    uint64_t ts_datastack_top_word;
+    uint64_t first_slot, chunk_end;
+    live_frame *frames;        /* outermost first */
+    size_t n, cap;
+} thread_book;
+
 struct synth_image {
     fpi_layout l;
     /* PyASCIIObject.state bits, from the builder's own knowledge of the
@@ -47,6 +72,9 @@ struct synth_image {
     uint64_t **frame_addrs;   /* per thread, per described frame */
     uint64_t *ts_addrs;       /* per thread */
     size_t nthreads;
+    built_code *codes;        /* every code object built */
+    size_t ncodes;
+    thread_book *books;       /* per thread */
     char *err;
     size_t errlen;
 };
@@ -258,12 +286,6 @@ static uint64_t linetable_object(synth_image *im, const synth_code *c, int *unit
     return obj;
 }
 
-typedef struct built_code {
-    const synth_code *src;
-    uint64_t addr;
-    uint64_t tlbc_copies[SYNTH_MAX_TLBC];
-} built_code;
-
 static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, built_code *out)
 {
     const fpi_layout *l = &im->l;
@@ -359,9 +381,24 @@ static uint64_t frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_
     return a;
 }
 
+static int book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator)
+{
+    if (b->n == b->cap) {
+        size_t ncap = b->cap ? b->cap * 2 : 16;
+        live_frame *nf = realloc(b->frames, ncap * sizeof *nf);
+        if (!nf)
+            return -1;
+        b->frames = nf;
+        b->cap = ncap;
+    }
+    b->frames[b->n++] = (live_frame){addr, bc, tlbc, generator};
+    return 0;
+}
+
 static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, const synth_thread *t, size_t ti,
                         built_code *codes, size_t ncodes, uint64_t *ts_out)
 {
+    thread_book *book = &im->books[ti];
     const fpi_layout *l = &im->l;
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return fail(im, "too many frames");
@@ -380,6 +417,9 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     put64(im, ts + (uint64_t)l->ts_exc_info, ts + (uint64_t)l->ts_exc_state);
     put64(im, chunk + (uint64_t)l->chunk_size, CHUNK_BYTES);
     uint64_t pos = chunk + CHUNK_HEADER + 8, end = chunk + CHUNK_BYTES;
+    book->first_slot = pos;
+    book->ts_datastack_top_word = ts + (uint64_t)l->ts_datastack_top;
+    book->chunk_end = end;
 
     /* Frames are pushed outermost first, like a real data stack. */
     uint64_t *addrs = calloc(t->nframes ? t->nframes : 1, sizeof *addrs);
@@ -404,6 +444,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_cstack);
         below = entry;
     }
+    book->bottom = below;
     for (size_t k = t->nframes; k-- > 0;) {
         const synth_frame *f = &t->frames[k];
         const built_code *bc = NULL;
@@ -445,6 +486,8 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
          * and so was one whose caller is C code (entry_below). */
         if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
             put8(im, fa + (uint64_t)l->fr_is_entry, 1);
+        if (book_frame(book, fa, bc, tlbc, f->generator))
+            return fail(im, "out of memory");
         below = fa;
     }
     uint64_t top = below;
@@ -453,6 +496,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
     if (l->ts_current_frame != FPI_OFF_NONE) {
         put64(im, ts + (uint64_t)l->ts_current_frame, top);
+        book->top_word = ts + (uint64_t)l->ts_current_frame;
     } else {
         /* A thread running no evaluation is on its own root _PyCFrame;
          * one running Python code on an evaluation's. */
@@ -461,6 +505,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
             return fail(im, "out of memory");
         put64(im, cf + (uint64_t)l->cframe_current_frame, top);
         put64(im, ts + (uint64_t)l->ts_cframe, cf);
+        book->top_word = cf + (uint64_t)l->cframe_current_frame;
     }
     *ts_out = ts;
     return FP_OK;
@@ -482,8 +527,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     const fpi_layout *l = &im->l;
     im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
     im->ts_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->ts_addrs);
+    im->books = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->books);
     im->nthreads = d->nthreads;
-    if (!im->frame_addrs || !im->ts_addrs) {
+    if (!im->frame_addrs || !im->ts_addrs || !im->books) {
         rc = FP_E_NOMEM;
         goto out;
     }
@@ -519,6 +565,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     size_t total = 0;
     for (size_t t = 0; t < d->nthreads; t++)
         total += d->threads[t].nframes;
+    total += d->ncodes;
     codes = calloc(total ? total : 1, sizeof *codes);
     size_t ncodes = 0;
     if (!codes) {
@@ -540,6 +587,19 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
             ncodes++;
         }
     }
+    /* Then those no frame names yet (for synth_plan_move). */
+    for (size_t k = 0; k < d->ncodes; k++) {
+        bool known = false;
+        for (size_t c = 0; c < ncodes; c++)
+            known |= codes[c].src == &d->codes[k];
+        if (known)
+            continue;
+        if (code_object(im, &d->codes[k], true, &codes[ncodes]) != 0) {
+            rc = fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
+            goto out;
+        }
+        ncodes++;
+    }
     uint64_t prev = 0, first = 0;
     for (size_t t = 0; t < d->nthreads; t++) {
         uint64_t ts;
@@ -559,6 +619,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         prev = ts;
     }
     put64(im, interp + (uint64_t)l->interp_threads_head, first);
+    im->codes = codes;
+    im->ncodes = ncodes;
+    codes = NULL;
     *out = im;
     im = NULL;
 out:
@@ -579,6 +642,11 @@ void synth_free(synth_image *im)
             free(im->frame_addrs[t]);
     free(im->frame_addrs);
     free(im->ts_addrs);
+    if (im->books)
+        for (size_t t = 0; t < im->nthreads; t++)
+            free(im->books[t].frames);
+    free(im->books);
+    free(im->codes);
     free(im);
 }
 
@@ -625,4 +693,109 @@ uint64_t synth_frame_addr(const synth_image *im, size_t t, size_t f)
 uint64_t synth_thread_state_addr(const synth_image *im, size_t t)
 {
     return t < im->nthreads ? im->ts_addrs[t] : 0;
+}
+
+static const built_code *find_built(const synth_image *im, const synth_code *c)
+{
+    for (size_t i = 0; i < im->ncodes; i++)
+        if (im->codes[i].src == c)
+            return &im->codes[i];
+    return NULL;
+}
+
+static int add_write(synth_write *out, size_t cap, size_t *n, uint64_t addr, uint64_t value, unsigned size,
+                     bool new_state)
+{
+    if (*n == cap)
+        return -1;
+    out[(*n)++] = (synth_write){addr, value, size, new_state};
+    return 0;
+}
+
+int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *push, size_t npush,
+                    synth_write *out, size_t cap, size_t *nout)
+{
+    const fpi_layout *l = &im->l;
+    if (t >= im->nthreads)
+        return fail(im, "no such thread");
+    thread_book *b = &im->books[t];
+    if (npop >= b->n && (npop > 0 || npush > 0))
+        return fail(im, "a move keeps at least the outermost frame");
+    for (size_t j = 0; j < npush; j++) {
+        if (!find_built(im, push[j].code))
+            return fail(im, "a pushed frame's code object was not built");
+        if (push[j].generator || push[j].entry_below || push[j].tlbc_index < 0 ||
+            push[j].tlbc_index >= SYNTH_MAX_TLBC || (push[j].tlbc_index && !find_built(im, push[j].code)->tlbc_copies[push[j].tlbc_index]))
+            return fail(im, "pushed frames are plain calls with a built bytecode copy");
+    }
+    size_t start = *nout, keep = b->n - npop;
+    /* Return: the thread's top becomes the caller, then the data stack shrinks. */
+    uint64_t pos = b->first_slot;
+    for (size_t k = 0; k < keep; k++)
+        if (!b->frames[k].generator)
+            pos = b->frames[k].addr + ((((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull));
+    uint64_t below = b->frames[keep - 1].addr;
+    if (npop && (add_write(out, cap, nout, b->top_word, below, 8, true) ||
+                 add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false)))
+        goto full;
+    /* Calls, outermost first: the frame's fields, the data stack's top,
+     * then the thread's top (the instant the callee is on the stack). */
+    live_frame placed[SYNTH_MAX_MOVE_FRAMES];
+    if (npush > SYNTH_MAX_MOVE_FRAMES)
+        return fail(im, "too many frames pushed in one move");
+    for (size_t j = npush; j-- > 0;) {
+        const synth_frame *f = &push[j];
+        const built_code *bc = find_built(im, f->code);
+        uint64_t fa = frame_slot(im, &pos, b->chunk_end);
+        if (!fa)
+            return fail(im, "data stack chunk full");
+        uint64_t exec = bc->addr | (l->executable_tag_mask & 1u);
+        if (add_write(out, cap, nout, fa + (uint64_t)l->fr_executable, exec, 8, false) ||
+            add_write(out, cap, nout, fa + (uint64_t)l->fr_previous, below, 8, false) ||
+            add_write(out, cap, nout, fa + (uint64_t)l->fr_instr_ptr,
+                      bc->tlbc_copies[f->tlbc_index] + (uint64_t)f->unit * 2, 8, false) ||
+            add_write(out, cap, nout, fa + (uint64_t)l->fr_owner, (uint8_t)l->owner_thread, 1, false) ||
+            (l->fr_tlbc_index != FPI_OFF_NONE &&
+             add_write(out, cap, nout, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)f->tlbc_index, 4, false)) ||
+            (l->fr_is_entry != FPI_OFF_NONE && add_write(out, cap, nout, fa + (uint64_t)l->fr_is_entry, 0, 1, false)) ||
+            add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
+            add_write(out, cap, nout, b->top_word, fa, 8, true))
+            goto full;
+        placed[npush - 1 - j] = (live_frame){fa, bc, f->tlbc_index, false};
+        below = fa;
+    }
+    b->n = keep;
+    for (size_t j = 0; j < npush; j++)
+        if (book_frame(b, placed[j].addr, placed[j].bc, placed[j].tlbc, false))
+            return fail(im, "out of memory");
+    return FP_OK;
+full:
+    *nout = start;
+    return fail(im, "too many writes for the plan's buffer");
+}
+
+int synth_plan_advance(synth_image *im, size_t t, int unit, synth_write *out, size_t cap, size_t *nout)
+{
+    if (t >= im->nthreads || im->books[t].n == 0)
+        return fail(im, "no frame to advance");
+    const live_frame *top = &im->books[t].frames[im->books[t].n - 1];
+    if (add_write(out, cap, nout, top->addr + (uint64_t)im->l.fr_instr_ptr,
+                  top->bc->tlbc_copies[top->tlbc] + (uint64_t)unit * 2, 8, true))
+        return fail(im, "too many writes for the plan's buffer");
+    return FP_OK;
+}
+
+void synth_apply(synth_image *im, const synth_write *w)
+{
+    switch (w->size) {
+    case 1:
+        put8(im, w->addr, (uint8_t)w->value);
+        break;
+    case 4:
+        put32(im, w->addr, (uint32_t)w->value);
+        break;
+    default:
+        put64(im, w->addr, w->value);
+        break;
+    }
 }

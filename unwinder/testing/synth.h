@@ -51,6 +51,10 @@ typedef struct synth_thread {
 typedef struct synth_desc {
     const synth_thread *threads;
     size_t nthreads;
+    /* Code objects to build even when no frame names them yet, so that
+     * synth_plan_move can call them (may be NULL). */
+    const synth_code *codes;
+    size_t ncodes;
 } synth_desc;
 
 typedef struct synth_image synth_image;
@@ -69,5 +73,26 @@ const fpi_layout *synth_layout(const synth_image *img);
 uint64_t synth_frame_addr(const synth_image *img, size_t t, size_t f);
 uint64_t synth_thread_state_addr(const synth_image *img, size_t t);
 uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
+
+/* A running thread's stack changes by word writes, in the interpreter's
+ * order.  synth_plan_move plans them without writing: thread t returns from
+ * its `npop` innermost frames and then calls `push` (innermost first; plain
+ * calls of built code objects, placed in the data-stack slots the returned
+ * frames left, as CPython reuses them).  Each frame's fields are written
+ * before the thread's top names it, so every write that sets `new_state`
+ * makes a new stack visible and every other write leaves the visible stack
+ * as it was.  synth_plan_advance plans the top frame moving to `unit`.
+ * Plans of one thread chain: each starts where the last left the stack.
+ * synth_apply performs one write. */
+#define SYNTH_MAX_MOVE_FRAMES 16
+typedef struct synth_write {
+    uint64_t addr, value;
+    unsigned size;             /* 1, 4 or 8 bytes */
+    bool new_state;
+} synth_write;
+int synth_plan_move(synth_image *img, size_t t, size_t npop, const synth_frame *push, size_t npush,
+                    synth_write *out, size_t cap, size_t *nout);
+int synth_plan_advance(synth_image *img, size_t t, int unit, synth_write *out, size_t cap, size_t *nout);
+void synth_apply(synth_image *img, const synth_write *w);
 
 #endif

@@ -1,0 +1,329 @@
+/* fuzz_live_consistency.c — a running target, modelled: memory changes
+ * *between* (and in the middle of) the unwinder's reads, and every stack it
+ * accepts must be one the thread really had.
+ *
+ * The input describes an address space as fuzz_synth_unwind's does, then
+ * a sequence of moves of its threads — returns followed by calls that
+ * reuse the returned frames' data-stack slots for other code (the "ABA"
+ * case), and the top frame moving on to another instruction — and a
+ * schedule saying before or in the middle of which read of a sample each of
+ * the moves' word writes lands (synth_plan_move: the interpreter's write
+ * order).  The unwinder takes:
+ *
+ *  1. a sample of the still image: exactly the described stacks;
+ *  2. a sample while the writes land: it may fail only as torn
+ *     (FP_E_INCOMPLETE; a thread that failed says why: torn, or a read or
+ *     an object its last attempt found broken), and every thread it
+ *     returns equals one of the stacks the thread had from the sample's
+ *     start to its end — never a splice of two, never a stack the thread
+ *     has not reached;
+ *  3. after the remaining writes, two samples of the still image again:
+ *     exactly the final stacks, so nothing a torn sample left in the caches
+ *     survives.
+ *
+ * The frame cache is on or off (an input bit); the speculative first read
+ * of step 2 and 3 reuses the addresses sample 1 and 2 saw.
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "debug_offsets.h"
+#include "fuzz_common.h"
+#include "synth_input.h"
+
+#define MAX_MOVES 6
+#define MAX_PUSH 4
+#define MAX_STATE_FRAMES (FZ_MAX_FRAMES + MAX_MOVES * MAX_PUSH)
+#define MAX_STATES (1 + MAX_MOVES * (1 + MAX_PUSH))
+#define MAX_WRITES 512
+#define MAX_READ_GAP 4       /* reads between two scheduled writes: 0..3 */
+#define SPLIT_STEPS 32       /* a write inside a read lands at k/32 of its bytes */
+#define FINAL_SAMPLES 2
+
+/* A stack the thread had, innermost first. */
+typedef struct state {
+    synth_frame frames[MAX_STATE_FRAMES];
+    size_t n;
+} state;
+
+typedef struct scheduled {
+    synth_write w;
+    size_t thread;
+    uint32_t read;           /* lands at the start (or inside) of this read of sample 2, 1-based */
+    uint32_t split;          /* 0: before the read; k: after k/SPLIT_STEPS of its bytes */
+} scheduled;
+
+typedef struct world {
+    fz_description d;
+    state states[FZ_MAX_THREADS][MAX_STATES];
+    size_t nstates[FZ_MAX_THREADS];
+    size_t reached[FZ_MAX_THREADS]; /* states made visible so far, minus one */
+    scheduled sched[MAX_WRITES];
+    size_t nsched, applied;
+    synth_image *img;
+    fp_reader inner;
+    bool tlbc;               /* the layout has thread-local bytecode copies */
+    bool armed;              /* count reads and land writes (sample 2) */
+    uint32_t reads;
+} world;
+
+static void land(world *wd)
+{
+    const scheduled *s = &wd->sched[wd->applied++];
+    synth_apply(wd->img, &s->w);
+    if (s->w.new_state)
+        wd->reached[s->thread]++;
+}
+
+static int live_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    world *wd = ctx;
+    if (!wd->armed)
+        return fp_reader_read(&wd->inner, addr, buf, len);
+    wd->reads++;
+    while (wd->applied < wd->nsched && wd->sched[wd->applied].read <= wd->reads &&
+           (wd->sched[wd->applied].read < wd->reads || wd->sched[wd->applied].split == 0))
+        land(wd);
+    /* A write landing inside this read: the bytes before the split are
+     * copied first, those after it see the write (a read is not atomic). */
+    size_t done = 0;
+    while (wd->applied < wd->nsched && wd->sched[wd->applied].read == wd->reads) {
+        size_t at = len * wd->sched[wd->applied].split / SPLIT_STEPS;
+        if (at > done) {
+            int rc = fp_reader_read(&wd->inner, addr + done, (uint8_t *)buf + done, at - done);
+            if (rc)
+                return rc;
+            done = at;
+        }
+        land(wd);
+    }
+    return fp_reader_read(&wd->inner, addr + done, (uint8_t *)buf + done, len - done);
+}
+
+static const fp_reader_ops live_ops = {
+    .name = "synthetic image, changing between reads",
+    .read = live_read,
+    .readv = NULL,
+    .close = NULL,
+};
+
+static const state *top_state(const world *wd, size_t t)
+{
+    return &wd->states[t][wd->nstates[t] - 1];
+}
+
+static bool add_state(world *wd, size_t t, const state *s)
+{
+    if (wd->nstates[t] == MAX_STATES)
+        return false;
+    wd->states[t][wd->nstates[t]++] = *s;
+    return true;
+}
+
+static bool callable_below(const synth_frame *f)
+{
+    /* A frame before its first traceable instruction has called nothing. */
+    return f->generator || f->unit >= f->code->firsttraceable;
+}
+
+/* Decodes one move of a thread and plans its writes; returns false when it
+ * is skipped (the planner refused it, or buffers are full). */
+static bool plan_move(world *wd, fz_cursor *c, synth_write *w, size_t *nw, size_t *thread_of)
+{
+    size_t t = fz_next_byte(c) % wd->d.desc.nthreads;
+    const state *cur = top_state(wd, t);
+    if (cur->n == 0)
+        return false;
+    state next = *cur;
+    size_t before = *nw;
+    uint8_t kind = fz_next_byte(c);
+    if (kind & 1) { /* the top frame moves on */
+        synth_frame *top = &next.frames[0];
+        size_t ci = (size_t)(top->code - wd->d.codes);
+        top->unit = fz_next_u16(c) % wd->d.code_units[ci];
+        if (synth_plan_advance(wd->img, t, top->unit, w, MAX_WRITES, nw) != FP_OK)
+            return false;
+        if (!add_state(wd, t, &next))
+            return false;
+    } else { /* returns, then calls */
+        size_t npop = fz_next_byte(c) % cur->n;
+        size_t npush = fz_next_byte(c) % (MAX_PUSH + 1);
+        if (cur->n - npop + npush > MAX_STATE_FRAMES)
+            npush = 0;
+        if (!callable_below(&cur->frames[npop]))
+            npush = 0;
+        synth_frame push[MAX_PUSH];
+        for (size_t j = 0; j < npush; j++) {
+            synth_frame *f = &push[npush - 1 - j]; /* decoded outermost first */
+            size_t ci = fz_next_byte(c) % wd->d.ncodes;
+            int tlbc = wd->tlbc ? fz_next_byte(c) % SYNTH_MAX_TLBC : 0;
+            int unit = (int)(fz_next_u16(c) % wd->d.code_units[ci]);
+            *f = (synth_frame){.code = &wd->d.codes[ci], .unit = unit, .tlbc_index = tlbc};
+        }
+        /* Every pushed frame but the innermost has called the next one: an
+         * outer frame that cannot have (before its first traceable
+         * instruction) becomes the innermost. */
+        for (size_t j = npush; j-- > 1;)
+            if (!callable_below(&push[j])) {
+                memmove(push, push + j, (npush - j) * sizeof push[0]);
+                npush -= j;
+                break;
+            }
+        if (npop == 0 && npush == 0)
+            return false;
+        if (synth_plan_move(wd->img, t, npop, push, npush, w, MAX_WRITES, nw) != FP_OK)
+            return false;
+        state popped = {.n = cur->n - npop};
+        memcpy(popped.frames, cur->frames + npop, popped.n * sizeof popped.frames[0]);
+        if (npop && !add_state(wd, t, &popped))
+            return false;
+        for (size_t j = npush; j-- > 0;) {
+            state s = {.n = popped.n + (npush - j)};
+            memcpy(s.frames, push + j, (npush - j) * sizeof s.frames[0]);
+            memcpy(s.frames + (npush - j), popped.frames, popped.n * sizeof s.frames[0]);
+            if (!add_state(wd, t, &s))
+                return false;
+        }
+    }
+    for (size_t i = before; i < *nw; i++)
+        thread_of[i] = t;
+    return true;
+}
+
+/* A sample of the still image: exactly the first (final: the last) state. */
+static void check_still(const char *id, const world *wd, const fp_sample *sm, int rc, const char *errmsg, bool final)
+{
+    const char *when = final ? "after" : "before";
+    FUZZ_CHECK(rc == FP_OK, "%s: %s: sample failed (%d): %s", id, when, rc, errmsg);
+    FUZZ_CHECK(fp_sample_thread_count(sm) == wd->d.desc.nthreads, "%s: %s: %zu threads", id, when,
+               fp_sample_thread_count(sm));
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        const fp_thread *th = fp_sample_thread(sm, t);
+        const state *s = final ? top_state(wd, t) : &wd->states[t][0];
+        char msg[512];
+        FUZZ_CHECK(th->error == 0, "%s: %s: thread %zu error %d", id, when, t, th->error);
+        FUZZ_CHECK(fz_thread_equals(sm, th, s->frames, s->n, msg, sizeof msg), "%s: %s: thread %zu: %s", id, when,
+                   t, msg);
+    }
+}
+
+static void check_moving(const char *id, const world *wd, const fp_sample *sm, int rc, const char *errmsg)
+{
+    FUZZ_CHECK(rc == FP_OK || rc == FP_E_INCOMPLETE, "%s: sample while moving failed with %d, not as torn: %s",
+               id, rc, errmsg);
+    FUZZ_CHECK(fp_sample_thread_count(sm) == wd->d.desc.nthreads, "%s: moving: %zu threads", id,
+               fp_sample_thread_count(sm));
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        const fp_thread *th = fp_sample_thread(sm, t);
+        const synth_thread *st = &wd->d.threads[t];
+        FUZZ_CHECK(th->native_id == st->native_id && th->main == st->main, "%s: moving: thread %zu ids", id, t);
+        if (th->error) {
+            /* The thread's last attempt may have followed a torn pointer
+             * out of the mapped memory or into bytes that are no object:
+             * it says so, and the sample is torn. */
+            FUZZ_CHECK(rc == FP_E_INCOMPLETE && th->frame_count == 0 &&
+                           (th->error == FP_E_INCOMPLETE || th->error == FP_E_READ || th->error == FP_E_CORRUPT),
+                       "%s: moving: thread %zu failed with %d (sample %d)", id, t, th->error, rc);
+            continue;
+        }
+        bool any = false;
+        char msg[512] = "";
+        for (size_t k = 0; k <= wd->reached[t] && !any; k++)
+            any = fz_thread_equals(sm, th, wd->states[t][k].frames, wd->states[t][k].n, msg, sizeof msg);
+        FUZZ_CHECK(any, "%s: moving: thread %zu returned a stack it never had among its %zu (last: %s)", id, t,
+                   wd->reached[t] + 1, msg);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    fz_cursor c = {data, size, 0};
+    const char *id = fz_next_layout(&c);
+    uint8_t *table = NULL;
+    world *wd = calloc(1, sizeof *wd);
+    synth_write *w = calloc(MAX_WRITES, sizeof *w);
+    size_t *thread_of = calloc(MAX_WRITES, sizeof *thread_of);
+    fp_session *s = NULL;
+    fp_sample *sm = NULL;
+    if (!wd || !w || !thread_of)
+        goto out;
+    fpi_layout probe;
+    if (!fz_layout_table(id, &table, &probe))
+        goto out;
+    wd->tlbc = probe.co_tlbc != FPI_OFF_NONE;
+    fz_decode_description(&c, id, wd->tlbc, &wd->d);
+    wd->d.desc.codes = wd->d.codes;
+    wd->d.desc.ncodes = wd->d.ncodes;
+    uint8_t flags = fz_next_byte(&c);
+
+    char err[512];
+    if (synth_build(id, table, FPI_DEBUG_OFFSETS_READ, &wd->d.desc, &wd->img, err, sizeof err) != 0)
+        goto out; /* a description the builder cannot lay out */
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        wd->states[t][0].n = wd->d.threads[t].nframes;
+        memcpy(wd->states[t][0].frames, wd->d.frames[t], wd->states[t][0].n * sizeof(synth_frame));
+        wd->nstates[t] = 1;
+    }
+
+    /* The moves and their schedule. */
+    size_t nmoves = fz_next_byte(&c) % (MAX_MOVES + 1), nw = 0;
+    for (size_t m = 0; m < nmoves; m++)
+        plan_move(wd, &c, w, &nw, thread_of);
+    uint32_t read = 1 + fz_next_byte(&c) % MAX_READ_GAP;
+    for (size_t i = 0; i < nw; i++) {
+        uint8_t g = fz_next_byte(&c);
+        read += g % MAX_READ_GAP;
+        wd->sched[i] = (scheduled){w[i], thread_of[i], read, (uint32_t)(g / MAX_READ_GAP) % SPLIT_STEPS};
+    }
+    wd->nsched = nw;
+
+    fp_options o;
+    fp_options_init(&o);
+    o.max_depth = FZ_MAX_NAMED_DEPTH;
+    o.cache_frames = !(flags & 1);
+    if (fp_session_new(&o, &s) || fp_sample_new(&sm))
+        goto out;
+    synth_reader(wd->img, &wd->inner);
+    fp_reader rd = {.ops = &live_ops, .ctx = wd};
+    fp_target_desc td;
+    synth_target(wd->img, &td);
+    int rc = fp_session_attach_reader(s, &rd, &td);
+    FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
+
+    /* The writes land as planned; the states are what they make visible. */
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        size_t made = 0;
+        for (size_t i = 0; i < nw; i++)
+            made += thread_of[i] == t && w[i].new_state;
+        FUZZ_CHECK(made + 1 == wd->nstates[t], "%s: thread %zu: %zu visible changes planned, %zu states", id, t, made,
+                   wd->nstates[t]);
+    }
+
+    rc = fp_session_sample(s, sm);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+    check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
+
+    wd->armed = true;
+    rc = fp_session_sample(s, sm);
+    wd->armed = false;
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+    check_moving(id, wd, sm, rc, fp_session_errmsg(s));
+
+    while (wd->applied < wd->nsched)
+        land(wd);
+    for (int k = 0; k < FINAL_SAMPLES; k++) {
+        rc = fp_session_sample(s, sm);
+        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+        check_still(id, wd, sm, rc, fp_session_errmsg(s), true);
+    }
+out:
+    fp_sample_free(sm);
+    fp_session_free(s);
+    if (wd)
+        synth_free(wd->img);
+    free(table);
+    free(thread_of);
+    free(w);
+    free(wd);
+    return 0;
+}

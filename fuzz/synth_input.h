@@ -1,0 +1,59 @@
+/* synth_input.h — what the structure-aware fuzz targets share: reading a
+ * fuzz input as a description of a CPython address space for the synthetic
+ * image builder (unwinder/testing), and comparing an unwound thread with a
+ * described stack.  Every input decodes to a valid description (bytes past
+ * the end read as zero). */
+#ifndef FP_FUZZ_SYNTH_INPUT_H
+#define FP_FUZZ_SYNTH_INPUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/frameproof.h"
+#include "layout.h"
+#include "synth.h"
+
+#define FZ_MAX_THREADS 4
+#define FZ_MAX_FRAMES 16
+#define FZ_MAX_CODES 4
+#define FZ_MAX_NAMED_DEPTH 1024u
+
+typedef struct fz_cursor {
+    const uint8_t *p;
+    size_t n, pos;
+} fz_cursor;
+
+uint8_t fz_next_byte(fz_cursor *c);
+uint16_t fz_next_u16(fz_cursor *c);
+
+/* A layout id of synth.h, chosen by the next byte. */
+const char *fz_next_layout(fz_cursor *c);
+
+/* The 8 KiB debug-offsets table of a 3.13+ layout id (a fresh copy of
+ * FPI_DEBUG_OFFSETS_READ bytes, NULL for 3.11/3.12), parsed into *probe
+ * (3.11's built-in layout for 3.11/3.12).  Returns false when the table is
+ * not available in this build or does not parse. */
+bool fz_layout_table(const char *id, uint8_t **table, fpi_layout *probe);
+
+typedef struct fz_description {
+    synth_code codes[FZ_MAX_CODES];
+    int code_units[FZ_MAX_CODES];
+    size_t ncodes;
+    synth_frame frames[FZ_MAX_THREADS][FZ_MAX_FRAMES];
+    synth_thread threads[FZ_MAX_THREADS];
+    synth_desc desc;
+} fz_description;
+
+/* Decodes code objects and threads' stacks for layout `id` into d. */
+void fz_decode_description(fz_cursor *c, const char *id, bool tlbc, fz_description *d);
+/* One code object: names of every PEP 393 kind, arbitrary locations. */
+void fz_decode_code(fz_cursor *c, synth_code *code, int *units_out);
+
+/* Compares thread th of sm with the described stack (innermost first;
+ * frames before their first traceable instruction are hidden).  Returns
+ * true when equal; otherwise false with the first difference in msg. */
+bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_frame *frames, size_t nframes,
+                      char *msg, size_t msglen);
+
+#endif
