@@ -231,8 +231,11 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
         /* The top frame runs on: its instruction moves, and the one the
          * copy holds is where it was.  Every other frame is suspended in a
          * call and must not have moved at all. */
-        if (i == 0)
+        if (i == 0) {
+            if (w->last)
+                w->top_instr = again.instr;
             again.instr = f->instr;
+        }
         if (!same_frame(f, &again))
             what = "a frame it followed changed";
     }

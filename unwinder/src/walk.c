@@ -478,6 +478,17 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
     return FP_OK;
 }
 
+void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w)
+{
+    if (u->nseen == 0)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (pending[i].addr == u->seen[0].addr) {
+            pending[i].instr = w->top_instr;
+            return;
+        }
+}
+
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
 static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
@@ -496,7 +507,10 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
         want->last = i + 1 == FPI_VERIFY_READS;
         rc = fpi_verify_batch(s, want, &used, 1, &failed);
     }
-    return rc ? rc : fpi_emit_frames(s, sm, th, s->pending, s->npending);
+    if (rc)
+        return rc;
+    fpi_take_top_instr(s->pending, s->npending, &used, want);
+    return fpi_emit_frames(s, sm, th, s->pending, s->npending);
 }
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose

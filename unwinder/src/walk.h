@@ -34,6 +34,9 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
 /* Resolves the n recorded frames at pending (the walk's s->pending, or a
  * slice of a batch's) into th's frames. */
 int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n);
+/* After a walk's last read-back (u, w): its top frame is reported at the
+ * instruction that read-back found (fpi_verify_want.top_instr). */
+void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w);
 
 /* Notes that the interpreter had the thread state ts in this sample. */
 int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts);

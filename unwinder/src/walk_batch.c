@@ -137,6 +137,8 @@ static int verify_batch(fp_session *s)
         s->pf[failed].ts = 0;
         s->reads.torn++;
     }
+    for (size_t i = 0; !rc && i < b->n; i++)
+        fpi_take_top_instr(b->pending + b->walks[i].pending, b->walks[i].npending, &us[i], &ws[i]);
     return rc;
 }
 
