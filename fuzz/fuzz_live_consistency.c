@@ -5,7 +5,8 @@
  * The input describes an address space as fuzz_synth_unwind's does, then
  * a sequence of moves of its threads — returns followed by calls that
  * reuse the returned frames' data-stack slots for other code (the "ABA"
- * case), and the top frame moving on to another instruction — and a
+ * case), the top frame moving on to another instruction, and (3.12+)
+ * generators yielding and resuming, on the same thread or another — and a
  * schedule saying before or in the middle of which read of a sample each of
  * the moves' word writes lands (synth_plan_move: the interpreter's write
  * order).  The unwinder takes:
@@ -39,6 +40,9 @@
 #define MAX_READ_GAP 4       /* reads between two scheduled writes: 0..3 */
 #define SPLIT_STEPS 32       /* a write inside a read lands at k/32 of its bytes */
 #define FINAL_SAMPLES 2
+#define MAX_SUSPENDED 8
+#define GENERATOR_MOVE 0x80u /* move kinds: a generator yields or resumes (3.12+) */
+#define YIELD 0x40u
 
 /* A stack the thread had, innermost first. */
 typedef struct state {
@@ -62,6 +66,8 @@ typedef struct world {
     size_t nsched, applied;
     synth_image *img;
     fp_reader inner;
+    synth_frame suspended[MAX_SUSPENDED]; /* generator frames yielded, as synth keeps them */
+    size_t nsuspended;
     bool tlbc;               /* the layout has thread-local bytecode copies */
     bool armed;              /* count reads and land writes (sample 2) */
     uint32_t reads;
@@ -137,7 +143,27 @@ static bool plan_move(world *wd, fz_cursor *c, synth_write *w, size_t *nw, size_
     state next = *cur;
     size_t before = *nw;
     uint8_t kind = fz_next_byte(c);
-    if (kind & 1) { /* the top frame moves on */
+    if (kind & GENERATOR_MOVE) { /* a generator yields, or a suspended one resumes */
+        if (kind & YIELD) {
+            if (cur->n < 2 || !cur->frames[0].generator || wd->nsuspended == MAX_SUSPENDED ||
+                synth_plan_yield(wd->img, t, w, MAX_WRITES, nw) != FP_OK)
+                return false;
+            wd->suspended[wd->nsuspended++] = next.frames[0];
+            next.n--;
+            memmove(next.frames, next.frames + 1, next.n * sizeof next.frames[0]);
+        } else {
+            size_t which = wd->nsuspended ? fz_next_byte(c) % wd->nsuspended : 0;
+            if (!wd->nsuspended || next.n == MAX_STATE_FRAMES || !callable_below(&cur->frames[0]) ||
+                synth_plan_resume(wd->img, t, which, w, MAX_WRITES, nw) != FP_OK)
+                return false;
+            memmove(next.frames + 1, next.frames, next.n * sizeof next.frames[0]);
+            next.frames[0] = wd->suspended[which];
+            next.n++;
+            wd->suspended[which] = wd->suspended[--wd->nsuspended]; /* as synth_plan_resume keeps them */
+        }
+        if (!add_state(wd, t, &next))
+            return false;
+    } else if (kind & 1) { /* the top frame moves on */
         synth_frame *top = &next.frames[0];
         size_t ci = (size_t)(top->code - wd->d.codes);
         top->unit = fz_next_u16(c) % wd->d.code_units[ci];

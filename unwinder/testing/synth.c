@@ -75,6 +75,8 @@ struct synth_image {
     built_code *codes;        /* every code object built */
     size_t ncodes;
     thread_book *books;       /* per thread */
+    live_frame *suspended;    /* generator frames synth_plan_yield unlinked */
+    size_t nsuspended, suspended_cap;
     char *err;
     size_t errlen;
 };
@@ -646,6 +648,7 @@ void synth_free(synth_image *im)
         for (size_t t = 0; t < im->nthreads; t++)
             free(im->books[t].frames);
     free(im->books);
+    free(im->suspended);
     free(im->codes);
     free(im);
 }
@@ -798,4 +801,60 @@ void synth_apply(synth_image *im, const synth_write *w)
         put64(im, w->addr, w->value);
         break;
     }
+}
+
+int synth_plan_yield(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
+{
+    const fpi_layout *l = &im->l;
+    if (l->gen_state_before_frame != FPI_OFF_NONE)
+        return fail(im, "3.11 resumes generators in their own evaluation: not modelled");
+    if (t >= im->nthreads || im->books[t].n < 2 || !im->books[t].frames[im->books[t].n - 1].generator)
+        return fail(im, "the top frame is not a generator's, or is the outermost");
+    thread_book *b = &im->books[t];
+    const live_frame *g = &b->frames[b->n - 1];
+    if (im->nsuspended == im->suspended_cap) {
+        size_t ncap = im->suspended_cap ? im->suspended_cap * 2 : 8;
+        live_frame *ns = realloc(im->suspended, ncap * sizeof *ns);
+        if (!ns)
+            return fail(im, "out of memory");
+        im->suspended = ns;
+        im->suspended_cap = ncap;
+    }
+    size_t start = *nout;
+    /* YIELD_VALUE: the caller becomes the top, then the frame is unlinked. */
+    if (add_write(out, cap, nout, b->top_word, b->frames[b->n - 2].addr, 8, true) ||
+        add_write(out, cap, nout, g->addr + (uint64_t)l->fr_previous, 0, 8, false)) {
+        *nout = start;
+        return fail(im, "too many writes for the plan's buffer");
+    }
+    im->suspended[im->nsuspended++] = *g;
+    b->n--;
+    return FP_OK;
+}
+
+size_t synth_suspended_count(const synth_image *im)
+{
+    return im->nsuspended;
+}
+
+int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out, size_t cap, size_t *nout)
+{
+    const fpi_layout *l = &im->l;
+    if (t >= im->nthreads || im->books[t].n == 0 || which >= im->nsuspended)
+        return fail(im, "no such thread or suspended generator");
+    thread_book *b = &im->books[t];
+    live_frame g = im->suspended[which];
+    size_t start = *nout;
+    /* SEND / FOR_ITER into a generator: linked under the top, then the top. */
+    if (add_write(out, cap, nout, g.addr + (uint64_t)l->fr_previous, b->frames[b->n - 1].addr, 8, false) ||
+        add_write(out, cap, nout, b->top_word, g.addr, 8, true)) {
+        *nout = start;
+        return fail(im, "too many writes for the plan's buffer");
+    }
+    if (book_frame(b, g.addr, g.bc, g.tlbc, true)) {
+        *nout = start;
+        return fail(im, "out of memory");
+    }
+    im->suspended[which] = im->suspended[--im->nsuspended];
+    return FP_OK;
 }

@@ -93,6 +93,15 @@ typedef struct synth_write {
 int synth_plan_move(synth_image *img, size_t t, size_t npop, const synth_frame *push, size_t npush,
                     synth_write *out, size_t cap, size_t *nout);
 int synth_plan_advance(synth_image *img, size_t t, int unit, synth_write *out, size_t cap, size_t *nout);
+/* A generator's frame at the top yields (YIELD_VALUE: its caller becomes
+ * the top, then the frame's previous link is cleared) and is kept as
+ * suspended; synth_plan_resume links suspended generator `which` (0 ..
+ * synth_suspended_count()-1, on any thread) under thread t's top and makes
+ * it the top (SEND, FOR_ITER).  3.12+ (3.11 resumes a generator in its own
+ * evaluation loop, with its own _PyCFrame). */
+int synth_plan_yield(synth_image *img, size_t t, synth_write *out, size_t cap, size_t *nout);
+size_t synth_suspended_count(const synth_image *img);
+int synth_plan_resume(synth_image *img, size_t t, size_t which, synth_write *out, size_t cap, size_t *nout);
 void synth_apply(synth_image *img, const synth_write *w);
 
 #endif
