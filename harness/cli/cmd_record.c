@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -68,7 +69,8 @@ static const char RECORD_USAGE[] =
     "                   free-threaded build)\n"
     "  --format FMT     collapsed (default; folded stacks for flamegraph.pl and\n"
     "                   speedscope), speedscope (speedscope's JSON file format),\n"
-    "                   json (JSON Lines records for tools) or gecko (the Firefox\n"
+    "                   json (JSON Lines records for tools, streamed: each\n"
+    "                   sample's records as it is taken) or gecko (the Firefox\n"
     "                   Profiler's processed format); see docs/record-formats.md\n"
     "  -o, --output F   write the profile to F (default: standard output)\n"
     FP_CLI_BLOCKING_HELP
@@ -103,7 +105,9 @@ typedef struct record_opts {
 typedef struct record_run {
     fpr_profile *profile;
     fp_session *s;
-    bool show_progress, oom;
+    fpr_json_stream *stream; /* --format json: each sample written as it is taken */
+    bool show_progress, oom, write_failed;
+    int write_errno;
     int64_t next_progress_ns;
     uint64_t attempts, ok, errors;
     int64_t cost_ns;         /* time inside fp_session_sample, summed */
@@ -161,6 +165,11 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->errors++;
     if (o->sample && fpr_profile_add(r->profile, o->sample, o->t_ns) != FP_OK) {
         r->oom = true;
+        return 1;
+    }
+    if (o->sample && r->stream && fpr_json_stream_sample(r->stream, r->profile) != 0) {
+        r->write_failed = true;
+        r->write_errno = errno;
         return 1;
     }
     if (r->show_progress && o->t_ns >= r->next_progress_ns) {
@@ -392,27 +401,40 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
 }
 
 /* Writes the profile; 0, or -1 with a message. */
-static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run)
+static bool to_stdout(const record_opts *o)
 {
-    bool to_stdout = !o->output || strcmp(o->output, "-") == 0;
-    FILE *out = to_stdout ? stdout : fopen(o->output, "w");
-    if (!out) {
+    return !o->output || strcmp(o->output, "-") == 0;
+}
+
+static FILE *open_output(const record_opts *o)
+{
+    FILE *out = to_stdout(o) ? stdout : fopen(o->output, "w");
+    if (!out)
         fprintf(stderr, "frameproof record: cannot write %s: %s\n", o->output, strerror(errno));
+    return out;
+}
+
+/* Ends the output: the streamed json's summary (out already open), or the
+ * whole profile in the other formats. */
+static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run, fpr_json_stream *stream,
+                         FILE *out)
+{
+    bool std = to_stdout(o);
+    if (!out && !(out = open_output(o)))
         return -1;
-    }
-    int rc = fpr_write(out, o->format, p, run);
+    int rc = stream ? fpr_json_stream_close(stream, p, run) : fpr_write(out, o->format, p, run);
     int err = errno;
-    if (!to_stdout && fclose(out) != 0 && rc == 0) {
+    if (!std && fclose(out) != 0 && rc == 0) {
         rc = -1;
         err = errno;
     }
     if (rc) {
-        fprintf(stderr, "frameproof record: writing %s failed: %s\n", to_stdout ? "standard output" : o->output,
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", std ? "standard output" : o->output,
                 strerror(err));
         return -1;
     }
     fprintf(stderr, "frameproof record: wrote %s profile to %s\n", fpr_format_name(o->format),
-            to_stdout ? "standard output" : o->output);
+            std ? "standard output" : o->output);
     return 0;
 }
 
@@ -437,6 +459,8 @@ int fp_cmd_record(int argc, char **argv)
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     fpr_profile *p = NULL;
+    FILE *out = NULL;        /* --format json: opened before sampling */
+    fpr_json_stream *stream = NULL;
     pid_t pid = o.command ? launch(o.command) : (pid_t)o.pid;
     if (pid < 0)
         return FP_EXIT_ERROR;
@@ -459,25 +483,45 @@ int fp_cmd_record(int argc, char **argv)
         goto out;
     }
     record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO)};
+    fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
+                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking};
+    if (o.format == FPR_FORMAT_JSON) {
+        /* Streamed: a pipe or a terminal gets each sample as it is taken. */
+        if (!(out = open_output(&o)))
+            goto out;
+        struct stat sb;
+        bool flush_each = fstat(fileno(out), &sb) != 0 || !S_ISREG(sb.st_mode);
+        if (fpr_json_stream_open(out, p, &head, flush_each, &stream) != 0) {
+            fprintf(stderr, "frameproof record: writing %s failed: %s\n",
+                    to_stdout(&o) ? "standard output" : o.output, strerror(errno));
+            goto out;
+        }
+        run.stream = stream;
+    }
     fps_stats st;
     rc = fps_run(s, sm, &o.sampling, on_sample, &run, &st);
     if (run.show_progress)
         progress(&run, (int64_t)(st.elapsed_s * (double)NS_PER_S), true);
-    bool ended_ok = !run.oom && (rc == FP_OK || rc == FP_E_PROCESS_GONE);
+    bool ended_ok = !run.oom && !run.write_failed && (rc == FP_OK || rc == FP_E_PROCESS_GONE);
     if (rc == FP_E_PROCESS_GONE)
         fputs("frameproof record: the target exited\n", stderr);
     else if (rc)
         fprintf(stderr, "frameproof record: sampling stopped: %s\n", st.first_fatal);
     if (run.oom)
         fputs("frameproof record: out of memory: sampling stopped early\n", stderr);
+    if (run.write_failed)
+        fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n",
+                to_stdout(&o) ? "standard output" : o.output, strerror(run.write_errno));
     fp_read_stats rs = {0, 0, 0};
     fp_session_read_stats(s, &rs);
     fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st, .torn_walks = rs.torn,
                     .mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0};
     summarize(&st, p, &o, &info);
-    if (write_profile(&o, p, &info) == 0 && ended_ok)
+    if (write_profile(&o, p, &info, stream, out) == 0 && ended_ok)
         status = FP_EXIT_OK;
+    stream = NULL; /* closed by write_profile, with out */
+    out = NULL;
 out:
     if (o.command && !child_gone) {
         end_child(pid, &child_status);
@@ -485,6 +529,9 @@ out:
     }
     if (o.command)
         describe_child(child_status);
+    fpr_json_stream_free(stream); /* sampling never started: no summary */
+    if (out && !to_stdout(&o))
+        fclose(out);
     fpr_profile_free(p);
     fp_sample_free(sm);
     fp_session_free(s);

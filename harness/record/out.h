@@ -46,6 +46,23 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run);
 int fpr_write_json(FILE *out, const fpr_profile *p, const fpr_run *run);
 int fpr_write_gecko(FILE *out, const fpr_profile *p, const fpr_run *run);
 
+/* --format json as a stream: the header when sampling starts
+ * (fpr_json_stream_open), each sample's records as it is taken — the
+ * threads, frames and stacks it is the first to use, then its samples
+ * (fpr_json_stream_sample, after fpr_profile_add) — and the summary at the
+ * end (fpr_json_stream_close, which frees the stream; fpr_json_stream_free
+ * drops one that never ran).  flush_each: flush
+ * after every sample (a pipe or a terminal: a reader sees each sample as
+ * it is taken).  Each returns 0, or -1 when writing failed or memory ran
+ * out (errno tells). */
+typedef struct fpr_json_stream fpr_json_stream;
+int fpr_json_stream_open(FILE *out, const fpr_profile *p, const fpr_run *run, bool flush_each,
+                         fpr_json_stream **st);
+int fpr_json_stream_sample(fpr_json_stream *st, const fpr_profile *p);
+int fpr_json_stream_close(fpr_json_stream *st, const fpr_profile *p, const fpr_run *run);
+/* Frees a stream without ending it (no summary); NULL is ignored. */
+void fpr_json_stream_free(fpr_json_stream *st);
+
 /* A thread's display name: its name, or "thread" when it has none, then
  * " (NATIVE_ID)"; writes at most size bytes. */
 void fpr_thread_label(const fpr_thread *t, char *buf, size_t size);

@@ -2,11 +2,14 @@
  * record per line, each an object whose "type" says what it is: one
  * "header", then the "thread", "frame" and "stack" records (numbered from
  * 0 by "id"; a stack is its innermost frame on its parent stack, null for
- * a root frame), then every "sample" (thread id, stack id, t_ns since the
- * start) in time order across threads, then one "summary".  The fields are
- * listed in docs/record-formats.md. */
+ * a root frame) and every "sample" (thread id, stack id, t_ns since the
+ * start) in time order across threads, each record before the first that
+ * uses it, then one "summary".  `record` streams it (fpr_json_stream_*: the
+ * records of each sample as it is taken); fpr_write_json writes a whole
+ * profile at once.  The fields are listed in docs/record-formats.md. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "json_writer.h"
 #include "out.h"
@@ -59,10 +62,12 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
     end(&j, out);
 }
 
-static void tables(FILE *out, const fpr_profile *p)
+/* The thread, frame and stack records with ids from *threads, *frames and
+ * *stacks on (those not written yet), then the counts written so far. */
+static void tables_from(FILE *out, const fpr_profile *p, size_t *threads, uint32_t *frames, uint32_t *stacks)
 {
     fp_json j;
-    for (size_t i = 0; i < fpr_profile_thread_count(p); i++) {
+    for (size_t i = *threads; i < fpr_profile_thread_count(p); i++) {
         const fpr_thread *t = fpr_profile_thread(p, i);
         begin(&j, out, "thread");
         fp_json_key(&j, "id");
@@ -77,7 +82,8 @@ static void tables(FILE *out, const fpr_profile *p)
         fp_json_string(&j, t->name);
         end(&j, out);
     }
-    for (uint32_t i = 0; i < fpr_profile_frame_count(p); i++) {
+    *threads = fpr_profile_thread_count(p);
+    for (uint32_t i = *frames; i < fpr_profile_frame_count(p); i++) {
         const fpr_frame *f = fpr_profile_frame(p, i);
         begin(&j, out, "frame");
         fp_json_key(&j, "id");
@@ -90,7 +96,8 @@ static void tables(FILE *out, const fpr_profile *p)
         fp_json_int_or_null(&j, f->line, FP_POS_NONE);
         end(&j, out);
     }
-    for (uint32_t i = 0; i < fpr_profile_stack_count(p); i++) {
+    *frames = (uint32_t)fpr_profile_frame_count(p);
+    for (uint32_t i = *stacks; i < fpr_profile_stack_count(p); i++) {
         const fpr_stack *s = fpr_profile_stack(p, i);
         begin(&j, out, "stack");
         fp_json_key(&j, "id");
@@ -104,6 +111,20 @@ static void tables(FILE *out, const fpr_profile *p)
         fp_json_uint(&j, s->frame);
         end(&j, out);
     }
+    *stacks = (uint32_t)fpr_profile_stack_count(p);
+}
+
+static void sample_record(FILE *out, size_t thread, const fpr_point *pt)
+{
+    fp_json j;
+    begin(&j, out, "sample");
+    fp_json_key(&j, "t_ns");
+    fp_json_int(&j, pt->t_ns);
+    fp_json_key(&j, "thread");
+    fp_json_uint(&j, thread);
+    fp_json_key(&j, "stack");
+    fp_json_uint(&j, pt->stack);
+    end(&j, out);
 }
 
 /* Every thread's samples merged by time (ties: lower thread id first). */
@@ -125,16 +146,7 @@ static int samples(FILE *out, const fpr_profile *p)
         }
         if (best == n)
             break;
-        const fpr_point *pt = &fpr_profile_thread(p, best)->points[next[best]++];
-        fp_json j;
-        begin(&j, out, "sample");
-        fp_json_key(&j, "t_ns");
-        fp_json_int(&j, pt->t_ns);
-        fp_json_key(&j, "thread");
-        fp_json_uint(&j, best);
-        fp_json_key(&j, "stack");
-        fp_json_uint(&j, pt->stack);
-        end(&j, out);
+        sample_record(out, best, &fpr_profile_thread(p, best)->points[next[best]++]);
     }
     free(next);
     return 0;
@@ -187,10 +199,86 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
 
 int fpr_write_json(FILE *out, const fpr_profile *p, const fpr_run *run)
 {
+    size_t threads = 0;
+    uint32_t frames = 0, stacks = 0;
     header(out, p, run);
-    tables(out, p);
+    tables_from(out, p, &threads, &frames, &stacks);
     if (samples(out, p))
         return -1;
     summary(out, p, run);
     return ferror(out) ? -1 : 0;
+}
+
+struct fpr_json_stream {
+    FILE *out;
+    bool flush_each;
+    size_t threads;           /* thread records written */
+    uint32_t frames, stacks;  /* frame and stack records written */
+    size_t *points;           /* per thread: its samples written */
+    size_t points_cap;
+};
+
+int fpr_json_stream_open(FILE *out, const fpr_profile *p, const fpr_run *run, bool flush_each,
+                         fpr_json_stream **st)
+{
+    fpr_json_stream *js = calloc(1, sizeof *js);
+    if (!js) {
+        errno = ENOMEM;
+        return -1;
+    }
+    js->out = out;
+    js->flush_each = flush_each;
+    *st = js;
+    header(out, p, run);
+    if (flush_each)
+        fflush(out);
+    return ferror(out) ? -1 : 0;
+}
+
+int fpr_json_stream_sample(fpr_json_stream *js, const fpr_profile *p)
+{
+    size_t n = fpr_profile_thread_count(p);
+    if (n > js->points_cap) {
+        size_t cap = js->points_cap ? js->points_cap : 16;
+        while (cap < n)
+            cap *= 2;
+        size_t *np = realloc(js->points, cap * sizeof *np);
+        if (!np) {
+            errno = ENOMEM;
+            return -1;
+        }
+        memset(np + js->points_cap, 0, (cap - js->points_cap) * sizeof *np);
+        js->points = np;
+        js->points_cap = cap;
+    }
+    tables_from(js->out, p, &js->threads, &js->frames, &js->stacks);
+    /* One sample adds at most one point per thread, all at its time:
+     * thread order is time order. */
+    for (size_t i = 0; i < n; i++) {
+        const fpr_thread *t = fpr_profile_thread(p, i);
+        for (; js->points[i] < t->count; js->points[i]++)
+            sample_record(js->out, i, &t->points[js->points[i]]);
+    }
+    if (js->flush_each)
+        fflush(js->out);
+    return ferror(js->out) ? -1 : 0;
+}
+
+int fpr_json_stream_close(fpr_json_stream *js, const fpr_profile *p, const fpr_run *run)
+{
+    int rc = fpr_json_stream_sample(js, p);
+    summary(js->out, p, run);
+    fflush(js->out);
+    if (ferror(js->out))
+        rc = -1;
+    fpr_json_stream_free(js);
+    return rc;
+}
+
+void fpr_json_stream_free(fpr_json_stream *js)
+{
+    if (!js)
+        return;
+    free(js->points);
+    free(js);
 }

@@ -41,6 +41,8 @@ CPYTHON_GECKO_ID = "3.15"   # the interpreter whose own sampler's gecko output i
 TIMEOUT = 120
 RUN_SECONDS = 1.5        # how long record_target.py runs when launched
 LONG_SECONDS = 60        # a target that outlives the test's own actions
+STREAM_SECONDS = 4       # a launched target whose json stream is read as it comes
+STREAM_RATE = 20         # Hz: slow enough that a buffered stream (4 KiB) would arrive only at the end
 RATE = 200
 INTERRUPT_AFTER_S = 1.5
 STARTUP_S = 1.0          # time for a --pid target's runtime to come up
@@ -381,6 +383,30 @@ def formats(facts, entry, tmp):
         it.close()
 
 
+def json_streamed(entry):
+    """--format json to a pipe: sample lines arrive while the target runs,
+    long before the summary that ends the stream (a stream left in stdio's
+    pipe buffer would deliver its few KiB at the end)."""
+    it = Interp(entry)
+    name = f"json streamed on {entry['id']}"
+    try:
+        p = subprocess.Popen([FP, "record", "--no-progress", "--rate", str(STREAM_RATE), "--format", "json", "--",
+                              *it.argv(STREAM_SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        start = time.monotonic()
+        first_sample = summary = None
+        for line in p.stdout:
+            kind = json.loads(line)["type"]
+            if kind == "sample" and first_sample is None:
+                first_sample = time.monotonic() - start
+            elif kind == "summary":
+                summary = time.monotonic() - start
+        p.wait(timeout=TIMEOUT)
+        check(name, first_sample is not None and summary is not None and summary - first_sample >= STREAM_SECONDS / 2,
+              f"first sample line after {first_sample} s, summary after {summary} s")
+    finally:
+        it.close()
+
+
 def alive(pid):
     try:
         os.kill(pid, 0)
@@ -464,8 +490,10 @@ def main():
         if first is None:
             skip("formats", "no interpreter provisioned")
             skip("--pid and SIGINT", "no interpreter provisioned")
+            skip("json streamed", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
+            json_streamed(first)
             by_pid_and_interrupt(first, tmp)
         errors(provisioned)
     finally:
