@@ -38,7 +38,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
  * instruction that read-back found (fpi_verify_want.top_instr). */
 void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w);
 
-/* Notes that the interpreter had the thread state ts in this sample. */
+/* Notes that the interpreter had the thread state ts in this sample;
+ * FP_E_INCOMPLETE when it already had it (the list changed under the walk). */
 int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts);
 
 /* walk_batch.c */
