@@ -5,8 +5,11 @@
  * The input describes an address space as fuzz_synth_unwind's does, then
  * a sequence of moves of its threads — returns followed by calls that
  * reuse the returned frames' data-stack slots for other code (the "ABA"
- * case), the top frame moving on to another instruction, and (3.12+)
- * generators yielding and resuming, on the same thread or another — and a
+ * case), the top frame moving on to another instruction, (3.12+)
+ * generators yielding and resuming, on the same thread or another, and
+ * threads exiting (unlinked, their state freed) and new threads starting
+ * in a freed thread state (at the list's head, the old native id or a new
+ * one) — and a
  * schedule saying before or in the middle of which read of a sample each of
  * the moves' word writes lands (synth_plan_move: the interpreter's write
  * order).  The unwinder takes:
@@ -17,7 +20,9 @@
  *     an object its last attempt found broken), and every thread it
  *     returns equals one of the stacks the thread had from the sample's
  *     start to its end — never a splice of two, never a stack the thread
- *     has not reached;
+ *     has not reached, never a thread under another incarnation's ids; a
+ *     sample returned as good has no thread twice and every thread that
+ *     was in the list from the sample's start to its end;
  *  3. after the remaining writes, two samples of the still image again:
  *     exactly the final stacks, so nothing a torn sample left in the caches
  *     survives.
@@ -26,6 +31,8 @@
  * of step 2 and 3 reuses the addresses sample 1 and 2 saw.
  */
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "debug_offsets.h"
@@ -43,11 +50,20 @@
 #define MAX_SUSPENDED 8
 #define GENERATOR_MOVE 0x80u /* move kinds: a generator yields or resumes (3.12+) */
 #define YIELD 0x40u
+#define LIFECYCLE_MOVE 0x60u /* without GENERATOR_MOVE: a thread exits, or a new one starts */
+#define REUSE_NATIVE_ID 1u   /* a new thread gets the native id of its state's last owner */
+#define NEW_ID_BASE (1ull << 40) /* ids of new threads (above every described id) */
+/* Set in the environment: a thread the oracle rejects is printed with the
+ * sample, every thread's states and the schedule of writes. */
+#define DEBUG_ENV "FUZZ_LIVE_DEBUG"
 
-/* A stack the thread had, innermost first. */
+/* A stack the thread had, innermost first, under which ids; or the
+ * thread's state out of the list (absent). */
 typedef struct state {
     synth_frame frames[MAX_STATE_FRAMES];
     size_t n;
+    bool absent;
+    uint64_t native_id, thread_id;
 } state;
 
 typedef struct scheduled {
@@ -68,6 +84,9 @@ typedef struct world {
     fp_reader inner;
     synth_frame suspended[MAX_SUSPENDED]; /* generator frames yielded, as synth keeps them */
     size_t nsuspended;
+    size_t order[FZ_MAX_THREADS]; /* the thread list as planned: thread indices, head first */
+    size_t norder, initial_order;
+    uint64_t new_ids;        /* threads started so far */
     bool tlbc;               /* the layout has thread-local bytecode copies */
     bool armed;              /* count reads and land writes (sample 2) */
     uint32_t reads;
@@ -132,18 +151,55 @@ static bool callable_below(const synth_frame *f)
     return f->generator || f->unit >= f->code->firsttraceable;
 }
 
+/* Thread t exits (when in the list) or, when it has exited, a new thread
+ * starts in its freed state; the list model follows CPython's: a new
+ * thread at the head, an exiting one unlinked where it is. */
+static bool lifecycle_move(world *wd, fz_cursor *c, size_t t, synth_write *w, size_t *nw)
+{
+    const state *cur = top_state(wd, t);
+    state next = {.native_id = cur->native_id, .thread_id = cur->thread_id};
+    size_t p = 0;
+    while (p < wd->norder && wd->order[p] != t)
+        p++;
+    if (!cur->absent) {
+        if (synth_plan_thread_exit(wd->img, t, w, MAX_WRITES, nw) != FP_OK)
+            return false; /* the main thread, or no room */
+        next.absent = true;
+        if (!add_state(wd, t, &next))
+            return false;
+        memmove(wd->order + p, wd->order + p + 1, (wd->norder - p - 1) * sizeof wd->order[0]);
+        wd->norder--;
+        return true;
+    }
+    uint8_t how = fz_next_byte(c);
+    wd->new_ids++;
+    if (!(how & REUSE_NATIVE_ID))
+        next.native_id = NEW_ID_BASE + wd->new_ids;
+    next.thread_id = NEW_ID_BASE + wd->new_ids;
+    if (synth_plan_thread_start(wd->img, t, next.native_id, next.thread_id, w, MAX_WRITES, nw) != FP_OK ||
+        !add_state(wd, t, &next))
+        return false;
+    memmove(wd->order + 1, wd->order, wd->norder * sizeof wd->order[0]);
+    wd->order[0] = t;
+    wd->norder++;
+    return true;
+}
+
 /* Decodes one move of a thread and plans its writes; returns false when it
  * is skipped (the planner refused it, or buffers are full). */
 static bool plan_move(world *wd, fz_cursor *c, synth_write *w, size_t *nw, size_t *thread_of)
 {
     size_t t = fz_next_byte(c) % wd->d.desc.nthreads;
     const state *cur = top_state(wd, t);
-    if (cur->n == 0)
-        return false;
     state next = *cur;
     size_t before = *nw;
     uint8_t kind = fz_next_byte(c);
-    if (kind & GENERATOR_MOVE) { /* a generator yields, or a suspended one resumes */
+    if (!(kind & GENERATOR_MOVE) && (kind & LIFECYCLE_MOVE) == LIFECYCLE_MOVE) {
+        if (!lifecycle_move(wd, c, t, w, nw))
+            return false;
+    } else if (cur->n == 0) {
+        return false;
+    } else if (kind & GENERATOR_MOVE) { /* a generator yields, or a suspended one resumes */
         if (kind & YIELD) {
             if (cur->n < 2 || !cur->frames[0].generator || wd->nsuspended == MAX_SUSPENDED ||
                 synth_plan_yield(wd->img, t, w, MAX_WRITES, nw) != FP_OK)
@@ -199,12 +255,12 @@ static bool plan_move(world *wd, fz_cursor *c, synth_write *w, size_t *nw, size_
             return false;
         if (synth_plan_move(wd->img, t, npop, push, npush, w, MAX_WRITES, nw) != FP_OK)
             return false;
-        state popped = {.n = cur->n - npop};
+        state popped = {.n = cur->n - npop, .native_id = cur->native_id, .thread_id = cur->thread_id};
         memcpy(popped.frames, cur->frames + npop, popped.n * sizeof popped.frames[0]);
         if (npop && !add_state(wd, t, &popped))
             return false;
         for (size_t j = npush; j-- > 0;) {
-            state s = {.n = popped.n + (npush - j)};
+            state s = {.n = popped.n + (npush - j), .native_id = cur->native_id, .thread_id = cur->thread_id};
             memcpy(s.frames, push + j, (npush - j) * sizeof s.frames[0]);
             memcpy(s.frames + (npush - j), popped.frames, popped.n * sizeof s.frames[0]);
             if (!add_state(wd, t, &s))
@@ -216,48 +272,111 @@ static bool plan_move(world *wd, fz_cursor *c, synth_write *w, size_t *nw, size_
     return true;
 }
 
-/* A sample of the still image: exactly the first (final: the last) state. */
+/* A sample of the still image: exactly the first (final: the last) states,
+ * the threads in list order. */
 static void check_still(const char *id, const world *wd, const fp_sample *sm, int rc, const char *errmsg, bool final)
 {
     const char *when = final ? "after" : "before";
+    size_t n = final ? wd->norder : wd->initial_order;
     FUZZ_CHECK(rc == FP_OK, "%s: %s: sample failed (%d): %s", id, when, rc, errmsg);
-    FUZZ_CHECK(fp_sample_thread_count(sm) == wd->d.desc.nthreads, "%s: %s: %zu threads", id, when,
-               fp_sample_thread_count(sm));
-    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
-        const fp_thread *th = fp_sample_thread(sm, t);
+    FUZZ_CHECK(fp_sample_thread_count(sm) == n, "%s: %s: %zu threads, %zu in the list", id, when,
+               fp_sample_thread_count(sm), n);
+    for (size_t i = 0; i < n; i++) {
+        size_t t = final ? wd->order[i] : i;
+        const fp_thread *th = fp_sample_thread(sm, i);
         const state *s = final ? top_state(wd, t) : &wd->states[t][0];
         char msg[512];
         FUZZ_CHECK(th->error == 0, "%s: %s: thread %zu error %d", id, when, t, th->error);
+        FUZZ_CHECK(th->native_id == s->native_id && th->thread_id == s->thread_id &&
+                       th->main == wd->d.threads[t].main,
+                   "%s: %s: thread %zu: ids %llu/%llu main %d, described %llu/%llu main %d", id, when, t,
+                   (unsigned long long)th->native_id, (unsigned long long)th->thread_id, th->main,
+                   (unsigned long long)s->native_id, (unsigned long long)s->thread_id, wd->d.threads[t].main);
         FUZZ_CHECK(fz_thread_equals(sm, th, s->frames, s->n, msg, sizeof msg), "%s: %s: thread %zu: %s", id, when,
                    t, msg);
     }
+}
+
+/* The failing sample, the states and the schedule, on stderr. */
+static void debug_dump(const world *wd, const fp_sample *sm, int rc, const char *errmsg)
+{
+    fprintf(stderr, "sample: %d (%s)\n", rc, errmsg);
+    for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
+        const fp_thread *th = fp_sample_thread(sm, i);
+        fprintf(stderr, "  thread %zu: ids %llu/%llu main %d error %d, %zu frames\n", i,
+                (unsigned long long)th->native_id, (unsigned long long)th->thread_id, th->main, th->error,
+                th->frame_count);
+    }
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++)
+        for (size_t k = 0; k < wd->nstates[t]; k++) {
+            const state *st = &wd->states[t][k];
+            fprintf(stderr, "  described thread %zu, state %zu%s: %s, ids %llu/%llu, %zu frames\n", t, k,
+                    k <= wd->reached[t] ? " (reached)" : "", st->absent ? "out of the list" : "listed",
+                    (unsigned long long)st->native_id, (unsigned long long)st->thread_id, st->n);
+        }
+    for (size_t q = 0; q < wd->nsched; q++) {
+        const scheduled *sc = &wd->sched[q];
+        fprintf(stderr, "  write %zu%s: thread %zu, 0x%llx = 0x%llx%s, read %u split %u\n", q,
+                q < wd->applied ? " (landed)" : "", sc->thread, (unsigned long long)sc->w.addr,
+                (unsigned long long)sc->w.value, sc->w.new_state ? " (visible)" : "", sc->read, sc->split);
+    }
+}
+
+/* The thread (index) whose reached states include th's ids and stack, or
+ * SIZE_MAX; msg: the last difference seen. */
+static size_t match_thread(const world *wd, const fp_sample *sm, const fp_thread *th, char *msg, size_t msglen)
+{
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        if (th->main != wd->d.threads[t].main)
+            continue;
+        for (size_t k = 0; k <= wd->reached[t]; k++) {
+            const state *s = &wd->states[t][k];
+            if (!s->absent && s->native_id == th->native_id && s->thread_id == th->thread_id &&
+                fz_thread_equals(sm, th, s->frames, s->n, msg, msglen))
+                return t;
+        }
+    }
+    return SIZE_MAX;
 }
 
 static void check_moving(const char *id, const world *wd, const fp_sample *sm, int rc, const char *errmsg)
 {
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_INCOMPLETE, "%s: sample while moving failed with %d, not as torn: %s",
                id, rc, errmsg);
-    FUZZ_CHECK(fp_sample_thread_count(sm) == wd->d.desc.nthreads, "%s: moving: %zu threads", id,
-               fp_sample_thread_count(sm));
-    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
-        const fp_thread *th = fp_sample_thread(sm, t);
-        const synth_thread *st = &wd->d.threads[t];
-        FUZZ_CHECK(th->native_id == st->native_id && th->main == st->main, "%s: moving: thread %zu ids", id, t);
+    bool seen[FZ_MAX_THREADS] = {false};
+    for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
+        const fp_thread *th = fp_sample_thread(sm, i);
         if (th->error) {
             /* The thread's last attempt may have followed a torn pointer
              * out of the mapped memory or into bytes that are no object:
              * it says so, and the sample is torn. */
             FUZZ_CHECK(rc == FP_E_INCOMPLETE && th->frame_count == 0 &&
                            (th->error == FP_E_INCOMPLETE || th->error == FP_E_READ || th->error == FP_E_CORRUPT),
-                       "%s: moving: thread %zu failed with %d (sample %d)", id, t, th->error, rc);
+                       "%s: moving: thread %zu (native id %llu) failed with %d (sample %d)", id, i,
+                       (unsigned long long)th->native_id, th->error, rc);
             continue;
         }
-        bool any = false;
         char msg[512] = "";
-        for (size_t k = 0; k <= wd->reached[t] && !any; k++)
-            any = fz_thread_equals(sm, th, wd->states[t][k].frames, wd->states[t][k].n, msg, sizeof msg);
-        FUZZ_CHECK(any, "%s: moving: thread %zu returned a stack it never had among its %zu (last: %s)", id, t,
-                   wd->reached[t] + 1, msg);
+        size_t t = match_thread(wd, sm, th, msg, sizeof msg);
+        if (t == SIZE_MAX && getenv(DEBUG_ENV))
+            debug_dump(wd, sm, rc, errmsg);
+        FUZZ_CHECK(t != SIZE_MAX,
+                   "%s: moving: thread %zu (native id %llu) returned a stack no thread had under its ids (last: %s)",
+                   id, i, (unsigned long long)th->native_id, msg);
+        /* A walk the list changed under may visit a state twice; it is torn. */
+        if (seen[t] && rc == FP_OK && getenv(DEBUG_ENV))
+            debug_dump(wd, sm, rc, errmsg);
+        FUZZ_CHECK(!seen[t] || rc == FP_E_INCOMPLETE, "%s: moving: thread %zu twice in a good sample", id, t);
+        seen[t] = true;
+    }
+    if (rc != FP_OK)
+        return;
+    for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
+        bool throughout = true;
+        for (size_t k = 0; k <= wd->reached[t]; k++)
+            throughout &= !wd->states[t][k].absent;
+        FUZZ_CHECK(seen[t] || !throughout, "%s: moving: thread %zu, in the list all along, missing from a good sample",
+                   id, t);
     }
 }
 
@@ -287,9 +406,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out; /* a description the builder cannot lay out */
     for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
         wd->states[t][0].n = wd->d.threads[t].nframes;
+        wd->states[t][0].native_id = wd->d.threads[t].native_id;
+        wd->states[t][0].thread_id = wd->d.threads[t].thread_id;
+        wd->order[t] = t;
         memcpy(wd->states[t][0].frames, wd->d.frames[t], wd->states[t][0].n * sizeof(synth_frame));
         wd->nstates[t] = 1;
     }
+    wd->norder = wd->initial_order = wd->d.desc.nthreads;
 
     /* The moves and their schedule. */
     size_t nmoves = fz_next_byte(&c) % (MAX_MOVES + 1), nw = 0;

@@ -740,6 +740,63 @@ static void test_frameless_thread_recreated(void **state)
     }
 }
 
+/* Threads come and go as synth_plan_thread_exit and _start write them: an
+ * exited thread leaves the sample, a new one in its freed state comes
+ * first (the list's head) under its own ids with no frame; the main thread
+ * does not exit and an exited thread does not move. */
+#define NEW_THREAD_ID 0x7f0000003000ull
+#define MAX_LIFECYCLE_WRITES 32
+
+static void apply_all(built *b, const synth_write *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        synth_apply(b->img, &w[i]);
+}
+
+static void test_thread_exit_and_start(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+        synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
+        synth_thread th[] = {{4242, 0x7f0000001000ull, true, main_frames, 1},
+                             {4243, 0x7f0000002000ull, false, other_frames, 2}};
+        synth_desc d = {th, 2, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        synth_write w[MAX_LIFECYCLE_WRITES];
+        size_t n = 0;
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        assert_int_not_equal(synth_plan_thread_exit(b.img, 0, w, MAX_LIFECYCLE_WRITES, &n), 0); /* main */
+        assert_int_equal(synth_plan_thread_exit(b.img, 1, w, MAX_LIFECYCLE_WRITES, &n), 0);
+        apply_all(&b, w, n);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        assert_int_equal(fp_sample_thread_count(b.sm), 1);
+        assert_int_equal(fp_sample_thread(b.sm, 0)->native_id, 4242);
+        n = 0;
+        assert_int_not_equal(synth_plan_advance(b.img, 1, 1, w, MAX_LIFECYCLE_WRITES, &n), 0);
+        assert_int_not_equal(synth_plan_move(b.img, 1, 1, NULL, 0, w, MAX_LIFECYCLE_WRITES, &n), 0);
+        assert_int_equal(synth_plan_thread_start(b.img, 1, 4243, NEW_THREAD_ID, w, MAX_LIFECYCLE_WRITES, &n), 0);
+        apply_all(&b, w, n);
+        for (int pass = 0; pass < 2; pass++) { /* cold, then reading ahead */
+            if (fp_session_sample(b.s, b.sm) != FP_OK)
+                fail_msg("%s: after a thread started: %s", id, fp_session_errmsg(b.s));
+            assert_int_equal(fp_sample_thread_count(b.sm), 2);
+            const fp_thread *t0 = fp_sample_thread(b.sm, 0), *t1 = fp_sample_thread(b.sm, 1);
+            assert_int_equal(t0->native_id, 4243);
+            assert_int_equal(t0->thread_id, NEW_THREAD_ID);
+            assert_false(t0->main);
+            assert_int_equal(t0->frame_count, 0);
+            assert_int_equal(t1->native_id, 4242);
+            assert_true(t1->main);
+            assert_int_equal(t1->frame_count, 1);
+        }
+        unbuild(&b);
+    }
+}
+
 /* A reader that counts what it is asked, batched reads once each. */
 typedef struct counting_reader {
     fp_reader inner;
@@ -908,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_shim_not_checked),
         cmocka_unit_test(test_unlinked_generator),
         cmocka_unit_test(test_frameless_thread_recreated),
+        cmocka_unit_test(test_thread_exit_and_start),
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn),
         cmocka_unit_test(test_batched_read_back_unreadable),

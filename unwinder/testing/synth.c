@@ -55,6 +55,9 @@ typedef struct thread_book {
     uint64_t first_slot, chunk_end;
     live_frame *frames;        /* outermost first */
     size_t n, cap;
+    uint64_t empty_top;        /* what the top word holds with no frame (3.15: the base frame) */
+    bool exited;               /* unlinked and freed by synth_plan_thread_exit */
+    bool main;                 /* described as the main thread */
 } thread_book;
 
 struct synth_image {
@@ -75,6 +78,9 @@ struct synth_image {
     built_code *codes;        /* every code object built */
     size_t ncodes;
     thread_book *books;       /* per thread */
+    uint64_t interp;          /* the one interpreter state */
+    size_t *list;             /* the interpreter's thread list as planned: thread indices, head first */
+    size_t nlist;
     live_frame *suspended;    /* generator frames synth_plan_yield unlinked */
     size_t nsuspended, suspended_cap;
     char *err;
@@ -495,6 +501,8 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     uint64_t top = below;
     if (base && t->nframes == 0)
         top = base;
+    book->empty_top = base;
+    book->main = t->main;
     put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
     if (l->ts_current_frame != FPI_OFF_NONE) {
         put64(im, ts + (uint64_t)l->ts_current_frame, top);
@@ -530,8 +538,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
     im->ts_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->ts_addrs);
     im->books = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->books);
+    im->list = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->list);
     im->nthreads = d->nthreads;
-    if (!im->frame_addrs || !im->ts_addrs || !im->books) {
+    if (!im->frame_addrs || !im->ts_addrs || !im->books || !im->list) {
         rc = FP_E_NOMEM;
         goto out;
     }
@@ -619,8 +628,10 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
                 put64(im, im->runtime + (uint64_t)l->rt_main_thread, d->threads[t].thread_id);
         }
         prev = ts;
+        im->list[im->nlist++] = t;
     }
     put64(im, interp + (uint64_t)l->interp_threads_head, first);
+    im->interp = interp;
     im->codes = codes;
     im->ncodes = ncodes;
     codes = NULL;
@@ -648,6 +659,7 @@ void synth_free(synth_image *im)
         for (size_t t = 0; t < im->nthreads; t++)
             free(im->books[t].frames);
     free(im->books);
+    free(im->list);
     free(im->suspended);
     free(im->codes);
     free(im);
@@ -722,6 +734,8 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
     if (t >= im->nthreads)
         return fail(im, "no such thread");
     thread_book *b = &im->books[t];
+    if (b->exited)
+        return fail(im, "the thread has exited");
     if (npop >= b->n && (npop > 0 || npush > 0))
         return fail(im, "a move keeps at least the outermost frame");
     for (size_t j = 0; j < npush; j++) {
@@ -857,4 +871,82 @@ int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out,
     }
     im->suspended[which] = im->suspended[--im->nsuspended];
     return FP_OK;
+}
+
+/* The word that links thread list position p (the interpreter's head for
+ * the first). */
+static uint64_t list_link(const synth_image *im, size_t p)
+{
+    return p == 0 ? im->interp + (uint64_t)im->l.interp_threads_head
+                  : im->ts_addrs[im->list[p - 1]] + (uint64_t)im->l.ts_next;
+}
+
+int synth_plan_thread_exit(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
+{
+    const fpi_layout *l = &im->l;
+    size_t p = 0;
+    while (p < im->nlist && im->list[p] != t)
+        p++;
+    if (t >= im->nthreads || p == im->nlist)
+        return fail(im, "no such thread in the list");
+    uint64_t ts = im->ts_addrs[t];
+    if (im->books[t].main)
+        return fail(im, "the main thread does not exit while others run");
+    uint64_t after = p + 1 < im->nlist ? im->ts_addrs[im->list[p + 1]] : 0;
+    /* Unlinked (tstate_delete_common), then freed: the debug allocator's
+     * dead bytes where the walker looks (next, ids, data stack, top). */
+    int32_t freed[] = {l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_top,
+                       l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe};
+    size_t start = *nout;
+    if (add_write(out, cap, nout, list_link(im, p), after, 8, true))
+        goto full;
+    for (size_t i = 0; i < sizeof freed / sizeof freed[0]; i++)
+        if (add_write(out, cap, nout, ts + (uint64_t)freed[i], SYNTH_FREED_WORD, 8, false))
+            goto full;
+    memmove(im->list + p, im->list + p + 1, (im->nlist - p - 1) * sizeof *im->list);
+    im->nlist--;
+    im->books[t].exited = true;
+    im->books[t].n = 0;
+    return FP_OK;
+full:
+    *nout = start;
+    return fail(im, "too many writes for the plan's buffer");
+}
+
+int synth_plan_thread_start(synth_image *im, size_t t, uint64_t native_id, uint64_t thread_id, synth_write *out,
+                            size_t cap, size_t *nout)
+{
+    const fpi_layout *l = &im->l;
+    if (t >= im->nthreads || !im->books[t].exited)
+        return fail(im, "only an exited thread's state is reused");
+    thread_book *b = &im->books[t];
+    uint64_t ts = im->ts_addrs[t];
+    uint64_t head = im->nlist ? im->ts_addrs[im->list[0]] : 0;
+    size_t start = *nout;
+    /* The new thread state, set up with no frame yet, then linked at the
+     * head (new_threadstate: init, then add_threadstate). */
+    uint64_t top_word = ts + (uint64_t)l->ts_current_frame;
+    if (add_write(out, cap, nout, ts + (uint64_t)l->ts_native_thread_id, native_id, 8, false) ||
+        add_write(out, cap, nout, ts + (uint64_t)l->ts_thread_id, thread_id, 8, false) ||
+        add_write(out, cap, nout, ts + (uint64_t)l->ts_datastack_top, b->first_slot, 8, false))
+        goto full;
+    if (l->ts_current_frame == FPI_OFF_NONE) {
+        uint64_t root = ts + (uint64_t)l->ts_root_cframe;
+        top_word = root + (uint64_t)l->cframe_current_frame;
+        if (add_write(out, cap, nout, ts + (uint64_t)l->ts_cframe, root, 8, false))
+            goto full;
+    }
+    if (add_write(out, cap, nout, top_word, b->empty_top, 8, false) ||
+        add_write(out, cap, nout, ts + (uint64_t)l->ts_next, head, 8, false) ||
+        add_write(out, cap, nout, list_link(im, 0), ts, 8, true))
+        goto full;
+    memmove(im->list + 1, im->list, im->nlist * sizeof *im->list);
+    im->list[0] = t;
+    im->nlist++;
+    b->top_word = top_word;
+    b->exited = false;
+    return FP_OK;
+full:
+    *nout = start;
+    return fail(im, "too many writes for the plan's buffer");
 }

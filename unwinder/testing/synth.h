@@ -102,6 +102,17 @@ int synth_plan_advance(synth_image *img, size_t t, int unit, synth_write *out, s
 int synth_plan_yield(synth_image *img, size_t t, synth_write *out, size_t cap, size_t *nout);
 size_t synth_suspended_count(const synth_image *img);
 int synth_plan_resume(synth_image *img, size_t t, size_t which, synth_write *out, size_t cap, size_t *nout);
+/* Threads come and go.  synth_plan_thread_exit unlinks thread t from the
+ * interpreter's list (the visible change) and then fills the words of its
+ * freed state the walker reads with SYNTH_FREED_WORD (a debug build's dead
+ * bytes); not the main thread.  synth_plan_thread_start reuses an exited
+ * thread's state for a new thread (the allocator hands the same memory
+ * back): its ids, an empty stack, then linked at the list's head (the
+ * visible change).  Moves of an exited thread are refused. */
+#define SYNTH_FREED_WORD 0xDDDDDDDDDDDDDDDDull
+int synth_plan_thread_exit(synth_image *img, size_t t, synth_write *out, size_t cap, size_t *nout);
+int synth_plan_thread_start(synth_image *img, size_t t, uint64_t native_id, uint64_t thread_id, synth_write *out,
+                            size_t cap, size_t *nout);
 void synth_apply(synth_image *img, const synth_write *w);
 
 #endif
