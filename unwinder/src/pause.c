@@ -2,6 +2,7 @@
  * resuming it (frameproof/pause.h). */
 #include <dirent.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,21 +14,17 @@
 #include "frameproof/frameproof.h"
 #include "frameproof/pause.h"
 #include "fp_error.h"
+#include "pause_thread.h"
 #include "proc_state.h"
 
 #define DETACH_GRACE_MS 500L  /* a thread that missed its stop gets this long again */
 #define POLL_NS 1000000L
+#define SPIN_POLLS 256        /* polls that only yield the CPU before the first sleep (a stop takes microseconds) */
 #define NS_PER_MS 1000000L
 #define MAX_PASSES 64         /* passes over /proc/PID/task until no new thread appears */
 #define PATH_LEN 128
 
-typedef struct pause_task {
-    long tid;
-    char state;       /* scheduler state before the stop, 0 if unknown */
-    bool seized;
-    bool stopped;
-    int pending_sig;  /* signal to re-inject at detach */
-} pause_task;
+typedef fpi_paused_thread pause_task;
 
 struct fp_pause {
     int pid;
@@ -94,7 +91,7 @@ static void sleep_poll(void)
  * 0 when it is gone, -1 on time-out. */
 static int wait_stop(pause_task *t, long timeout_ms)
 {
-    for (long waited = 0; waited <= timeout_ms * NS_PER_MS; waited += POLL_NS) {
+    for (long waited = 0, polls = 0; waited <= timeout_ms * NS_PER_MS; polls++) {
         int status;
         pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
         if (r < 0 && errno == EINTR)
@@ -111,7 +108,12 @@ static int wait_stop(pause_task *t, long timeout_ms)
                 return 1;
             }
         }
-        sleep_poll();
+        if (polls < SPIN_POLLS) {
+            sched_yield();
+        } else {
+            sleep_poll();
+            waited += POLL_NS;
+        }
     }
     return -1;
 }
@@ -167,22 +169,25 @@ static int stop_all(fp_pause *p, char *err, size_t errlen)
     return fpi_msg(err, errlen, FP_E_LIMIT, "process %d: kept creating threads while being stopped", p->pid);
 }
 
-/* Detaches every seized thread, re-injecting signals it was stopped by. */
+/* Detaches a seized thread, re-injecting a signal it was stopped by. */
+static void resume_task(pause_task *t)
+{
+    if (!t->seized)
+        return;
+    if (!t->stopped && wait_stop(t, DETACH_GRACE_MS) != 1) {
+        /* Gone, or still running: a running tracee cannot be detached;
+         * the kernel releases it when this process exits. */
+        t->seized = false;
+        return;
+    }
+    ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
+    t->seized = t->stopped = false;
+}
+
 static void resume_all(fp_pause *p)
 {
-    for (size_t i = 0; i < p->n; i++) {
-        pause_task *t = &p->t[i];
-        if (!t->seized)
-            continue;
-        if (!t->stopped && wait_stop(t, DETACH_GRACE_MS) != 1) {
-            /* Gone, or still running: a running tracee cannot be detached;
-             * the kernel releases it when this process exits. */
-            t->seized = false;
-            continue;
-        }
-        ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
-        t->seized = t->stopped = false;
-    }
+    for (size_t i = 0; i < p->n; i++)
+        resume_task(&p->t[i]);
 }
 
 int fp_pause_new(int pid, bool stop, fp_pause **out, char *err, size_t errlen)
@@ -226,4 +231,37 @@ void fp_pause_resume(fp_pause *p)
     resume_all(p);
     free(p->t);
     free(p);
+}
+
+int fpi_pause_thread(int pid, long tid, fpi_paused_thread *t, char *err, size_t errlen)
+{
+    *t = (fpi_paused_thread){.tid = tid, .state = pid > 0 && tid > 0 ? fpi_proc_thread_state(pid, tid) : 0};
+    if (!t->state)
+        return fpi_msg(err, errlen, FP_E_INVALID_ARG, "pause: thread %ld: not a thread of process %d", tid, pid);
+    if (ptrace(PTRACE_SEIZE, (pid_t)tid, NULL, NULL) != 0) {
+        int e = errno;
+        return fpi_msg(err, errlen,
+                       e == ESRCH ? FP_E_PROCESS_GONE : e == EPERM || e == EACCES ? FP_E_PERMISSION : FP_E_IO,
+                       "cannot stop thread %ld of process %d (PTRACE_SEIZE): %s", tid, pid, strerror(e));
+    }
+    t->seized = true;
+    int rc = FP_OK;
+    if (ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL) != 0)
+        rc = fpi_msg(err, errlen, errno == ESRCH ? FP_E_PROCESS_GONE : FP_E_IO, "cannot interrupt thread %ld: %s",
+                     tid, strerror(errno));
+    else if ((rc = wait_stop(t, FPI_PAUSE_THREAD_TIMEOUT_MS)) == 0)
+        rc = fpi_msg(err, errlen, FP_E_PROCESS_GONE, "thread %ld of process %d: exited while being stopped", tid, pid);
+    else if (rc < 0)
+        rc = fpi_msg(err, errlen, FP_E_IO, "thread %ld of process %d: not stopped within %ld ms", tid, pid,
+                     FPI_PAUSE_THREAD_TIMEOUT_MS);
+    else
+        rc = FP_OK;
+    if (rc)
+        resume_task(t);
+    return rc;
+}
+
+void fpi_resume_thread(fpi_paused_thread *t)
+{
+    resume_task(t);
 }

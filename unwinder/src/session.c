@@ -122,7 +122,7 @@ int fp_session_python(const fp_session *s, fp_python_info *out)
 static void finish_attach(fp_session *s)
 {
     const fpi_layout *l = &s->layout;
-    s->reads = (fp_read_stats){0, 0, 0};
+    s->reads = (fp_read_stats){0};
     int32_t fields[] = {l->ts_next, l->ts_interp, l->ts_cframe, l->ts_current_frame, l->ts_base_frame,
                         l->ts_thread_id, l->ts_native_thread_id, l->ts_datastack_chunk, l->ts_datastack_top,
                         l->ts_status, l->ts_holds_gil, l->ts_gil_requested, l->ts_current_exception,

@@ -6,11 +6,13 @@
  * bounded, pointers and offsets are checked, and a walk that cannot be
  * completed is reported as an error on the thread, never as a shorter
  * stack. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "call_sites.h"
 #include "grow.h"
+#include "pause_thread.h"
 #include "proc_state.h"
 #include "session.h"
 #include "verify.h"
@@ -665,14 +667,57 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     return rc;
 }
 
+/* What a thread stopped by walk_thread_paused was doing before its stop
+ * (its /proc state reads "traced" while stopped). */
+static char paused_thread_state(void *ctx, uint64_t native_id)
+{
+    const fpi_paused_thread *t = ctx;
+    return native_id == (uint64_t)t->tid ? t->state : 0;
+}
+
+/* fp_options.pause_torn: the thread whose walks keep tearing (its native
+ * id as the last attempt read it) is stopped alone and walked once more,
+ * every check on, then resumed.  False when it could not be stopped (not
+ * one of the process's threads, another tracer, not permitted): the
+ * caller retries as without the option. */
+static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
+                               size_t nthreads, size_t nframes, uint64_t *next, int *rc)
+{
+    uint64_t tid = sm->nthreads > nthreads ? sm->threads[nthreads].native_id : 0;
+    fpi_paused_thread pt;
+    char why[FPI_ERRMSG_MAX];
+    if (tid == 0 || tid > (uint64_t)LONG_MAX || fpi_pause_thread(s->pid, (long)tid, &pt, why, sizeof why) != FP_OK)
+        return false;
+    s->reads.paused++;
+    char (*saved)(void *, uint64_t) = s->thread_state;
+    void *saved_ctx = s->thread_state_ctx;
+    s->thread_state = paused_thread_state;
+    s->thread_state_ctx = &pt;
+    sm->nthreads = nthreads;
+    sm->nframes = nframes;
+    s->spec_frames = false;
+    *rc = fpi_walk_thread_once(s, sm, ii, link, ts, NULL, next);
+    if (*rc == FP_E_INCOMPLETE)
+        s->reads.torn++; /* the list changed around it, or another thread's generator */
+    s->thread_state = saved;
+    s->thread_state_ctx = saved_ctx;
+    fpi_resume_thread(&pt);
+    return true;
+}
+
 /* A running thread changes under the walker; a walk that fails for any
- * reason but the process vanishing is retried from its thread state. */
+ * reason but the process vanishing is retried from its thread state
+ * (with fp_options.pause_torn, after FP_PAUSE_TORN_AFTER torn walks, with
+ * the thread stopped). */
 static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
                        const fpi_thread_prefetch *pre, uint64_t *next)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
+        if (attempt == FP_PAUSE_TORN_AFTER && rc == FP_E_INCOMPLETE && s->opts.pause_torn && s->pid > 0 &&
+            walk_thread_paused(s, sm, ii, link, ts, nthreads, nframes, next, &rc))
+            break;
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */

@@ -82,7 +82,18 @@ typedef struct fp_options {
     bool cache_frames;
     bool blocking;           /* stop every thread of a live target for each sample (ptrace, frameproof/pause.h);
                                 correct by construction, at the cost of pausing the target (default false) */
+    /* A live thread whose walk is torn FP_PAUSE_TORN_AFTER times in a row
+     * is stopped alone (ptrace), walked once more with every check, and
+     * resumed, instead of being retried until it is reported torn: few
+     * samples rejected, at the cost of pausing that thread now and then
+     * (fp_read_stats.paused counts it).  Writes nothing into the target;
+     * a thread that cannot be stopped (another tracer, not permitted) is
+     * retried as without it.  Default false. */
+    bool pause_torn;
 } fp_options;
+
+/* Torn walks of one thread before fp_options.pause_torn stops it. */
+#define FP_PAUSE_TORN_AFTER 2u
 
 FP_API void fp_options_init(fp_options *opts);
 
@@ -195,6 +206,7 @@ typedef struct fp_read_stats {
     uint64_t calls;
     uint64_t bytes;
     uint64_t torn;
+    uint64_t paused;         /* walks done again with their thread stopped (fp_options.pause_torn) */
 } fp_read_stats;
 FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
 
