@@ -1,6 +1,7 @@
 /* frameproof.c — libframeproof as an unwinder under test: its reader x
- * code-cache configurations and its blocking mode, declared as data, each
- * one session kept across the checkpoints of a case. */
+ * code-cache configurations, its blocking mode and (named only) the
+ * stopping of torn threads, declared as data, each one session kept across
+ * the checkpoints of a case. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@ typedef struct fp_config {
     int reader;            /* enum fp_reader_kind */
     bool cache_code;
     bool blocking;         /* every thread stopped for each sample */
+    bool pause_torn;       /* a thread whose walks keep tearing stopped alone */
 } fp_config;
 
 typedef struct fp_state {
@@ -27,11 +29,12 @@ typedef struct fp_state {
 #define FRAMEPROOF_FIELDS CF_FIELDS_ALL
 
 static const fp_config CONFIGS[] = {
-    {FP_READER_VM, true, false},
-    {FP_READER_VM, false, false},
-    {FP_READER_MEM, true, false},
-    {FP_READER_MEM, false, false},
-    {FP_READER_VM, true, true},
+    {FP_READER_VM, true, false, false},
+    {FP_READER_VM, false, false, false},
+    {FP_READER_MEM, true, false, false},
+    {FP_READER_MEM, false, false, false},
+    {FP_READER_VM, true, true, false},
+    {FP_READER_VM, true, false, true},
 };
 
 static void detach(void *state)
@@ -56,6 +59,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     o.cache_code = cfg->cache_code;
     o.cache_frames = cfg->cache_code; /* "cache": the code and frame caches together */
     o.blocking = cfg->blocking;
+    o.pause_torn = cfg->pause_torn;
     o.allow_untested = t->allow_untested;
     if (fp_session_new(&o, &st->s) != FP_OK || fp_sample_new(&st->sm) != FP_OK) {
         detach(st);
@@ -134,12 +138,13 @@ static const char *info(void *state)
     return st && st->info[0] ? st->info : NULL;
 }
 
-#define FP_DEF(label, idx)                                                                             \
+#define FP_DEF_SEL(label, idx, named)                                                                  \
     {                                                                                                  \
         .unwinder = "frameproof", .config = label, .fields = FRAMEPROOF_FIELDS,                        \
         .samples_per_checkpoint = CF_SAMPLES_PER_CHECKPOINT, .applies = NULL, .attach = attach,        \
-        .sample = sample, .detach = detach, .info = info, .data = &CONFIGS[idx],                       \
+        .sample = sample, .detach = detach, .info = info, .data = &CONFIGS[idx], .named_only = named,  \
     }
+#define FP_DEF(label, idx) FP_DEF_SEL(label, idx, false)
 
 static const cf_adapter_def DEFS[] = {
     FP_DEF("vm+cache", 0),
@@ -147,6 +152,7 @@ static const cf_adapter_def DEFS[] = {
     FP_DEF("mem+cache", 2),
     FP_DEF("mem+nocache", 3),
     FP_DEF("vm+cache+blocking", 4),
+    FP_DEF_SEL("vm+cache+pause-torn", 5, true), /* stops target threads: only when asked for by name */
 };
 
 size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)

@@ -15,6 +15,12 @@
     "  --blocking       stop every thread (ptrace) for each sample and resume it:\n" \
     "                   consistent by construction; the target is paused briefly\n"
 
+#define FP_CLI_PAUSE_TORN_HELP                                                         \
+    "  --pause-torn     a thread whose walk the running target tore twice is\n"   \
+    "                   stopped alone (ptrace), walked again with every check\n"  \
+    "                   and resumed: few samples lost as torn, that thread\n"      \
+    "                   paused briefly now and then (not with --blocking)\n"
+
 #define FP_CLI_UNTESTED_HELP                                                            \
     "  --allow-untested-version\n"                                                      \
     "                   unwind a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST \

@@ -30,7 +30,8 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
-    "                       [--no-cache] [--json] [--blocking] [--floor] [--allow-untested-version]\n"
+    "                       [--no-cache] [--json] [--blocking | --pause-torn] [--floor]\n"
+    "                       [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
     "session, as a profiler would, and prints the sample rate and the latency\n"
@@ -39,7 +40,8 @@ static const char BENCH_USAGE[] =
     "once) and the bytes they asked for (median and mean), and the number of\n"
     "samples that failed (with the first error: \"first_failure\" in --json,\n"
     "which prints one JSON document), the thread walks the target changed\n"
-    "under and that were walked again (\"torn_walks\"), and bench's own peak\n"
+    "under and that were walked again (\"torn_walks\"; with --pause-torn, those\n"
+    "walked again with their thread stopped: \"paused_walks\"), and bench's own peak\n"
     "resident set size (VmHWM of /proc/self/status, KiB; \"peak_rss_kib\").\n"
     "  --rate HZ        sample on a fixed schedule of HZ per second (at most\n"
     "                   " BENCH_XSTR(BENCH_MAX_RATE_HZ) ") instead of back to back; ticks a sample\n"
@@ -58,7 +60,8 @@ static const char BENCH_USAGE[] =
     "Transient failures are counted, not retried; the first fatal one ends\n"
     "bench with its message (exit status 1).\n"
     "The target keeps running (with --blocking every thread is stopped with\n"
-    "ptrace for each sample and resumed).\n"
+    "ptrace for each sample and resumed; with --pause-torn a thread whose walk\n"
+    "the target tore twice is stopped alone, walked again and resumed).\n"
     "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
@@ -165,7 +168,8 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         if (c->rate_hz > 0)
             printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
                    st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
-        printf(",\"torn_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn, x->peak_rss_kib);
+        printf(",\"torn_walks\":%llu,\"paused_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn,
+               (unsigned long long)r->seen.paused, x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
@@ -188,6 +192,9 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                    (unsigned long long)st->missed_ticks);
         printf("thread walks torn (the target changed under them; walked again): %llu\n",
                (unsigned long long)r->seen.torn);
+        if (o->pause_torn)
+            printf("thread walks done again with their thread stopped (--pause-torn): %llu\n",
+                   (unsigned long long)r->seen.paused);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);
@@ -249,6 +256,7 @@ int fp_cmd_bench(int argc, char **argv)
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"blocking", no_argument, NULL, 'B'},
+        {"pause-torn", no_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'j'},
         {"floor", no_argument, NULL, 'F'},
         {"help", no_argument, NULL, 'h'},
@@ -292,6 +300,7 @@ int fp_cmd_bench(int argc, char **argv)
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
         case 'B': o.blocking = true; break;
+        case 'T': o.pause_torn = true; break;
         case 'j': json = 1; break;
         case 'F': extra.floor = true; break;
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
@@ -300,6 +309,10 @@ int fp_cmd_bench(int argc, char **argv)
     }
     if (!pid || optind < argc) {
         fputs(BENCH_USAGE, stderr);
+        return FP_EXIT_USAGE;
+    }
+    if (o.blocking && o.pause_torn) {
+        fputs("frameproof bench: --blocking and --pause-torn exclude each other\n", stderr);
         return FP_EXIT_USAGE;
     }
     /* --duration alone is bounded by the most samples bench can keep. */

@@ -12,7 +12,7 @@
 
 static const char DUMP_USAGE[] =
     "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
-    "                       [--blocking] [--allow-untested-version]\n"
+    "                       [--blocking | --pause-torn] [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
@@ -24,6 +24,7 @@ static const char DUMP_USAGE[] =
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
     FP_CLI_BLOCKING_HELP
+    FP_CLI_PAUSE_TORN_HELP
     FP_CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
@@ -41,6 +42,7 @@ int fp_cmd_dump(int argc, char **argv)
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"blocking", no_argument, NULL, 'B'},
+        {"pause-torn", no_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -72,6 +74,7 @@ int fp_cmd_dump(int argc, char **argv)
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
         case 'B': o.blocking = true; break;
+        case 'T': o.pause_torn = true; break;
         case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -82,6 +85,10 @@ int fp_cmd_dump(int argc, char **argv)
     }
     if (!pid) {
         fprintf(stderr, "frameproof dump: --pid is required\n%s", DUMP_USAGE);
+        return FP_EXIT_USAGE;
+    }
+    if (o.blocking && o.pause_torn) {
+        fputs("frameproof dump: --blocking and --pause-torn exclude each other\n", stderr);
         return FP_EXIT_USAGE;
     }
     fp_session *s = NULL;

@@ -43,7 +43,8 @@
 static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
-    "                         [--format collapsed|speedscope|json|gecko] [-o FILE] [--blocking]\n"
+    "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
+    "                         [--blocking | --pause-torn]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -74,6 +75,7 @@ static const char RECORD_USAGE[] =
     "                   Profiler's processed format); see docs/record-formats.md\n"
     "  -o, --output F   write the profile to F (default: standard output)\n"
     FP_CLI_BLOCKING_HELP
+    FP_CLI_PAUSE_TORN_HELP
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
@@ -191,6 +193,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"blocking", no_argument, NULL, 'B'},
+        {"pause-torn", no_argument, NULL, 'T'},
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-progress", no_argument, NULL, 'N'},
@@ -248,6 +251,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'o': o->output = optarg; break;
         case 'B': o->lib.blocking = true; break;
+        case 'T': o->lib.pause_torn = true; break;
         case 'r':
             if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
                 return -1;
@@ -274,6 +278,10 @@ static int parse_args(int argc, char **argv, record_opts *o)
     }
     if (!o->pid == !o->command) {
         fprintf(stderr, "frameproof record: give either --pid PID or -- COMMAND\n%s", RECORD_USAGE);
+        return -1;
+    }
+    if (o->lib.blocking && o->lib.pause_torn) {
+        fputs("frameproof record: --blocking and --pause-torn exclude each other\n", stderr);
         return -1;
     }
     if (seed && !o->sampling.poisson) {
@@ -392,7 +400,9 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
     double torn = walks ? (double)run->torn_walks / (double)walks : 0.0;
     fprintf(stderr, "  thread walks the target changed under (walked again): %" PRIu64 " (%.1f %%); mean sample %.1f us\n",
             run->torn_walks, 100.0 * torn, run->mean_sample_us);
-    if (torn >= RECORD_TORN_NOTE && !o->lib.blocking)
+    if (o->lib.pause_torn)
+        fprintf(stderr, "  walked again with their thread stopped (--pause-torn): %" PRIu64 "\n", run->paused_walks);
+    if (torn >= RECORD_TORN_NOTE && !o->lib.blocking && !o->lib.pause_torn)
         fprintf(stderr,
                 "  note: a sample is kept only when nothing changed while it was read (%.1f us on average), so\n"
                 "  stacks that last about that long or less are under-represented; --blocking samples them\n"
@@ -512,10 +522,11 @@ int fp_cmd_record(int argc, char **argv)
     if (run.write_failed)
         fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n",
                 to_stdout(&o) ? "standard output" : o.output, strerror(run.write_errno));
-    fp_read_stats rs = {0, 0, 0};
+    fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
     fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st, .torn_walks = rs.torn,
+                    .paused_walks = rs.paused,
                     .mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0};
     summarize(&st, p, &o, &info);
     if (write_profile(&o, p, &info, stream, out) == 0 && ended_ok)

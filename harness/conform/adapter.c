@@ -100,8 +100,13 @@ static const unwinder_entry *find(const char *name)
 static size_t select_config(const char *name, cf_adapter_def *defs, size_t n, char *err, size_t errlen)
 {
     const char *colon = strchr(name, ':');
-    if (!colon)
-        return n;
+    if (!colon) {
+        size_t kept = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!defs[i].named_only)
+                defs[kept++] = defs[i];
+        return kept;
+    }
     for (size_t i = 0; i < n; i++)
         if (defs[i].config && strcmp(defs[i].config, colon + 1) == 0) {
             defs[0] = defs[i];

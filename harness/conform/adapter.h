@@ -46,6 +46,7 @@ struct cf_adapter_def {
      * reader), for the report; NULL pointer or NULL result: nothing. */
     const char *(*info)(void *state);
     const void *data;          /* configuration data of the implementation */
+    bool named_only;           /* run only when selected as unwinder:config, not with the unwinder's name */
 };
 
 /* "unwinder" or "unwinder:config". */

@@ -34,6 +34,7 @@ typedef struct fpr_run {
     bool blocking;
     const fps_stats *stats;   /* the sampling run's outcome */
     uint64_t torn_walks;      /* fp_read_stats.torn: thread walks the target changed under, walked again */
+    uint64_t paused_walks;    /* fp_read_stats.paused: walked again with their thread stopped (--pause-torn) */
     double mean_sample_us;    /* mean time inside fp_session_sample */
 } fpr_run;
 

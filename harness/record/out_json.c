@@ -184,6 +184,8 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_number(&j, run->mean_sample_us);
     fp_json_key(&j, "torn_walks");
     fp_json_uint(&j, run->torn_walks);
+    fp_json_key(&j, "paused_walks");
+    fp_json_uint(&j, run->paused_walks);
     fp_json_key(&j, "thread_samples");
     fp_json_uint(&j, fpr_profile_points(p));
     fp_json_key(&j, "torn_threads");

@@ -13,8 +13,13 @@ usage: test_snapshot.py FRAMEPROOF_BINARY CAPTURE_IMAGES_SCRIPT
    counter advances) and the output path holds either nothing or a complete
    image; most signals must land while the target is held;
 3. failures (no such pid, not Python, unwritable output) are one-line errors
-   and leave the target running."""
+   and leave the target running;
+4. bench --pause-torn on a target whose threads switch call chains without
+   pause: it stops threads whose walks tore (paused_walks > 0), every thread
+   of the target keeps making progress while it samples, and none is left
+   stopped or traced, also when bench is killed by any signal mid-run."""
 import importlib.machinery
+import json
 import importlib.util
 import os
 import re
@@ -43,6 +48,12 @@ KILL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, si
 # How long the kernel may take to detach after the tracer died.
 DETACH_GRACE_S = 2.0
 HEARTBEAT_WAIT_S = 5.0
+# The churning target of part 4: its threads, how long bench samples it,
+# and the window in which the slowest thread must be seen progressing.
+CHURN_THREADS = 4
+PAUSE_TORN_SECONDS = 4
+PROGRESS_WINDOW_S = 1.0
+PROGRESS_AFTER_S = 0.5
 SETTLE_TRIES = 20
 SETTLE_PAUSE_S = 0.1
 
@@ -58,6 +69,42 @@ i = 0
 while True:
     i += 1
     os.pwrite(fd, b"%20d" % i, 0)
+    time.sleep(0.002)
+"""
+
+
+# Threads that switch between two call chains as fast as they can; the
+# heartbeat is the progress of the slowest one (a thread left stopped
+# freezes it).
+CHURN_TARGET = r"""
+import os, sys, threading, time
+path, n = sys.argv[1], int(sys.argv[2])
+counts = [0] * n
+
+def leaf_a():
+    return 1
+
+def mid_a():
+    return leaf_a()
+
+def leaf_b():
+    return 2
+
+def mid_b():
+    return leaf_b()
+
+def churn(k):
+    while True:
+        mid_a()
+        mid_b()
+        counts[k] += 1
+
+for k in range(n):
+    threading.Thread(target=churn, args=(k,), daemon=True).start()
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+print("ready", flush=True)
+while True:
+    os.pwrite(fd, b"%20d" % min(counts), 0)
     time.sleep(0.002)
 """
 
@@ -119,13 +166,13 @@ def read_counter(path):
     return int(data) if data else 0
 
 
-def heartbeat_advances(path):
+def heartbeat_advances(path, seconds=HEARTBEAT_WAIT_S):
     start = read_counter(path)
-    deadline = time.monotonic() + HEARTBEAT_WAIT_S
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if read_counter(path) > start:
             return True
-        time.sleep(0.01)
+        time.sleep(0.005)
     return False
 
 
@@ -171,9 +218,9 @@ def parked_interpreters(cap, tmp):
             shutil.rmtree(installed, ignore_errors=True)
 
 
-def start_busy(tmp):
+def start_busy(tmp, target=BUSY_TARGET, threads=BUSY_THREADS):
     beat = os.path.join(tmp, "heartbeat")
-    proc = subprocess.Popen([sys.executable, "-c", BUSY_TARGET, beat, str(BUSY_THREADS)],
+    proc = subprocess.Popen([sys.executable, "-c", target, beat, str(threads)],
                             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     line = proc.stdout.readline()
     if line.strip() != b"ready":
@@ -296,11 +343,49 @@ def killed_mid_blocking_sampling(tmp):
           held_at_signal * 2 >= trials)
 
 
+def pause_torn_sampling(tmp):
+    """bench --pause-torn stops a thread whose walks keep tearing, alone,
+    walks it and resumes it: the target's threads all keep moving while it
+    samples, and nothing is left stopped, however bench ends."""
+    proc, beat = start_busy(tmp, CHURN_TARGET, CHURN_THREADS)
+    try:
+        bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--pause-torn", "--duration",
+                                  str(PAUSE_TORN_SECONDS), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(PROGRESS_AFTER_S)
+        moving = all(heartbeat_advances(beat, PROGRESS_WINDOW_S) for _ in range(2))
+        out, err = bench.communicate(timeout=TIMEOUT)
+        try:
+            doc = json.loads(out)
+        except ValueError:
+            doc = {}
+        check("bench --pause-torn: threads whose walks tore were stopped and walked again",
+              bench.returncode == 0 and doc.get("paused_walks", 0) > 0,
+              f"status {bench.returncode}: {out.decode(errors='replace')} {err.decode(errors='replace')}")
+        check("bench --pause-torn: every thread of the target keeps making progress while it samples", moving)
+        ok, detail = resumed(proc.pid, DETACH_GRACE_S)
+        check("bench --pause-torn: afterwards no thread is stopped or traced", ok and proc.poll() is None, detail)
+        for i, delay in enumerate(KILL_DELAYS):
+            sig = KILL_SIGNALS[i % len(KILL_SIGNALS)]
+            bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--pause-torn", "--samples", "100000000"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=default_signals)
+            time.sleep(PROGRESS_AFTER_S + delay)
+            bench.send_signal(sig)
+            bench.communicate(timeout=TIMEOUT)
+            ok, detail = resumed(proc.pid, DETACH_GRACE_S)
+            check(f"bench --pause-torn, {sig.name} {delay * 1000:g} ms after {PROGRESS_AFTER_S:g} s: target resumed",
+                  ok and proc.poll() is None, detail)
+        check("bench --pause-torn: the target keeps running after the signals", heartbeat_advances(beat))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main():
     cap = load_capture_module()
     with tempfile.TemporaryDirectory(prefix="fp-snapshot-") as tmp:
         for part in (lambda: parked_interpreters(cap, tmp), lambda: killed_mid_capture(tmp),
-                     lambda: killed_mid_blocking_sampling(tmp), lambda: failures(tmp)):
+                     lambda: killed_mid_blocking_sampling(tmp), lambda: failures(tmp),
+                     lambda: pause_torn_sampling(tmp)):
             try:
                 part()
             except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:
