@@ -65,7 +65,7 @@ def main():
     r = conform(fp, "--unwinder", "frameproof:vm+cach", "--python-path", HOST_PYTHON, env=env)
     check("unknown configuration", *one_line_error(
         r, 2, 'unknown configuration "vm+cach" of frameproof; known: vm+cache vm+nocache mem+cache mem+nocache '
-        'vm+cache+blocking'))
+        'vm+cache+blocking vm+cache+pause-torn'))
     r = conform(fp, "--unwinder", "command:x", env=env)
     check("--unwinder command:CONFIG without --unwinder-cmd", r.returncode == 2 and "needs --unwinder-cmd" in r.stderr,
           r.stderr)
