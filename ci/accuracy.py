@@ -60,13 +60,11 @@ def run(cmd, timeout):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
 
 
-def frameproof_case(args, t, workload, seconds, seed, schedule, blocking, out):
+def frameproof_case(args, t, workload, seconds, seed, schedule, flags, out):
     cmd = [args.frameproof, "record", "--no-progress", "--format", "json", "-o", out, "--rate", str(args.rate)]
     if schedule == "poisson":
         cmd += ["--poisson", "--seed", str(seed)]
-    if blocking:
-        cmd.append("--blocking")
-    cmd += ["--"] + t.argv(workload, seconds, seed, args.unit_us)
+    cmd += flags + ["--"] + t.argv(workload, seconds, seed, args.unit_us)
     r = run(cmd, seconds + RUN_TIMEOUT_PAD_S)
     if r.returncode != 0:
         return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
@@ -84,11 +82,13 @@ def cpython_case(args, t, workload, seconds, seed, out_inner, out):
 
 
 def samplers(args, entry):
+    """(name, schedule, record's extra flags; None: CPython's sampler)."""
     out = []
     for schedule in args.schedule:
-        out.append(("frameproof", schedule, False))
-        if args.blocking:
-            out.append(("frameproof --blocking", schedule, True))
+        out.append(("frameproof", schedule, []))
+        for flag in ("--blocking", "--pause-torn"):
+            if getattr(args, flag[2:].replace("-", "_")):
+                out.append((f"frameproof {flag}", schedule, [flag]))
     minor = int(entry.get("version", entry["id"]).split(".")[1].rstrip("t").split("-")[0]) \
         if "." in entry["id"] else 0
     if not args.no_cpython and minor >= CPYTHON_MINOR and not entry["id"].endswith("t"):
@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--schedule", action="append", choices=["fixed", "poisson"],
                     help="sampling schedule of frameproof (repeatable; default both)")
     ap.add_argument("--blocking", action="store_true", help="also run frameproof record --blocking")
+    ap.add_argument("--pause-torn", action="store_true", help="also run frameproof record --pause-torn")
     ap.add_argument("--no-cpython", action="store_true", help="do not run CPython's profiling.sampling on 3.15")
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_SAMPLES} samples at {QUICK_RATE} Hz (a smoke test, not the reference)")
@@ -131,17 +132,16 @@ def main():
         entry = provisioned[ident]
         for workload in args.workload or list(WORKLOADS):
             seconds = max(MIN_SECONDS, SLACK * args.samples / (args.rate * WORKLOADS[workload]))
-            for name, schedule, blocking in samplers(args, entry):
+            for name, schedule, flags in samplers(args, entry):
                 t = Target(entry)
                 try:
                     say(f"accuracy: {ident} {workload} {name} {schedule} ({seconds:.0f} s)")
                     out = os.path.join(t.dir, "profile")
-                    if blocking is None:
+                    if flags is None:
                         samples, err = cpython_case(args, t, workload, seconds, args.seed, "/tmp/" +
                                                     os.path.basename(t.dir) + "/profile", out)
                     else:
-                        samples, err = frameproof_case(args, t, workload, seconds, args.seed, schedule, blocking,
-                                                       out)
+                        samples, err = frameproof_case(args, t, workload, seconds, args.seed, schedule, flags, out)
                     row = {"interpreter": ident, "workload": workload, "sampler": name, "schedule": schedule,
                            "rate_hz": args.rate, "unit_us": args.unit_us}
                     if err is None:

@@ -57,7 +57,7 @@ def main():
             name = f"{first['id']} {workload} {schedule}: within {QUICK_BOUND} of the truth"
             t = accuracy.Target(first)
             try:
-                samples, err = accuracy.frameproof_case(Args, t, workload, SECONDS, SEED, schedule, False,
+                samples, err = accuracy.frameproof_case(Args, t, workload, SECONDS, SEED, schedule, [],
                                                         os.path.join(t.dir, "profile"))
                 if err:
                     check(name, False, err)
