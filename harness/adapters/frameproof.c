@@ -123,7 +123,7 @@ static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 {
     fp_state *st = state;
     int rc = fp_session_sample(st->s, st->sm);
-    /* An incomplete sample still holds every thread; the failed ones carry
+    /* An incomplete sample holds the threads reached; the failed ones carry
      * their error and are reported per thread. */
     if (rc != FP_OK && rc != FP_E_INCOMPLETE) {
         snprintf(err, errlen, "sample failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));

@@ -1057,6 +1057,19 @@ int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
     return FP_OK;
 }
 
+/* After a thread's walk failed: its state's next link (as the failed walk
+ * read it) and the link that led to the state, read back in that order
+ * (the read-back order of verify.c), both unchanged.  A state reached
+ * through a torn link, or freed meanwhile, fails it. */
+static bool list_link_holds(fp_session *s, uint64_t link, uint64_t ts, uint64_t next)
+{
+    uint64_t now_next, now_ts;
+    if (fpi_read(s, ts + (uint64_t)s->layout.ts_next, &now_next, sizeof now_next) ||
+        fpi_read(s, link, &now_ts, sizeof now_ts))
+        return false;
+    return now_next == next && now_ts == ts;
+}
+
 int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
     const fpi_layout *l = &s->layout;
@@ -1155,6 +1168,12 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     result = rc == FP_E_LIMIT ? FP_E_LIMIT : FP_E_INCOMPLETE;
                     first_err = s->err;
                 }
+                /* Its next link came from a copy that failed its checks
+                 * (a torn list head can even point into the middle of a
+                 * thread state): the list is followed on only if the
+                 * link and that next link still hold. */
+                if (!list_link_holds(s, link, ts, next))
+                    break;
             }
             link = ts + (uint64_t)l->ts_next;
             ts = next;

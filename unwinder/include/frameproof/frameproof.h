@@ -215,8 +215,10 @@ FP_API int fp_sample_new(fp_sample **out);
 FP_API void fp_sample_free(fp_sample *sm);
 
 /* Take one sample of all threads of all interpreters.  Returns FP_OK, or an
- * error.  On FP_E_INCOMPLETE the sample holds every thread, and threads whose
- * walk failed carry a nonzero fp_thread.error and no frames. */
+ * error.  On FP_E_INCOMPLETE the sample holds the threads reached: a thread
+ * whose walk failed carries a nonzero fp_thread.error and no frames, and its
+ * interpreter's thread list is followed past it only when its link to the
+ * next thread, read back, still holds. */
 FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
 
 FP_API size_t fp_sample_interp_count(const fp_sample *sm);
