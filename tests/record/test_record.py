@@ -10,7 +10,11 @@ usage: test_record.py FRAMEPROOF_BINARY
 2. on the first provisioned interpreter, every format: speedscope output
    valid against the JSON schema of the speedscope npm package
    (provisioned by ci/speedscope; skipped when absent) and consistent
-   (samples, weights, endValue, frame indices); the JSON Lines records
+   (samples, weights, endValue, frame indices); the gecko output opened by
+   the Firefox Profiler's own loader (its command-line client, provisioned
+   by ci/profiler-cli; skipped when absent), whose call trees must count
+   every kept sample and show hot() outweighing cold() (and must not with
+   the two names swapped); the JSON Lines records
    (header first, summary last, every id defined before use, one sample
    record per kept thread sample);
 3. --pid on a running target for a duration leaves it running; SIGINT
@@ -37,6 +41,7 @@ FP = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "record_target.py")
 LOAD_SPEEDSCOPE = os.path.join(HERE, "load_speedscope.py")
+LOAD_GECKO = os.path.join(HERE, "load_gecko.py")
 CPYTHON_GECKO_ID = "3.15"   # the interpreter whose own sampler's gecko output is the reference shape
 TIMEOUT = 120
 RUN_SECONDS = 1.5        # how long record_target.py runs when launched
@@ -238,12 +243,45 @@ def gecko_shape(doc):
             sorted(t), {k: sorted(v) for k, v in t.items() if isinstance(v, dict)}, sorted(doc["shared"]))
 
 
-def check_gecko(name, path, stderr):
+def load_in_firefox_profiler(name, path, doc, kept, facts):
+    """The Firefox Profiler's own loader and call tree (its command-line
+    client under Node.js) open the file and count its samples."""
+    what = f"{name}: the Firefox Profiler's loader opens the gecko profile"
+    home = os.environ.get("FRAMEPROOF_HOME") or facts["FRAMEPROOF_HOME_DEFAULT"]
+    cli = os.path.join(home, "profiler-cli-" + facts["PROFILER_CLI_VERSION"], "package", "dist", "profiler-cli.js")
+    if not os.path.exists(cli):
+        skip(what, "profiler-cli not provisioned (ci/profiler-cli)")
+        return
+    if kept is None:
+        check(what, False, "the summary gave no count of kept samples")
+        return
+    r = subprocess.run([sys.executable, LOAD_GECKO, cli, path, str(kept), "hot", "cold", "spin"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode == 2:
+        skip(what, r.stderr.strip())
+        return
+    check(what, r.returncode == 0, r.stderr.strip())
+    # The check has teeth: the same profile with hot and cold renamed
+    # into each other must fail it.
+    strings = doc["shared"]["stringArray"]
+    swapped = json.loads(json.dumps(doc))
+    swapped["shared"]["stringArray"] = [{"hot": "cold", "cold": "hot"}.get(x, x) for x in strings]
+    bad = path + ".swapped.json"
+    with open(bad, "w", encoding="utf-8") as f:
+        json.dump(swapped, f)
+    r = subprocess.run([sys.executable, LOAD_GECKO, cli, bad, str(kept), "hot", "cold", "spin"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    check(f"{name}: the Firefox Profiler check fails for hot and cold swapped",
+          r.returncode == 1 and "samples" in r.stderr, r.stderr.strip())
+
+
+def check_gecko(name, path, stderr, facts):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     kept = KEPT.search(stderr)
     problems = gecko_problems(doc, int(kept.group(1)) if kept else None)
     check(f"{name}: gecko tables consistent", not problems, "\n".join(problems))
+    load_in_firefox_profiler(name, path, doc, int(kept.group(1)) if kept else None, facts)
     _, provisioned = fpfacts.provisioned(fpfacts.load())
     ref = provisioned.get(CPYTHON_GECKO_ID)
     what = f"{name}: gecko has the shape CPython {CPYTHON_GECKO_ID}'s own sampler writes"
@@ -377,7 +415,7 @@ def formats(facts, entry, tmp):
         if r.returncode != 0:
             check(f"{name}: gecko", False, r.stderr.decode(errors="replace"))
         else:
-            check_gecko(name, gk, r.stderr)
+            check_gecko(name, gk, r.stderr, facts)
         js = os.path.join(tmp, "p.jsonl")
         r = record("--rate", RATE, "--format", "json", "-o", js, "--poisson", "--seed", 7, "--", *it.argv(RUN_SECONDS))
         if r.returncode != 0:
