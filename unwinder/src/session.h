@@ -12,6 +12,7 @@
 #include "frame_cache.h"
 #include "layout.h"
 #include "linetable.h"
+#include "typed_load.h"
 
 /* Limits on data read from the target. */
 #define FPI_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
@@ -200,9 +201,6 @@ fp_frame *fpi_sample_push_frame(fp_sample *sm);
 /* memory helpers (walk.c) */
 int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len);
 int fpi_readv(fp_session *s, const fp_iov *iov, size_t n);
-uint64_t fpi_load_u64(const uint8_t *base, int32_t off);
-uint32_t fpi_load_u32(const uint8_t *base, int32_t off);
-uint8_t fpi_load_u8(const uint8_t *base, int32_t off);
 
 /* pystr.c: reads a str object and returns a malloc'd UTF-8 copy. */
 int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);

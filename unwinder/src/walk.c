@@ -48,25 +48,6 @@ int fpi_readv(fp_session *s, const fp_iov *iov, size_t n)
     return fp_reader_readv(s->rd, iov, n);
 }
 
-uint64_t fpi_load_u64(const uint8_t *base, int32_t off)
-{
-    uint64_t v;
-    memcpy(&v, base + off, sizeof v);
-    return v;
-}
-
-uint32_t fpi_load_u32(const uint8_t *base, int32_t off)
-{
-    uint32_t v;
-    memcpy(&v, base + off, sizeof v);
-    return v;
-}
-
-uint8_t fpi_load_u8(const uint8_t *base, int32_t off)
-{
-    return base[off];
-}
-
 /* A read failure inside a walk: the process vanishing or permissions are
  * fatal for the sample; anything else makes this thread's walk incomplete. */
 bool fpi_walk_fatal(int rc)
