@@ -23,7 +23,12 @@
  *    The top frame is never taken from here: its instruction is not
  *    compared (it runs on).
  *
- * Both tables are direct-mapped: a collision replaces the older entry. */
+ * Both tables are set-associative: a key may sit in any of the
+ * FPI_FRAME_CACHE_WAYS entries of its set, newest first, so that a few
+ * keys hashing alike (a sample's frames outside the data stack, one per
+ * thread or more, collide in a direct-mapped table a third of the time at
+ * 16 threads) do not evict each other on every sample; a full set drops
+ * its oldest entry. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,9 +45,15 @@ static size_t mix(uint64_t a)
     return (size_t)a;
 }
 
-static size_t key_slot(const fpi_frame_key *k)
+/* The first entry of the key's set in a table of `slots` entries. */
+static size_t set_of(size_t hash, size_t slots)
 {
-    return mix(k->addr ^ mix(k->instr) ^ (k->code << 1)) & (FPI_FRAME_CACHE_SLOTS - 1u);
+    return hash & (slots - 1u) & ~(size_t)(FPI_FRAME_CACHE_WAYS - 1u);
+}
+
+static size_t key_set(const fpi_frame_key *k)
+{
+    return set_of(mix(k->addr ^ mix(k->instr) ^ (k->code << 1)), FPI_FRAME_CACHE_SLOTS);
 }
 
 static bool same_key(const fpi_frame_key *a, const fpi_frame_key *b)
@@ -67,8 +78,11 @@ const fpi_resolved_frame *fpi_frame_cache_find(const fpi_frame_cache *fc, const 
 {
     if (!fc->resolved)
         return NULL;
-    const fpi_resolved_frame *r = &fc->resolved[key_slot(k)];
-    return r->used && same_key(&r->key, k) ? r : NULL;
+    const fpi_resolved_frame *set = &fc->resolved[key_set(k)];
+    for (size_t w = 0; w < FPI_FRAME_CACHE_WAYS; w++)
+        if (set[w].used && same_key(&set[w].key, k))
+            return &set[w];
+    return NULL;
 }
 
 int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visible, int32_t unit,
@@ -76,8 +90,12 @@ int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visi
 {
     if (!fc->resolved && !(fc->resolved = calloc(FPI_FRAME_CACHE_SLOTS, sizeof *fc->resolved)))
         return FP_E_NOMEM;
-    fc->resolved[key_slot(k)] = (fpi_resolved_frame){.key = *k, .used = true, .visible = visible, .unit = unit,
-                                                      .pos = *pos};
+    fpi_resolved_frame *set = &fc->resolved[key_set(k)];
+    size_t w = 0;
+    while (w + 1 < FPI_FRAME_CACHE_WAYS && set[w].used && !same_key(&set[w].key, k))
+        w++;
+    memmove(set + 1, set, w * sizeof *set); /* newest first; the way replaced (or the oldest) drops out */
+    set[0] = (fpi_resolved_frame){.key = *k, .used = true, .visible = visible, .unit = unit, .pos = *pos};
     return FP_OK;
 }
 
@@ -85,8 +103,11 @@ const uint8_t *fpi_frame_cache_spec(const fpi_frame_cache *fc, uint64_t addr, si
 {
     if (!fc->spec || len > FPI_SPEC_FRAME_BYTES || addr == 0)
         return NULL;
-    const fpi_spec_frame *f = &fc->spec[mix(addr) & (FPI_SPEC_FRAME_SLOTS - 1u)];
-    return f->addr == addr ? f->bytes : NULL;
+    const fpi_spec_frame *set = &fc->spec[set_of(mix(addr), FPI_SPEC_FRAME_SLOTS)];
+    for (size_t w = 0; w < FPI_FRAME_CACHE_WAYS; w++)
+        if (set[w].addr == addr)
+            return set[w].bytes;
+    return NULL;
 }
 
 void fpi_frame_cache_note(fpi_frame_cache *fc, uint64_t addr, const uint8_t *bytes, size_t len)
@@ -95,7 +116,11 @@ void fpi_frame_cache_note(fpi_frame_cache *fc, uint64_t addr, const uint8_t *byt
         return;
     if (!fc->spec && !(fc->spec = calloc(FPI_SPEC_FRAME_SLOTS, sizeof *fc->spec)))
         return; /* best effort: the walk reads such frames itself */
-    fpi_spec_frame *f = &fc->spec[mix(addr) & (FPI_SPEC_FRAME_SLOTS - 1u)];
-    f->addr = addr;
-    memcpy(f->bytes, bytes, len);
+    fpi_spec_frame *set = &fc->spec[set_of(mix(addr), FPI_SPEC_FRAME_SLOTS)];
+    size_t w = 0;
+    while (w + 1 < FPI_FRAME_CACHE_WAYS && set[w].addr && set[w].addr != addr)
+        w++;
+    memmove(set + 1, set, w * sizeof *set); /* newest first; the way replaced (or the oldest) drops out */
+    set[0].addr = addr;
+    memcpy(set[0].bytes, bytes, len);
 }

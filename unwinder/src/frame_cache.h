@@ -10,6 +10,7 @@
 
 #define FPI_FRAME_CACHE_SLOTS 4096u  /* resolved frames kept (a power of two) */
 #define FPI_SPEC_FRAME_SLOTS 1024u   /* frames outside the data stack kept (a power of two) */
+#define FPI_FRAME_CACHE_WAYS 4u      /* entries of either table one key may occupy (a power of two) */
 #define FPI_SPEC_FRAME_BYTES 128u    /* bytes of one such frame kept; larger frames are not kept */
 
 /* What decides a resolved frame: the frame's address and the fields read
