@@ -35,26 +35,39 @@ size_t fpi_outside_prefix(const fpi_layout *l)
     return l->gen_state_before_frame != FPI_OFF_NONE ? OUTSIDE_PREFIX : 0;
 }
 
-fpi_seen_frame fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside)
+/* 3.11: gi_frame_state of a generator whose frame (outside the data
+ * stack) is at fr; -1 for any other frame. */
+static int16_t gen_state(const fpi_layout *l, const uint8_t *fr, bool outside)
 {
-    int owner = fpi_load_u8(fr, l->fr_owner);
-    bool gen = outside && owner == l->owner_generator && l->gen_state_before_frame != FPI_OFF_NONE;
-    return (fpi_seen_frame){
-        .gen_state = gen ? (int8_t)fr[-l->gen_state_before_frame] : -1,
-        .addr = addr,
-        .previous = fpi_load_u64(fr, l->fr_previous),
-        .executable = fpi_load_u64(fr, l->fr_executable),
-        .instr = fpi_load_u64(fr, l->fr_instr_ptr),
-        .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0,
-        .owner = fpi_load_u8(fr, l->fr_owner),
-        .is_entry = l->fr_is_entry != FPI_OFF_NONE ? fpi_load_u8(fr, l->fr_is_entry) : 0,
-    };
+    bool gen = outside && fpi_load_u8(fr, l->fr_owner) == l->owner_generator &&
+               l->gen_state_before_frame != FPI_OFF_NONE;
+    return gen ? (int8_t)fr[-l->gen_state_before_frame] : -1;
 }
 
-static bool same_frame(const fpi_seen_frame *a, const fpi_seen_frame *b)
+void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside, fpi_seen_frame *out)
 {
-    return a->gen_state == b->gen_state && a->previous == b->previous && a->executable == b->executable && a->instr == b->instr &&
-           a->tlbc_index == b->tlbc_index && a->owner == b->owner && a->is_entry == b->is_entry;
+    /* Field by field into place: a struct built on the stack and copied
+     * whole stalls on its narrow fields, once per frame. */
+    out->gen_state = gen_state(l, fr, outside);
+    out->addr = addr;
+    out->previous = fpi_load_u64(fr, l->fr_previous);
+    out->executable = fpi_load_u64(fr, l->fr_executable);
+    out->instr = fpi_load_u64(fr, l->fr_instr_ptr);
+    out->tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0;
+    out->owner = fpi_load_u8(fr, l->fr_owner);
+    out->is_entry = l->fr_is_entry != FPI_OFF_NONE ? fpi_load_u8(fr, l->fr_is_entry) : 0;
+}
+
+/* Does the frame read back at fr still hold every field of f that the walk
+ * used?  The top frame runs on: its instruction is not compared.  (Field
+ * by field from the bytes, for the reason given in fpi_seen_fields.) */
+static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool outside, bool top)
+{
+    return fpi_load_u64(fr, l->fr_previous) == f->previous && fpi_load_u64(fr, l->fr_executable) == f->executable &&
+           (top || fpi_load_u64(fr, l->fr_instr_ptr) == f->instr) && fpi_load_u8(fr, l->fr_owner) == f->owner &&
+           (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
+           (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
+           gen_state(l, fr, outside) == f->gen_state;
 }
 
 /* The fields of a thread state that decide its stack, and the link to the
@@ -227,16 +240,12 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
             fr = nb + other + pre;
             other += pre + fsize;
         }
-        fpi_seen_frame again = fpi_seen_fields(l, f->addr, fr, c == NULL);
         /* The top frame runs on: its instruction moves, and the one the
          * copy holds is where it was.  Every other frame is suspended in a
          * call and must not have moved at all. */
-        if (i == 0) {
-            if (w->last)
-                w->top_instr = again.instr;
-            again.instr = f->instr;
-        }
-        if (!same_frame(f, &again))
+        if (i == 0 && w->last)
+            w->top_instr = fpi_load_u64(fr, l->fr_instr_ptr);
+        if (!frame_unchanged(l, f, fr, c == NULL, i == 0))
             what = "a frame it followed changed";
     }
     return what;

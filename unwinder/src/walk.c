@@ -272,7 +272,7 @@ static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, bool outsi
     if (!ns)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
     s->seen = ns;
-    s->seen[s->nseen++] = fpi_seen_fields(l, addr, fr, outside);
+    fpi_seen_fields(l, addr, fr, outside, &s->seen[s->nseen++]);
     return FP_OK;
 }
 
