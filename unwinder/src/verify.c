@@ -111,14 +111,28 @@ static bool live_below_top(const fp_session *s, const fpi_walk_used *u, uint64_t
     return true;
 }
 
-/* The chunk copy holding the frame at addr, or NULL. */
-static const fpi_chunk_copy *chunk_of(const fp_session *s, const fpi_walk_used *u, uint64_t addr)
+/* Where the search for a frame's chunk copy starts: the chunk of the frame
+ * met before.  A chain's frames lie in its chunks newest first, so frames
+ * met in chain order find theirs at once (a scan from the first chunk made
+ * the read-back of a deep stack quadratic in its chunks). */
+typedef struct chunk_cursor {
+    size_t i;      /* the chunk where the last frame was found */
+    size_t base;   /* bytes of the copies of the chunks before chunk i */
+} chunk_cursor;
+
+/* The chunk copy holding the frame at addr (cur then names it), or NULL
+ * (cur unchanged). */
+static const fpi_chunk_copy *chunk_of(const fp_session *s, const fpi_walk_used *u, uint64_t addr, chunk_cursor *cur)
 {
     size_t fsize = (size_t)s->layout.fr_size;
-    for (size_t i = 0; i < u->nchunks; i++) {
-        const fpi_chunk_copy *c = &u->chunks[i];
+    for (size_t k = 0; k < u->nchunks; k++) {
+        if (cur->i >= u->nchunks)
+            *cur = (chunk_cursor){0, 0};
+        const fpi_chunk_copy *c = &u->chunks[cur->i];
         if (addr >= c->remote && addr < c->remote + c->size && c->remote + c->size - addr >= fsize)
             return c;
+        cur->base += (size_t)c->size;
+        cur->i++;
     }
     return NULL;
 }
@@ -159,8 +173,9 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         *used += (size_t)u->chunks[i].size;
     }
     at->frames = *used;
+    chunk_cursor cur = {0, 0};
     for (size_t i = 0; i < u->nseen; i++) {
-        if (chunk_of(s, u, u->seen[i].addr))
+        if (chunk_of(s, u, u->seen[i].addr, &cur))
             continue;
         if ((rc = add_iov(s, n, u->seen[i].addr - pre, *used, pre + fsize)))
             return rc;
@@ -227,15 +242,13 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
     else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at->gen)) != w->generation)
         what = "a code object was freed";
     size_t other = at->frames;
+    chunk_cursor cur = {0, 0};
     for (size_t i = 0; !what && i < u->nseen; i++) {
         const fpi_seen_frame *f = &u->seen[i];
-        const fpi_chunk_copy *c = chunk_of(s, u, f->addr);
+        const fpi_chunk_copy *c = chunk_of(s, u, f->addr, &cur);
         const uint8_t *fr;
         if (c) {
-            size_t base = at->chunks;
-            for (const fpi_chunk_copy *p = u->chunks; p < c; p++)
-                base += (size_t)p->size;
-            fr = nb + base + (size_t)(f->addr - c->remote);
+            fr = nb + at->chunks + cur.base + (size_t)(f->addr - c->remote);
         } else {
             fr = nb + other + pre;
             other += pre + fsize;
@@ -258,8 +271,9 @@ static void note_outside_frames(fp_session *s, const fpi_walk_used *u, const uin
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
     if (!s->opts.cache_frames || !s->opts.cache_code)
         return;
+    chunk_cursor cur = {0, 0};
     for (size_t i = 0, off = at->frames; i < u->nseen; i++) {
-        if (chunk_of(s, u, u->seen[i].addr))
+        if (chunk_of(s, u, u->seen[i].addr, &cur))
             continue;
         fpi_frame_cache_note(&s->fc, u->seen[i].addr - pre, nb + off, pre + fsize);
         off += pre + fsize;

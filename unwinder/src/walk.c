@@ -181,15 +181,20 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
  * copy when it lies inside one's live part, else read directly into
  * s->frame_buf.  A frame inside a chunk but beyond its live part is dead:
  * the walk followed a pointer the thread had already left behind. */
-static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, const uint8_t **out, bool *outside)
+static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk, const uint8_t **out, bool *outside)
 {
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
     *outside = false;
-    for (size_t i = 0; i < s->nchunks; i++) {
+    /* The search starts at *chunk, the chunk of the frame before: a chain's
+     * frames lie in its chunks newest first (a scan from the first chunk
+     * for every frame was quadratic in a deep stack's chunks). */
+    for (size_t k = 0; k < s->nchunks; k++) {
+        size_t i = (*chunk + k) % s->nchunks;
         const fpi_chunk_copy *c = &s->chunks[i];
         if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
             c->remote + c->size - addr >= fsize) {
             *out = s->stack_buf + c->local + (addr - c->remote);
+            *chunk = i;
             return FP_OK;
         }
         if (addr >= c->remote && addr - c->remote < c->alloc)
@@ -284,6 +289,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
     uint32_t depth = 0;
+    size_t chunk = 0; /* where frame_bytes looks first */
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     bool last_is_entry = false;   /* the frame just followed was entered from C code */
     s->npending = 0;
@@ -308,7 +314,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         }
         const uint8_t *fr = NULL;
         bool outside = false;
-        int rc = frame_bytes(s, addr, depth == 0, &fr, &outside);
+        int rc = frame_bytes(s, addr, depth == 0, &chunk, &fr, &outside);
         if (rc)
             return rc;
         if ((rc = push_seen(s, addr, fr, outside)))
