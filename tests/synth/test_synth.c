@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -954,6 +955,71 @@ static void test_batched_read_back_unreadable(void **state)
     }
 }
 
+/* A reader that fails every read touching [lo, hi), as reads of memory
+ * unmapped under the unwinder do. */
+typedef struct hole_reader {
+    fp_reader inner;
+    uint64_t lo, hi;
+} hole_reader;
+
+static int hole_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    hole_reader *r = ctx;
+    if (addr < r->hi && r->lo < addr + len)
+        return FP_E_READ;
+    return fp_reader_read(&r->inner, addr, buf, len);
+}
+
+static const fp_reader_ops HOLE_OPS = {.name = "synthetic image with a hole", .read = hole_read};
+
+/* A code object whose instructions cannot be read: in a live process
+ * (the target's pid given) no frame of it is resolved, as the call-site
+ * check cannot apply (an entry kept without them let every later frame of
+ * that code object past the check): its thread is torn.  A memory image
+ * (no pid), which need not record instructions, is unwound without the
+ * check for that code object. */
+static void test_unreadable_instructions(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        for (int live = 0; live < 2; live++) {
+            scene sc;
+            built b;
+            build_scene(id, 0, &sc, &b);
+            const fpi_layout *l = synth_layout(b.img);
+            uint64_t caller = synth_frame_addr(b.img, 0, 1), code; /* called the top frame directly */
+            memcpy(&code, synth_bytes(b.img, caller + (uint64_t)l->fr_executable, 8), 8);
+            code &= ~l->executable_tag_mask;
+            hole_reader hr = {b.rd, code + (uint64_t)l->co_code_adaptive, code + (uint64_t)l->co_code_adaptive + 2};
+            fp_reader holed = {&HOLE_OPS, &hr};
+            fp_target_desc td;
+            synth_target(b.img, &td);
+            td.pid = live ? (int)getpid() : 0;
+            fp_session_free(b.s);
+            fp_options o;
+            fp_options_init(&o);
+            assert_int_equal(fp_session_new(&o, &b.s), FP_OK);
+            assert_int_equal(fp_session_attach_reader(b.s, &holed, &td), FP_OK);
+            for (int k = 0; k < 2; k++) { /* the second sample must not find it cached */
+                int rc = fp_session_sample(b.s, b.sm);
+                if (!live) {
+                    if (rc)
+                        fail_msg("%s, image: %s", id, fp_session_errmsg(b.s));
+                    check_thread(id, b.sm, 0, EXPECT_T1, 4);
+                    continue;
+                }
+                if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+                    fail_msg("%s, live, sample %d: %s (thread error %d), expected the thread torn", id, k,
+                             fp_strerror(rc), fp_sample_thread(b.sm, 0)->error);
+                assert_non_null(strstr(fp_session_errmsg(b.s), "cannot be read"));
+                check_thread(id, b.sm, 1, EXPECT_T2, 3);
+            }
+            unbuild(&b);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -969,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn),
         cmocka_unit_test(test_batched_read_back_unreadable),
+        cmocka_unit_test(test_unreadable_instructions),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

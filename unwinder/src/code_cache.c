@@ -186,9 +186,13 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         goto fail;
     }
     /* The instructions, for the call-site check (opcode families do not
-     * change when the interpreter specialises them).  Best effort: without
-     * them (a memory image that did not record them) the check does not
-     * apply to this code object. */
+     * change when the interpreter specialises them).  A live code object
+     * always holds them: in a live process, bytes that cannot be read are
+     * no code object (one freed while a torn frame pointed at it), and an
+     * entry kept without them would take every frame of that code object
+     * past the check; so the load fails as torn and nothing is kept.  A
+     * memory image need not record them: the check then does not apply to
+     * this code object. */
     size_t nbytes = (size_t)e->code_units * 2u;
     if (s->call_sites && nbytes && nbytes <= FPI_MAX_CHECKED_BYTECODE) {
         e->bytecode = malloc(nbytes);
@@ -201,6 +205,12 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION) {
             rc = fpi_err_code(&s->err, rc, "cannot read the bytecode of code object at 0x%llx",
                               (unsigned long long)addr);
+            goto fail;
+        }
+        if (rc && s->pid > 0) {
+            rc = fpi_err(&s->err, FP_E_INCOMPLETE,
+                         "torn: the instructions of code object 0x%llx cannot be read (%s): no longer a code object",
+                         (unsigned long long)addr, fp_strerror(rc));
             goto fail;
         }
         if (rc) {

@@ -172,7 +172,12 @@ typedef struct fp_target_desc {
     uint32_t hexversion;     /* required for 3.11/3.12; 0 = read it from _Py_DebugOffsets */
     bool free_threaded;      /* used when hexversion is given and < 3.13 */
     bool debug;              /* Py_DEBUG build */
-    int pid;                 /* informational; 0 when unknown (no /proc queries then) */
+    /* The live process the reader reads, or 0 (a memory image, or unknown:
+     * no /proc queries then).  A live target's memory is taken to change
+     * under the reads: a code object whose instructions cannot be read
+     * makes its thread torn, where an image (which need not record them)
+     * is unwound without the call-site check for that code object. */
+    int pid;
     /* Optional, for sources that recorded it: the scheduler state letter of
      * a thread ('R' = on a CPU, 0 = unknown), which gives fp_thread.on_cpu.
      * NULL leaves on_cpu unknown. */
