@@ -166,12 +166,21 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     const fpi_layout *l = &s->layout;
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
     int rc;
+    /* The chunks lie in the buffer newest first (chunk_of's bases) but are
+     * read oldest first: a caller at the top of an older chunk is then read
+     * just before its callee at the bottom of the newer one, as within one
+     * chunk, where newest first put the whole rest of both chunks between
+     * the two (a window a thread switching chains meets in step). */
     at->chunks = *used;
-    for (size_t i = 0; i < u->nchunks; i++) {
-        if ((rc = add_iov(s, n, u->chunks[i].remote, *used, (size_t)u->chunks[i].size)))
+    size_t total = 0;
+    for (size_t i = 0; i < u->nchunks; i++)
+        total += (size_t)u->chunks[i].size;
+    for (size_t i = u->nchunks, off = *used + total; i-- > 0;) {
+        off -= (size_t)u->chunks[i].size;
+        if ((rc = add_iov(s, n, u->chunks[i].remote, off, (size_t)u->chunks[i].size)))
             return rc;
-        *used += (size_t)u->chunks[i].size;
     }
+    *used += total;
     at->frames = *used;
     chunk_cursor cur = {0, 0};
     for (size_t i = 0; i < u->nseen; i++) {

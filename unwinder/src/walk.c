@@ -884,6 +884,7 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
             iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top, 8};
         }
         if (cb && t->chunk && s->spec_bytes + t->chunk_read <= spec) {
+            size_t first_chunk = m;
             pf[k].spec_chunk = t->chunk;
             pf[k].spec_chunkbuf = s->spec_bytes;
             pf[k].spec_chunklen = (size_t)t->chunk_read;
@@ -898,6 +899,12 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
                 pf[k].spec_nold = j + 1;
                 iov[m++] = (fp_iov){t->old[j], cb + s->spec_bytes, (size_t)t->old_len[j]};
                 s->spec_bytes += (size_t)t->old_len[j];
+            }
+            /* Read oldest first, as the read-back does (verify.c, plan). */
+            for (size_t a = first_chunk, z = m; a + 1 < z; a++, z--) {
+                fp_iov tmp = iov[a];
+                iov[a] = iov[z - 1];
+                iov[z - 1] = tmp;
             }
         }
         k++;
