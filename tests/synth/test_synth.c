@@ -831,8 +831,10 @@ static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_
  * live parts, all at once; then two read-backs of both threads' walks
  * together; the code objects'
  * re-validation where no code-object generation exists (before 3.14: one
- * read) and thread-local bytecode (3.14t, 3.15t) add theirs.  Fewer is
- * better; a change shows here. */
+ * read) and thread-local bytecode (3.14t, 3.15t) add theirs.  Each thread's
+ * exception state holds None, whose type is read once, never per sample
+ * (it was: one more read per thread on 3.11 and 3.12).  Fewer is better; a
+ * change shows here. */
 static const unsigned STEADY_READS[NLAYOUTS] = {4, 4, 4, 4, 3, 6, 3, 6};
 
 /* fp_session_read_stats counts exactly the reader calls and bytes the

@@ -57,6 +57,7 @@ void fp_session_detach(fp_session *s)
     s->thread_state = NULL;
     s->thread_state_ctx = NULL;
     s->ntypes = 0;
+    s->none_obj = 0;
     s->have_generation = false;
     s->nlast_ts = s->ncur_ts = 0;
     s->last_interp = s->last_gilp = 0;

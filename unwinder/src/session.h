@@ -135,6 +135,7 @@ struct fp_session {
     fp_python_info info;
     fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];
     size_t ntypes;
+    uint64_t none_obj;        /* None's address once an object of NoneType was read (its only, static, instance) */
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
     bool spec_frames;         /* this walk may start from the frame cache's proven frame bytes */

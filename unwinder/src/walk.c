@@ -516,7 +516,9 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
             rc = fpi_read(s, item + (uint64_t)l->err_exc_value, pair, sizeof pair);
         if (rc)
             return rc;
-        if (pair[0]) {
+        /* None, the usual exc_value of a thread with no exception, is a
+         * static singleton: once known, it costs no read. */
+        if (pair[0] && pair[0] != s->none_obj) {
             uint64_t type;
             if ((rc = fpi_read(s, pair[0] + (uint64_t)l->ob_type, &type, sizeof type)))
                 return rc;
@@ -527,6 +529,7 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
                 *out = FP_YES;
                 return FP_OK;
             }
+            s->none_obj = pair[0];
         }
         item = pair[1]; /* previous_item follows exc_value */
     }

@@ -72,6 +72,7 @@ struct synth_image {
     uint64_t next;
     uint64_t runtime;
     uint64_t type_code, type_str, type_bytes, type_none;
+    uint64_t none;             /* None: every thread's exception state holds it, as with no exception */
     uint64_t **frame_addrs;   /* per thread, per described frame */
     uint64_t *ts_addrs;       /* per thread */
     size_t nthreads;
@@ -423,6 +424,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     put64(im, ts + (uint64_t)l->ts_native_thread_id, t->native_id);
     put64(im, ts + (uint64_t)l->ts_datastack_chunk, chunk);
     put64(im, ts + (uint64_t)l->ts_exc_info, ts + (uint64_t)l->ts_exc_state);
+    put64(im, ts + (uint64_t)l->ts_exc_state + (uint64_t)l->err_exc_value, im->none);
     put64(im, chunk + (uint64_t)l->chunk_size, CHUNK_BYTES);
     uint64_t pos = chunk + CHUNK_HEADER + 8, end = chunk + CHUNK_BYTES;
     book->first_slot = pos;
@@ -551,6 +553,9 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     im->type_str = type_object(im, "str");
     im->type_bytes = type_object(im, "bytes");
     im->type_none = type_object(im, "NoneType");
+    im->none = alloc(im, (size_t)l->ob_type + 8u);
+    if (im->none)
+        put64(im, im->none + (uint64_t)l->ob_type, im->type_none);
     /* Only the interpreter fields the walker reads need backing memory (the
      * full PyInterpreterState is ~250 KB, which would dominate fuzzing). */
     int32_t interp_fields[] = {l->interp_next, l->interp_id, l->interp_threads_head, l->interp_threads_main,
