@@ -306,6 +306,11 @@ static void debug_dump(const world *wd, const fp_sample *sm, int rc, const char 
         fprintf(stderr, "  thread %zu: ids %llu/%llu main %d error %d, %zu frames\n", i,
                 (unsigned long long)th->native_id, (unsigned long long)th->thread_id, th->main, th->error,
                 th->frame_count);
+        for (size_t j = 0; j < th->frame_count; j++) {
+            const fp_frame *f = fp_sample_frame(sm, th->first_frame + j);
+            fprintf(stderr, "    %s line %d unit %d at 0x%llx\n", f->function, f->line, f->instr_offset,
+                    (unsigned long long)f->frame_addr);
+        }
     }
     for (size_t t = 0; t < wd->d.desc.nthreads; t++)
         for (size_t k = 0; k < wd->nstates[t]; k++) {
@@ -313,6 +318,8 @@ static void debug_dump(const world *wd, const fp_sample *sm, int rc, const char 
             fprintf(stderr, "  described thread %zu, state %zu%s: %s, ids %llu/%llu, %zu frames\n", t, k,
                     k <= wd->reached[t] ? " (reached)" : "", st->absent ? "out of the list" : "listed",
                     (unsigned long long)st->native_id, (unsigned long long)st->thread_id, st->n);
+            for (size_t j = 0; j < st->n; j++)
+                fprintf(stderr, "    %s unit %d\n", st->frames[j].code->qualname, st->frames[j].unit);
         }
     for (size_t q = 0; q < wd->nsched; q++) {
         const scheduled *sc = &wd->sched[q];

@@ -150,7 +150,7 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
 
 /* Where one walk's read-back lies in the read-back buffer. */
 typedef struct fpi_verify_at {
-    size_t chunks, frames, gen, link, ts, cframe;
+    size_t top_instr, chunks, frames, gen, link, ts, cframe;
 } verify_at;
 
 /* Appends the reads of one walk's read-back to s->verify_iov (*n of them so
@@ -166,6 +166,19 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     const fpi_layout *l = &s->layout;
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
     int rc;
+    /* The last read-back starts with the top frame's instruction, the one
+     * the walk reports (verify.h, top_instr): read after the read-back
+     * before it found the frame the top, and before this one finds its
+     * chain and the thread state unchanged, so frame, instruction and
+     * chain held together at some instant between.  Read with the frame's
+     * other fields (last in its chunk), it could come from another frame
+     * set up in the slot since, under a chain that read had already passed. */
+    at->top_instr = *used;
+    if (w->last && u->nseen) {
+        if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, WORD)))
+            return rc;
+        *used += WORD;
+    }
     /* The chunks lie in the buffer newest first (chunk_of's bases) but are
      * read oldest first: a caller at the top of an older chunk is then read
      * just before its callee at the bottom of the newer one, as within one
@@ -266,7 +279,7 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
          * copy holds is where it was.  Every other frame is suspended in a
          * call and must not have moved at all. */
         if (i == 0 && w->last)
-            w->top_instr = fpi_load_u64(fr, l->fr_instr_ptr);
+            w->top_instr = fpi_load_u64(nb, (int32_t)at->top_instr);
         if (!frame_unchanged(l, f, fr, c == NULL, i == 0))
             what = "a frame it followed changed";
     }

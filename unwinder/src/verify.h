@@ -22,12 +22,15 @@ typedef struct fpi_verify_want {
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
     bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
     /* out, set by the last read-back: the top frame's instruction pointer
-     * as that read-back found it (the walk's own copy's is ignored there:
-     * the top frame runs on).  This one is what the walk reports: it was
-     * read after a read of the thread state (the read-back before) that
-     * named the frame as the top, so the frame was linked, set up whole,
-     * then.  The copy's may be a slot's previous frame's, under a frame
-     * being set up in it: a stack that never was. */
+     * as that read-back found it, in a read of its own before everything
+     * else it reads (the walk's own copy's is ignored there: the top frame
+     * runs on).  This one is what the walk reports: it was read after a
+     * read of the thread state (the read-back before) that named the frame
+     * as the top, so the frame was linked, set up whole, then; and before
+     * this read-back found the chain and the thread state unchanged.  The
+     * copy's may be a slot's previous frame's, under a frame being set up
+     * in it; one read after the chain, with the frame's other fields, may
+     * be a newer frame's set up in the slot since: stacks that never were. */
     uint64_t top_instr;
 } fpi_verify_want;
 
