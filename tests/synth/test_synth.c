@@ -829,13 +829,13 @@ static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_
  * its GIL's), both thread states, and, where the last sample saw them,
  * their current frames (3.11, 3.12: in their _PyCFrame) and their chunks'
  * live parts, all at once; then two read-backs of both threads' walks
- * together; the code objects'
- * re-validation where no code-object generation exists (before 3.14: one
- * read) and thread-local bytecode (3.14t, 3.15t) add theirs.  Each thread's
+ * together, the second also confirming the cached code objects where no
+ * code-object generation exists (before 3.14; it was a read of its own);
+ * thread-local bytecode (3.14t, 3.15t) adds its reads.  Each thread's
  * exception state holds None, whose type is read once, never per sample
  * (it was: one more read per thread on 3.11 and 3.12).  Fewer is better; a
  * change shows here. */
-static const unsigned STEADY_READS[NLAYOUTS] = {4, 4, 4, 4, 3, 6, 3, 6};
+static const unsigned STEADY_READS[NLAYOUTS] = {3, 3, 3, 3, 3, 6, 3, 6};
 
 /* fp_session_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */

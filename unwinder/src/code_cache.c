@@ -10,6 +10,7 @@
 
 #include "grow.h"
 #include "session.h"
+#include "verify.h"
 
 #define INIT_SHIM_NAME "__init__" /* co_name and co_filename of the __init__ cleanup shim */
 
@@ -289,38 +290,83 @@ static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
     return FP_OK;
 }
 
-void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n)
+/* Queues entry e (if cached and not yet confirmed for this sample) as
+ * entry m of the confirmation; returns the new count. */
+static size_t queue_confirm(fp_session *s, uint64_t code, size_t m)
+{
+    fpi_code_entry *e = s->cc.cap ? *find_slot(&s->cc, code) : NULL;
+    if (!e || e->checked_sample == s->sample_no)
+        return m;
+    e->checked_sample = s->sample_no; /* queued; undone by fpi_code_confirm_finish unless confirmed */
+    s->prefetch_entries[m] = e;
+    return m + 1;
+}
+
+/* Whether cached entries must be confirmed each sample (no code-object
+ * generation: before 3.14), and their header length. */
+static size_t confirm_hlen(const fp_session *s)
 {
     const fpi_layout *l = &s->layout;
-    fpi_code_cache *cc = &s->cc;
-    if (l->interp_code_generation != FPI_OFF_NONE || !s->opts.cache_code || !cc->cap || n == 0)
-        return;
+    if (l->interp_code_generation != FPI_OFF_NONE || !s->opts.cache_code || !s->cc.cap)
+        return 0;
+    return (size_t)l->co_code_adaptive;
+}
+
+size_t fpi_code_confirm_queue(fp_session *s, const fpi_walk_used *us, size_t count)
+{
+    const fpi_layout *l = &s->layout;
+    size_t hlen = confirm_hlen(s), n = 0, m = 0;
+    if (!hlen)
+        return 0;
+    for (size_t i = 0; i < count; i++)
+        n += us[i].nseen;
+    if (n == 0 || ensure_prefetch(s, n, hlen))
+        return 0; /* best effort: fpi_code_get confirms each entry itself */
+    for (size_t i = 0; i < count; i++)
+        for (size_t j = 0; j < us[i].nseen; j++) {
+            const fpi_seen_frame *f = &us[i].seen[j];
+            if (f->owner == l->owner_thread || f->owner == l->owner_generator)
+                m = queue_confirm(s, f->executable & ~l->executable_tag_mask, m);
+        }
+    return m;
+}
+
+size_t fpi_code_confirm_header(const fp_session *s, size_t i, uint64_t *addr)
+{
+    *addr = s->prefetch_entries[i]->addr;
+    return confirm_hlen(s);
+}
+
+void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)
+{
+    const fpi_layout *l = &s->layout;
     size_t hlen = (size_t)l->co_code_adaptive;
-    if (ensure_prefetch(s, n, hlen))
-        return;
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        fpi_code_entry *e = *find_slot(cc, frames[i].code);
-        if (!e || e->checked_sample == s->sample_no)
-            continue;
-        e->checked_sample = s->sample_no; /* queued; undone below unless confirmed */
-        s->prefetch_entries[m] = e;
-        s->prefetch_iov[m] = (fp_iov){e->addr, s->prefetch_buf + m * hlen, hlen};
-        m++;
-    }
-    if (m == 0)
-        return;
-    bool ok = fpi_readv(s, s->prefetch_iov, m) == FP_OK;
     for (size_t i = 0; i < m; i++) {
         fpi_code_entry *e = s->prefetch_entries[i];
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
-        if (ok) {
-            fingerprint(l, s->prefetch_buf + i * hlen, fpv);
+        if (hdrs) {
+            fingerprint(l, hdrs + i * hlen, fpv);
             if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0)
                 continue; /* confirmed for this sample */
         }
         e->checked_sample = 0; /* let fpi_code_get re-read it */
     }
+}
+
+void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n)
+{
+    size_t hlen = confirm_hlen(s);
+    if (!hlen || n == 0 || ensure_prefetch(s, n, hlen))
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m = queue_confirm(s, frames[i].code, m);
+    if (m == 0)
+        return;
+    for (size_t i = 0; i < m; i++)
+        s->prefetch_iov[i] = (fp_iov){s->prefetch_entries[i]->addr, s->prefetch_buf + i * hlen, hlen};
+    bool ok = fpi_readv(s, s->prefetch_iov, m) == FP_OK;
+    fpi_code_confirm_finish(s, m, ok ? s->prefetch_buf : NULL);
 }
 
 int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos)

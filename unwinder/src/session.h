@@ -222,6 +222,15 @@ int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos);
  * that needs it this sample (versions without code_object_generation).
  * Best effort: entries it cannot confirm are left to fpi_code_get. */
 void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n);
+/* The same confirmation within a walk's last read-back (verify.c): queues
+ * the cached entries the walks' frames name (returns how many), gives the
+ * address and length of queued entry i's header, and confirms the entries
+ * from their headers read back to back (hdrs NULL: the read failed, none
+ * is confirmed). */
+struct fpi_walk_used;
+size_t fpi_code_confirm_queue(fp_session *s, const struct fpi_walk_used *us, size_t count);
+size_t fpi_code_confirm_header(const fp_session *s, size_t i, uint64_t *addr);
+void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs);
 
 /* walk.c */
 int fpi_walk_all(fp_session *s, fp_sample *sm);

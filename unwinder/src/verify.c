@@ -318,8 +318,19 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     int rc = FP_OK;
     for (size_t i = 0; !rc && i < count; i++)
         rc = plan(s, &ws[i], &us[i], &n, &used, &at[i]);
+    /* With the last read-back, the headers of the cached code objects the
+     * frames name (before 3.14, which has no code-object generation):
+     * confirmed for this sample in the same read, not in one of their own. */
+    size_t code_at = used, ncode = !rc && count && ws[0].last ? fpi_code_confirm_queue(s, us, count) : 0;
+    for (size_t i = 0; !rc && i < ncode; i++) {
+        uint64_t addr;
+        size_t hlen = fpi_code_confirm_header(s, i, &addr);
+        if (!(rc = add_iov(s, &n, addr, used, hlen)))
+            used += hlen;
+    }
     if (!rc)
         rc = read_planned(s, n, used, count ? ws[0].native_id : 0);
+    fpi_code_confirm_finish(s, ncode, rc ? NULL : s->verify_buf + code_at);
     if (rc) {
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
         return rc;
