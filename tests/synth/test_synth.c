@@ -1022,6 +1022,37 @@ static void test_unreadable_instructions(void **state)
     }
 }
 
+/* A thread state created by the main thread for a thread that has not
+ * started yet carries the main thread's ids (3.11: both thread id and
+ * native id): only the interpreter's threads.main is the main thread (the
+ * ids alone made such a state a second, frameless main thread, seen live
+ * on 3.11 thread_churn). */
+static void test_new_thread_with_main_ids(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+        synth_thread th[] = {{4242, 0x7f0000001000ull, false, NULL, 0},
+                             {4242, 0x7f0000001000ull, true, main_frames, 1}};
+        synth_desc d = {th, 2, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        if (fp_session_sample(b.s, b.sm))
+            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
+        size_t mains = 0;
+        for (size_t k = 0; k < fp_sample_thread_count(b.sm); k++) {
+            const fp_thread *t = fp_sample_thread(b.sm, k);
+            if (t->main && t->frame_count != 1)
+                fail_msg("%s: thread %zu (%zu frames) taken for the main thread", id, k, t->frame_count);
+            mains += t->main;
+        }
+        if (mains != 1)
+            fail_msg("%s: %zu main threads", id, mains);
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1038,6 +1069,7 @@ int main(void)
         cmocka_unit_test(test_batched_read_back_torn),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
+        cmocka_unit_test(test_new_thread_with_main_ids),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

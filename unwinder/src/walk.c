@@ -558,14 +558,17 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     th->thread_id = fpi_load_u64(buf, l->ts_thread_id);
     th->interp_id = ii->id;
     th->first_frame = sm->nframes;
-    /* threads.main is cleared when finalisation starts (atexit handlers
-     * still run on the main thread): the runtime's main thread id covers
-     * the main interpreter in every version. */
-    /* A thread state whose thread has not started yet carries its
-     * creator's thread id and no native id (3.11, 3.12): it is not the
-     * main thread even when the main thread created it. */
-    th->main = (ii->threads_main && ts == ii->threads_main) ||
-               (ii->main_thread_id && th->thread_id == ii->main_thread_id && th->native_id != 0);
+    /* The main thread is the interpreter's threads.main.  That is cleared
+     * when finalisation starts (atexit handlers still run on the main
+     * thread): only then does the runtime's main thread id decide.  The
+     * ids alone cannot: a thread state whose thread has not started yet
+     * carries its creator's thread id, and on 3.11 its creator's native
+     * id too (seen live: a new thread's state listed as a frameless main
+     * thread beside the real one); on 3.12 no native id yet. */
+    th->main = ii->threads_main ? ts == ii->threads_main
+                                : ii->main_thread_id && th->thread_id == ii->main_thread_id && th->native_id != 0;
+    /* (Without threads.main, 3.11 and 3.12, one_main_thread keeps the
+     * oldest state with the main thread's ids.) */
     th->holds_gil = th->gil_requested = th->on_cpu = th->exception = FP_UNKNOWN;
     if (!l->free_threaded) {
         if (l->ts_holds_gil != FPI_OFF_NONE)
@@ -1067,6 +1070,21 @@ static bool list_link_holds(fp_session *s, uint64_t link, uint64_t ts, uint64_t 
     return now_next == next && now_ts == ts;
 }
 
+/* Without threads.main (3.11, 3.12) the main thread is known by its ids,
+ * which a thread state created by it for a thread not started yet
+ * carries too (3.11: native id included).  New states go to the head of
+ * the list, so the main thread's is the last of those: only it stays
+ * main. */
+static void one_main_thread(fp_sample *sm, const fp_interp *fi)
+{
+    size_t last = SIZE_MAX;
+    for (size_t i = 0; i < fi->thread_count; i++)
+        if (sm->threads[fi->first_thread + i].main)
+            last = i;
+    for (size_t i = 0; last != SIZE_MAX && i < last; i++)
+        sm->threads[fi->first_thread + i].main = false;
+}
+
 int fpi_walk_all(fp_session *s, fp_sample *sm)
 {
     const fpi_layout *l = &s->layout;
@@ -1133,6 +1151,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             rc = fpi_walk_interp_batched(s, sm, &ii);
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc == FP_OK) {
+                one_main_thread(sm, &sm->interps[interp_index]);
                 interp = ii.next;
                 continue;
             }
@@ -1175,6 +1194,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             link = ts + (uint64_t)l->ts_next;
             ts = next;
         }
+        one_main_thread(sm, &sm->interps[interp_index]);
         interp = ii.next;
     }
     if (result != FP_OK)
