@@ -111,6 +111,7 @@ static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
                 .end_column = f->end_column,
                 .kind = f->kind == FP_FRAME_GENERATOR ? CF_KIND_GENERATOR : CF_KIND_PYTHON,
                 .frame_addr = f->frame_addr,
+                .instr_offset = f->instr_offset,
             };
             if (cf_sample_add_frame(out, &cf))
                 return CF_E_NOMEM;

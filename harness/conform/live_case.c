@@ -199,6 +199,11 @@ static json_object *stack_json(const cf_sample *s, const cf_thread *t)
             ((s->fields & CF_FIELD_LINE) &&
              json_object_object_add(fo, "line", f->line == CF_POS_NONE ? NULL : json_object_new_int(f->line))))
             goto fail;
+        /* Where the unwinder found the frame, when it says: what a wrong
+         * sample's diagnosis starts from. */
+        if (f->frame_addr && (cf_json_add(fo, "frame_addr", json_object_new_int64((int64_t)f->frame_addr)) ||
+                              cf_json_add(fo, "instr_offset", json_object_new_int(f->instr_offset))))
+            goto fail;
     }
     if (cf_json_add(o, "frames", frames) == CF_OK)
         return o;

@@ -52,7 +52,8 @@ typedef struct cf_frame {
     int32_t column, end_column; /* 0-based UTF-8 byte offsets, or CF_POS_NONE */
     int kind;                  /* enum cf_frame_kind */
     uint64_t frame_addr;       /* the frame's address in the target, 0 when not reported (never compared;
-                                  only the frame-cache-by-address fault uses it) */
+                                  only the frame-cache-by-address fault and wrong-sample examples use it) */
+    int32_t instr_offset;      /* code units into the bytecode, meaningful only with frame_addr (examples) */
 } cf_frame;
 
 typedef struct cf_thread {

@@ -24,9 +24,9 @@
 
 /* Paths inside an interpreter's root where the harness copies targets. */
 #define SCN "/tmp/frameproof-targets/scenarios/"
-#define PY CF_KIND_PYTHON, 0 /* kind, then no frame address */
+#define PY CF_KIND_PYTHON, 0, 0 /* kind, then no frame address, no instruction */
 #define PARK {"park", "park", SCN "../groundtruth/fpgt.py", 186, 186, 4, 18, PY}
-#define GEN CF_KIND_GENERATOR, 0
+#define GEN CF_KIND_GENERATOR, 0, 0
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct exp_thread {
