@@ -238,7 +238,8 @@ static void test_layouts_round_trip(void **state)
 
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
-    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER, C_COUNT
+    C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
+    C_SEND_CALLER_3_11, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -246,7 +247,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "data-stack top below a chunk that wraps", "a caller that is not suspended in a call",
     "an evaluation's _PyCFrame with no frame yet", "a caller still being set up",
     "a caller whose cache data looks like a call just before it (3.13+)",
-    "a caller at BINARY_OP, which pushes no frame before 3.14"};
+    "a caller at BINARY_OP, which pushes no frame before 3.14",
+    "a 3.11 caller at SEND, which reaches its callee through C"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -255,6 +257,12 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
 #define BINARY_OP_CACHES 1u
 #define FIRST_MINOR_GETITEM_IN_BINARY_OP 14u
 #define SUSPENDED_AT_INSTRUCTION_MINOR 13u /* callers point at the instruction from 3.13 */
+
+/* SEND's opcode in 3.11 (dis.opmap; no inline cache): it resumes its
+ * generator through C, whose frame is then marked is_entry, so no frame
+ * linked directly above a caller at SEND is its callee there. */
+#define SEND_3_11 123u
+#define SEND_DIRECT_FIRST_MINOR 12u /* SEND_GEN pushes the generator's frame itself */
 
 /* A data-stack top below its chunk, where chunk + header wraps around the
  * address space: once taken for a live part whose size (top - chunk)
@@ -415,6 +423,22 @@ static bool corrupt(built *b, int what)
             *synth_bytes(b->img, start + 2 * (unit - BINARY_OP_CACHES), 1) = op;
         return true;
     }
+    case C_SEND_CALLER_3_11: {
+        /* A 3.11 coroutine at the SEND of an `await`, with the frame of the
+         * function it called on the line before still in the slot above
+         * it, linked to it and not an entry frame: read live, the
+         * coroutine's frame was read after it had moved on (ci/live
+         * generator_pingpong, coro_b at line 58 under work_b). */
+        fp_python_info py;
+        if (fp_session_python(b->s, &py) != FP_OK || ((py.hexversion >> 16) & 0xffu) >= SEND_DIRECT_FIRST_MINOR)
+            return false;
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
+        if (unit >= units)
+            return false;
+        *synth_bytes(b->img, start + 2 * unit, 1) = SEND_3_11;
+        return true;
+    }
     case C_WRAPPED_CHUNK: {
         uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
         memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
@@ -451,7 +475,8 @@ static void test_corruptions(void **state)
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
-            if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER)
+            if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER ||
+                c == C_SEND_CALLER_3_11)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
