@@ -312,10 +312,11 @@ static size_t confirm_hlen(const fp_session *s)
     return (size_t)l->co_code_adaptive;
 }
 
-size_t fpi_code_confirm_queue(fp_session *s, const fpi_walk_used *us, size_t count)
+size_t fpi_code_confirm_queue(fp_session *s, const fpi_walk_used *us, size_t count, size_t *hlen_out)
 {
     const fpi_layout *l = &s->layout;
     size_t hlen = confirm_hlen(s), n = 0, m = 0;
+    *hlen_out = hlen;
     if (!hlen)
         return 0;
     for (size_t i = 0; i < count; i++)
@@ -331,10 +332,9 @@ size_t fpi_code_confirm_queue(fp_session *s, const fpi_walk_used *us, size_t cou
     return m;
 }
 
-size_t fpi_code_confirm_header(const fp_session *s, size_t i, uint64_t *addr)
+uint64_t fpi_code_confirm_addr(const fp_session *s, size_t i)
 {
-    *addr = s->prefetch_entries[i]->addr;
-    return confirm_hlen(s);
+    return s->prefetch_entries[i]->addr;
 }
 
 void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)

@@ -85,7 +85,11 @@ typedef struct fpi_seen_frame {
     uint8_t owner;
     uint8_t is_entry;         /* 3.11: entered from C code */
     int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
+    int32_t chunk;            /* the walk's chunk copy holding it (fpi_walk_used.chunks), or
+                                 FPI_OUTSIDE_CHUNKS: read on its own */
 } fpi_seen_frame;
+
+#define FPI_OUTSIDE_CHUNKS (-1)
 
 /* A frame found on the chain, before its code object is resolved. */
 typedef struct fpi_pending_frame {
@@ -223,13 +227,13 @@ int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos);
  * Best effort: entries it cannot confirm are left to fpi_code_get. */
 void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n);
 /* The same confirmation within a walk's last read-back (verify.c): queues
- * the cached entries the walks' frames name (returns how many), gives the
- * address and length of queued entry i's header, and confirms the entries
- * from their headers read back to back (hdrs NULL: the read failed, none
- * is confirmed). */
+ * the cached entries the walks' frames name (returns how many; *hlen: the
+ * length of each one's header), gives the address of queued entry i's
+ * header, and confirms the entries from their headers read back to back
+ * (hdrs NULL: the read failed, none is confirmed). */
 struct fpi_walk_used;
-size_t fpi_code_confirm_queue(fp_session *s, const struct fpi_walk_used *us, size_t count);
-size_t fpi_code_confirm_header(const fp_session *s, size_t i, uint64_t *addr);
+size_t fpi_code_confirm_queue(fp_session *s, const struct fpi_walk_used *us, size_t count, size_t *hlen);
+uint64_t fpi_code_confirm_addr(const fp_session *s, size_t i);
 void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs);
 
 /* walk.c */

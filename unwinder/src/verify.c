@@ -44,11 +44,12 @@ static int16_t gen_state(const fpi_layout *l, const uint8_t *fr, bool outside)
     return gen ? (int8_t)fr[-l->gen_state_before_frame] : -1;
 }
 
-void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside, fpi_seen_frame *out)
+void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out)
 {
     /* Field by field into place: a struct built on the stack and copied
      * whole stalls on its narrow fields, once per frame. */
-    out->gen_state = gen_state(l, fr, outside);
+    out->gen_state = gen_state(l, fr, chunk == FPI_OUTSIDE_CHUNKS);
+    out->chunk = chunk;
     out->addr = addr;
     out->previous = fpi_load_u64(fr, l->fr_previous);
     out->executable = fpi_load_u64(fr, l->fr_executable);
@@ -111,32 +112,6 @@ static bool live_below_top(const fp_session *s, const fpi_walk_used *u, uint64_t
     return true;
 }
 
-/* Where the search for a frame's chunk copy starts: the chunk of the frame
- * met before.  A chain's frames lie in its chunks newest first, so frames
- * met in chain order find theirs at once (a scan from the first chunk made
- * the read-back of a deep stack quadratic in its chunks). */
-typedef struct chunk_cursor {
-    size_t i;      /* the chunk where the last frame was found */
-    size_t base;   /* bytes of the copies of the chunks before chunk i */
-} chunk_cursor;
-
-/* The chunk copy holding the frame at addr (cur then names it), or NULL
- * (cur unchanged). */
-static const fpi_chunk_copy *chunk_of(const fp_session *s, const fpi_walk_used *u, uint64_t addr, chunk_cursor *cur)
-{
-    size_t fsize = (size_t)s->layout.fr_size;
-    for (size_t k = 0; k < u->nchunks; k++) {
-        if (cur->i >= u->nchunks)
-            *cur = (chunk_cursor){0, 0};
-        const fpi_chunk_copy *c = &u->chunks[cur->i];
-        if (addr >= c->remote && addr < c->remote + c->size && c->remote + c->size - addr >= fsize)
-            return c;
-        cur->base += (size_t)c->size;
-        cur->i++;
-    }
-    return NULL;
-}
-
 static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t len)
 {
     fp_iov *ni = fpi_grow(s->verify_iov, &s->verify_iov_cap, *n + 1, sizeof *ni, VERIFY_IOV_INITIAL);
@@ -179,8 +154,8 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
             return rc;
         *used += WORD;
     }
-    /* The chunks lie in the buffer newest first (chunk_of's bases) but are
-     * read oldest first: a caller at the top of an older chunk is then read
+    /* The chunks lie in the buffer newest first, each at its offset in the
+     * walk's own copy (fpi_chunk_copy.local), but are read oldest first: a caller at the top of an older chunk is then read
      * just before its callee at the bottom of the newer one, as within one
      * chunk, where newest first put the whole rest of both chunks between
      * the two (a window a thread switching chains meets in step). */
@@ -195,9 +170,8 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     }
     *used += total;
     at->frames = *used;
-    chunk_cursor cur = {0, 0};
     for (size_t i = 0; i < u->nseen; i++) {
-        if (chunk_of(s, u, u->seen[i].addr, &cur))
+        if (u->seen[i].chunk != FPI_OUTSIDE_CHUNKS)
             continue;
         if ((rc = add_iov(s, n, u->seen[i].addr - pre, *used, pre + fsize)))
             return rc;
@@ -264,13 +238,13 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
     else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at->gen)) != w->generation)
         what = "a code object was freed";
     size_t other = at->frames;
-    chunk_cursor cur = {0, 0};
     for (size_t i = 0; !what && i < u->nseen; i++) {
         const fpi_seen_frame *f = &u->seen[i];
-        const fpi_chunk_copy *c = chunk_of(s, u, f->addr, &cur);
+        bool outside = f->chunk == FPI_OUTSIDE_CHUNKS;
         const uint8_t *fr;
-        if (c) {
-            fr = nb + at->chunks + cur.base + (size_t)(f->addr - c->remote);
+        if (!outside) {
+            const fpi_chunk_copy *c = &u->chunks[f->chunk];
+            fr = nb + at->chunks + c->local + (size_t)(f->addr - c->remote);
         } else {
             fr = nb + other + pre;
             other += pre + fsize;
@@ -280,7 +254,7 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
          * call and must not have moved at all. */
         if (i == 0 && w->last)
             w->top_instr = fpi_load_u64(nb, (int32_t)at->top_instr);
-        if (!frame_unchanged(l, f, fr, c == NULL, i == 0))
+        if (!frame_unchanged(l, f, fr, outside, i == 0))
             what = "a frame it followed changed";
     }
     return what;
@@ -293,9 +267,8 @@ static void note_outside_frames(fp_session *s, const fpi_walk_used *u, const uin
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
     if (!s->opts.cache_frames || !s->opts.cache_code)
         return;
-    chunk_cursor cur = {0, 0};
     for (size_t i = 0, off = at->frames; i < u->nseen; i++) {
-        if (chunk_of(s, u, u->seen[i].addr, &cur))
+        if (u->seen[i].chunk != FPI_OUTSIDE_CHUNKS)
             continue;
         fpi_frame_cache_note(&s->fc, u->seen[i].addr - pre, nb + off, pre + fsize);
         off += pre + fsize;
@@ -321,13 +294,10 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     /* With the last read-back, the headers of the cached code objects the
      * frames name (before 3.14, which has no code-object generation):
      * confirmed for this sample in the same read, not in one of their own. */
-    size_t code_at = used, ncode = !rc && count && ws[0].last ? fpi_code_confirm_queue(s, us, count) : 0;
-    for (size_t i = 0; !rc && i < ncode; i++) {
-        uint64_t addr;
-        size_t hlen = fpi_code_confirm_header(s, i, &addr);
-        if (!(rc = add_iov(s, &n, addr, used, hlen)))
+    size_t hlen = 0, code_at = used, ncode = !rc && count && ws[0].last ? fpi_code_confirm_queue(s, us, count, &hlen) : 0;
+    for (size_t i = 0; !rc && i < ncode; i++)
+        if (!(rc = add_iov(s, &n, fpi_code_confirm_addr(s, i), used, hlen)))
             used += hlen;
-    }
     if (!rc)
         rc = read_planned(s, n, used, count ? ws[0].native_id : 0);
     fpi_code_confirm_finish(s, ncode, rc ? NULL : s->verify_buf + code_at);

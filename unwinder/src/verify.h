@@ -35,7 +35,7 @@ typedef struct fpi_verify_want {
 } fpi_verify_want;
 
 /* The decisive fields of the frame whose fr_size bytes are at fr, into *out. */
-void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, bool outside, fpi_seen_frame *out);
+void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out);
 
 /* Bytes read before a frame that lies outside the data stack (0, or 8 on
  * 3.11 for the generator's gi_frame_state): fr[-1..-prefix] are valid for

@@ -270,14 +270,14 @@ static int push_pending(fp_session *s, const fpi_pending_frame *pf)
     return FP_OK;
 }
 
-static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, bool outside)
+static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t chunk)
 {
     const fpi_layout *l = &s->layout;
     fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, FPI_PENDING_INITIAL);
     if (!ns)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
     s->seen = ns;
-    fpi_seen_fields(l, addr, fr, outside, &s->seen[s->nseen++]);
+    fpi_seen_fields(l, addr, fr, chunk, &s->seen[s->nseen++]);
     return FP_OK;
 }
 
@@ -317,7 +317,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         int rc = frame_bytes(s, addr, depth == 0, &chunk, &fr, &outside);
         if (rc)
             return rc;
-        if ((rc = push_seen(s, addr, fr, outside)))
+        if ((rc = push_seen(s, addr, fr, outside ? FPI_OUTSIDE_CHUNKS : (int32_t)chunk)))
             return rc;
         /* 3.11: a generator's frame on a running chain is executing; one
          * that is suspended was read after it left the chain (its previous
