@@ -239,7 +239,7 @@ static void test_layouts_round_trip(void **state)
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
-    C_SEND_CALLER_3_11, C_COUNT
+    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -248,7 +248,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "an evaluation's _PyCFrame with no frame yet", "a caller still being set up",
     "a caller whose cache data looks like a call just before it (3.13+)",
     "a caller at BINARY_OP, which pushes no frame before 3.14",
-    "a 3.11 caller at SEND, which reaches its callee through C"};
+    "a 3.11 caller at SEND, which reaches its callee through C",
+    "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -439,6 +440,20 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, start + 2 * unit, 1) = SEND_3_11;
         return true;
     }
+    case C_CLEARED_CALLER_3_13:
+    case C_CLEARED_TOP_3_13: {
+        /* 3.13 clears a returned frame's stack depth to 0 and leaves the
+         * rest of it in its slot until the next call reuses it: a caller
+         * at the call that will reuse the slot above it, read with the
+         * slot's old frame, gave impossible stacks live (ci/live
+         * many_threads: pad at its call of y1 under x1 -> x2 -> leaf_x;
+         * y2 at its call of leaf_y under leaf_x).  Either frame cleared. */
+        if (l->fr_stacktop == FPI_OFF_NONE)
+            return false;
+        uint32_t zero = 0;
+        memcpy(synth_bytes(b->img, (what == C_CLEARED_TOP_3_13 ? f0 : f2) + (uint64_t)l->fr_stacktop, 4), &zero, 4);
+        return true;
+    }
     case C_WRAPPED_CHUNK: {
         uint64_t t1 = synth_thread_state_addr(b->img, 1), chunk = WRAP_CHUNK, top = WRAP_TOP;
         memcpy(synth_bytes(b->img, t1 + (uint64_t)l->ts_datastack_chunk, 8), &chunk, 8);
@@ -480,6 +495,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
+            if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "has returned: its stack was cleared"));
             if (c == C_CFRAME_EMPTY)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has no frame yet"));
             if (c == C_WRAPPED_CHUNK) {
@@ -948,6 +965,52 @@ static void test_batched_read_back_torn(void **state)
     }
 }
 
+/* 3.13: the caller under the first thread's top returns between the
+ * copy and the read-back (its stack depth cleared, the rest of its slot
+ * as it was). */
+static void caller_cleared(racing_reader *r)
+{
+    uint32_t zero = 0;
+    memcpy(synth_bytes(r->img, r->watch + (uint64_t)r->l->fr_stacktop, 4), &zero, 4);
+}
+
+/* A suspended frame's stack depth is read back with it (3.13): a caller
+ * copied in use and read back cleared has returned, and the thread is
+ * torn, not returned with it (a read-back that skips the depth passes it). */
+static void test_cleared_between_reads(void **state)
+{
+    (void)state;
+    int checked = 0;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
+        if (rr.l->fr_stacktop == FPI_OFF_NONE) {
+            unbuild(&b);
+            continue;
+        }
+        rr.watch = synth_frame_addr(b.img, 0, 2);
+        rr.change = caller_cleared;
+        fp_reader racing = {&RACING_OPS, &rr};
+        reattach(&b, &racing);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+        rr.armed = true;
+        rr.skip = 1; /* the copy reads the caller in use; it returns before the read-back */
+        int rc = fp_session_sample(b.s, b.sm);
+        assert_false(rr.armed);
+        if (rc == FP_OK && fp_sample_thread(b.sm, 0)->error == 0)
+            fail_msg("%s: a caller that returned under the walk was returned as part of the stack", id);
+        assert_int_equal(fp_sample_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
+        check_thread(id, b.sm, 1, EXPECT_T2, 3);
+        unbuild(&b);
+        checked++;
+    }
+    assert_int_equal(checked, 2); /* 3.13 and 3.13t */
+}
+
 /* The read fails, as a read of memory just unmapped does. */
 static void read_fails(racing_reader *r)
 {
@@ -1091,7 +1154,7 @@ int main(void)
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_exit_and_start),
         cmocka_unit_test(test_read_stats),
-        cmocka_unit_test(test_batched_read_back_torn),
+        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),

@@ -166,6 +166,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
     e->flags = fpi_load_u32(hdr, l->co_flags);
     e->firstlineno = (int32_t)fpi_load_u32(hdr, l->co_firstlineno);
     e->firsttraceable = (int32_t)fpi_load_u32(hdr, l->co_firsttraceable);
+    e->nlocalsplus = l->co_nlocalsplus != FPI_OFF_NONE ? (int32_t)fpi_load_u32(hdr, l->co_nlocalsplus) : 0;
     e->code_units = (int64_t)fpi_load_u64(hdr, l->ob_size);
     int rc;
     if (e->code_units < 0 || e->code_units > (int64_t)(FPI_LINETABLE_MAX_BYTES)) {

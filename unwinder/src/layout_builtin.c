@@ -41,6 +41,10 @@
 /* 3.11's PyGenObject: int8_t gi_frame_state at 75, the frame at 80; FRAME_EXECUTING = 0. */
 #define GEN_STATE_BEFORE_FRAME 5
 #define GEN_EXECUTING_311 0
+/* The one version whose frames keep a stack depth that their clearing
+ * zeroes (_PyFrame_ClearLocals sets stacktop to 0); checked on the 3.13,
+ * 3.13d, 3.13t and 3.13.0 builds. */
+#define CLEARS_STACKTOP_MINOR 13u
 /* Free-threaded builds have a 32-byte object header. */
 #define FT_HEADER_GROWTH 16
 
@@ -58,13 +62,14 @@ static const fpi_layout layout_311 = {
     .ts_current_exception = 96, .ts_exc_info = 120, .ts_exc_state = 320, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
-    .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = FPI_OFF_NONE, .instr_is_prev = true,
+    .executable_tag_mask = 0,
     .gen_state_before_frame = GEN_STATE_BEFORE_FRAME, .gen_state_executing = GEN_EXECUTING_311,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = -1, .owner_interpreter = -1,
     .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,
-    .co_tlbc = FPI_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 48, .uni_compact_size = 72,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
@@ -84,13 +89,14 @@ static const fpi_layout layout_312 = {
     .ts_current_exception = 96, .ts_exc_info = 104, .ts_exc_state = 256, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
-    .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .instr_is_prev = true, .executable_tag_mask = 0,
+    .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = FPI_OFF_NONE, .instr_is_prev = true,
+    .executable_tag_mask = 0,
     .gen_state_before_frame = FPI_OFF_NONE,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
     .owner_cstack = OWNER_BOUNDARY, .owner_interpreter = -1,
     .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,
-    .co_tlbc = FPI_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 40, .uni_compact_size = 56,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
@@ -152,6 +158,13 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     l->owner_cstack = x->owner_cstack;
     l->owner_interpreter = x->owner_interpreter;
     l->co_flags = l->co_firstlineno - 20; /* co_flags sits 20 bytes before co_firstlineno in 3.12+ */
+    if (l->minor == CLEARS_STACKTOP_MINOR) {
+        l->fr_stacktop = l->fr_instr_ptr + 8;        /* int stacktop follows instr_ptr */
+        l->co_nlocalsplus = l->co_firstlineno + 4;   /* co_nlocalsplus follows co_firstlineno */
+    } else {
+        l->fr_stacktop = FPI_OFF_NONE;
+        l->co_nlocalsplus = FPI_OFF_NONE;
+    }
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
     if (l->uni_compact_size == FPI_OFF_NONE)
         l->uni_compact_size = l->uni_ascii_size + 16; /* utf8_length + utf8 */

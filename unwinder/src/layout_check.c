@@ -69,6 +69,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     need(&c, "fr_instr_ptr", l->fr_instr_ptr, PTR, fr);
     need(&c, "fr_owner", l->fr_owner, U8, fr);
     need(&c, "fr_tlbc_index", l->fr_tlbc_index, U32, fr);
+    need(&c, "fr_stacktop", l->fr_stacktop, U32, fr);
 
     /* Code object: the cache copies [0, co_code_adaptive) (≤ 4096 and
      * within co_size) and reads every identity field from that copy. */
@@ -86,6 +87,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     need(&c, "co_name", l->co_name, PTR, co);
     need(&c, "co_qualname", l->co_qualname, PTR, co);
     need(&c, "co_linetable", l->co_linetable, PTR, co);
+    need(&c, "co_nlocalsplus", l->co_nlocalsplus, U32, co);
     if (l->co_tlbc != FPI_OFF_NONE)
         need(&c, "co_tlbc", l->co_tlbc, PTR, l->co_size);
 

@@ -48,6 +48,7 @@ typedef struct fpi_code_entry {
     uint8_t *bytecode;        /* co_code_adaptive when read (call_sites.c); NULL when over the limit */
     int32_t firstlineno;
     int32_t firsttraceable;
+    int32_t nlocalsplus;      /* 3.13: co_nlocalsplus (a frame's stack depth never goes under it while in use); else 0 */
     int64_t code_units;       /* Py_SIZE(code) */
     uint32_t flags;
     bool init_shim;           /* the __init__ cleanup shim, which waits for __init__ before its first traceable unit */
@@ -87,6 +88,7 @@ typedef struct fpi_seen_frame {
     int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
     int32_t chunk;            /* the walk's chunk copy holding it (fpi_walk_used.chunks), or
                                  FPI_OUTSIDE_CHUNKS: read on its own */
+    int32_t stacktop;         /* 3.13: the frame's stack depth (0 once cleared); else 0 */
 } fpi_seen_frame;
 
 #define FPI_OUTSIDE_CHUNKS (-1)
@@ -95,6 +97,7 @@ typedef struct fpi_seen_frame {
 typedef struct fpi_pending_frame {
     uint64_t addr, code, instr;
     int32_t tlbc_index;
+    int32_t stacktop;         /* 3.13: stack depth, 0 once the frame was cleared; else 0 */
     bool generator;
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
 } fpi_pending_frame;

@@ -345,6 +345,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             .code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
             .instr = fpi_load_u64(fr, l->fr_instr_ptr),
             .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
+            .stacktop = s->seen[s->nseen - 1].stacktop,
             .generator = owner == l->owner_generator,
             .called_directly = above_is_python,
         };
@@ -418,6 +419,17 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
             fpi_err_prefix(&s->err, "frame 0x%llx", (unsigned long long)pf->addr);
             return rc;
         }
+        /* 3.13: a frame in use keeps at least its locals on its stack
+         * (stacktop >= co_nlocalsplus, or -1 while it runs); its return
+         * clears it to 0.  A cleared frame read as part of the chain is
+         * one that returned, still in a slot its caller is about to reuse
+         * (checked before the frame cache, which would take it for the
+         * live frame it was). */
+        if (pf->stacktop == 0 && ce->nlocalsplus > 0)
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx (%s) has returned: its stack was cleared (a slot its caller is "
+                           "about to reuse)",
+                           (unsigned long long)pf->addr, ce->qualname);
         /* Thread-local bytecode (free-threaded 3.14+) can be replaced under
          * the same index: such frames are always resolved afresh. */
         bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;

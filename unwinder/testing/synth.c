@@ -17,6 +17,10 @@
 #define CHUNK_BYTES 16384u
 #define CHUNK_HEADER 24u
 #define FRAME_SLACK 64u             /* locals and stack after each frame */
+/* Locals every synthetic code object declares; on 3.13 a frame in use
+ * keeps its stack depth (stacktop) at least that high, and a popped frame
+ * is cleared to 0, as the walker's check of returned frames expects. */
+#define SYNTH_NLOCALSPLUS 2u
 #define TYPE_OBJECT_BYTES 512u
 #define MAX_REGIONS 65536u
 #define MAX_FRAMES_PER_THREAD 4096u
@@ -312,6 +316,8 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     put64(im, co + (uint64_t)l->ob_size, (uint64_t)units);
     put32(im, co + (uint64_t)l->co_firstlineno, (uint32_t)c->firstlineno);
     put32(im, co + (uint64_t)l->co_firsttraceable, (uint32_t)c->firsttraceable);
+    if (l->co_nlocalsplus != FPI_OFF_NONE)
+        put32(im, co + (uint64_t)l->co_nlocalsplus, SYNTH_NLOCALSPLUS);
     put64(im, co + (uint64_t)l->co_qualname, qn);
     put64(im, co + (uint64_t)l->co_name, nm);
     put64(im, co + (uint64_t)l->co_filename, fn);
@@ -492,6 +498,8 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
         if (l->fr_tlbc_index != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
+        if (l->fr_stacktop != FPI_OFF_NONE)
+            put32(im, fa + (uint64_t)l->fr_stacktop, SYNTH_NLOCALSPLUS);
         /* 3.11: the outermost frame of a thread was entered from C code,
          * and so was one whose caller is C code (entry_below). */
         if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
@@ -751,14 +759,20 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             return fail(im, "pushed frames are plain calls with a built bytecode copy");
     }
     size_t start = *nout, keep = b->n - npop;
-    /* Return: the thread's top becomes the caller, then the data stack shrinks. */
+    /* Return: the thread's top becomes the caller, the returned frames are
+     * cleared (3.13: stacktop 0), then the data stack shrinks. */
     uint64_t pos = b->first_slot;
     for (size_t k = 0; k < keep; k++)
         if (!b->frames[k].generator)
             pos = b->frames[k].addr + ((((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull));
     uint64_t below = b->frames[keep - 1].addr;
-    if (npop && (add_write(out, cap, nout, b->top_word, below, 8, true) ||
-                 add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false)))
+    if (npop && add_write(out, cap, nout, b->top_word, below, 8, true))
+        goto full;
+    for (size_t k = keep; npop && l->fr_stacktop != FPI_OFF_NONE && k < b->n; k++)
+        if (!b->frames[k].generator &&
+            add_write(out, cap, nout, b->frames[k].addr + (uint64_t)l->fr_stacktop, 0, 4, false))
+            goto full;
+    if (npop && add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false))
         goto full;
     /* Calls, outermost first: the frame's fields, the data stack's top,
      * then the thread's top (the instant the callee is on the stack). */
@@ -780,6 +794,8 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             (l->fr_tlbc_index != FPI_OFF_NONE &&
              add_write(out, cap, nout, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)f->tlbc_index, 4, false)) ||
             (l->fr_is_entry != FPI_OFF_NONE && add_write(out, cap, nout, fa + (uint64_t)l->fr_is_entry, 0, 1, false)) ||
+            (l->fr_stacktop != FPI_OFF_NONE &&
+             add_write(out, cap, nout, fa + (uint64_t)l->fr_stacktop, SYNTH_NLOCALSPLUS, 4, false)) ||
             add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
             add_write(out, cap, nout, b->top_word, fa, 8, true))
             goto full;

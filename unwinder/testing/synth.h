@@ -76,7 +76,7 @@ uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
 
 /* A running thread's stack changes by word writes, in the interpreter's
  * order.  synth_plan_move plans them without writing: thread t returns from
- * its `npop` innermost frames and then calls `push` (innermost first; plain
+ * its `npop` innermost frames (3.13: clearing them) and then calls `push` (innermost first; plain
  * calls of built code objects, placed in the data-stack slots the returned
  * frames left, as CPython reuses them).  Each frame's fields are written
  * before the thread's top names it, so every write that sets `new_state`
