@@ -733,6 +733,13 @@ static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
 
 static const fp_reader_ops RACING_OPS = {.name = "racing synthetic image", .read = racing_read};
 
+/* A racing reader over b's image that runs `change` at the first read of
+ * `watch` it is armed for (the caller sets ts/other as the change needs). */
+static racing_reader racing_over(const built *b, uint64_t watch, void (*change)(racing_reader *))
+{
+    return (racing_reader){.inner = b->rd, .img = b->img, .l = synth_layout(b->img), .watch = watch, .change = change};
+}
+
 /* The head thread state is unlinked, freed and allocated again for a new
  * thread that is not linked yet (no frames, no next link). */
 static void head_recreated(racing_reader *r)
@@ -758,13 +765,12 @@ static void test_frameless_thread_recreated(void **state)
         for (int primed = 0; primed < 2; primed++) { /* the second pass reads ahead */
             built b;
             build(id, &d, 0, &b);
-            racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
+            racing_reader rr = racing_over(&b, synth_thread_state_addr(b.img, 0), head_recreated);
             fp_target_desc td;
             synth_target(b.img, &td);
             memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
-            rr.ts = rr.watch = synth_thread_state_addr(b.img, 0);
+            rr.ts = rr.watch;
             rr.other = synth_thread_state_addr(b.img, 1);
-            rr.change = head_recreated;
             fp_reader racing = {&RACING_OPS, &rr};
             reattach(&b, &racing);
             if (primed) {
@@ -939,10 +945,9 @@ static void test_batched_read_back_torn(void **state)
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
-        rr.ts = rr.watch = synth_frame_addr(b.img, 0, 0);
+        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, 0), top_frame_replaced);
+        rr.ts = rr.watch;
         rr.other = synth_frame_addr(b.img, 0, 3);
-        rr.change = top_frame_replaced;
         fp_reader racing = {&RACING_OPS, &rr};
         reattach(&b, &racing);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK); /* the next one reads both threads ahead */
@@ -986,13 +991,11 @@ static void test_cleared_between_reads(void **state)
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
+        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, 2), caller_cleared);
         if (rr.l->fr_stacktop == FPI_OFF_NONE) {
             unbuild(&b);
             continue;
         }
-        rr.watch = synth_frame_addr(b.img, 0, 2);
-        rr.change = caller_cleared;
         fp_reader racing = {&RACING_OPS, &rr};
         reattach(&b, &racing);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
@@ -1028,9 +1031,7 @@ static void test_batched_read_back_unreadable(void **state)
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        racing_reader rr = {.inner = b.rd, .img = b.img, .l = synth_layout(b.img)};
-        rr.watch = synth_frame_addr(b.img, 0, 0);
-        rr.change = read_fails;
+        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, 0), read_fails);
         fp_reader racing = {&RACING_OPS, &rr};
         reattach(&b, &racing);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK); /* the next one reads both threads ahead */
