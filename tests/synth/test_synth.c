@@ -239,7 +239,7 @@ static void test_layouts_round_trip(void **state)
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
-    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_COUNT
+    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -249,7 +249,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a caller whose cache data looks like a call just before it (3.13+)",
     "a caller at BINARY_OP, which pushes no frame before 3.14",
     "a 3.11 caller at SEND, which reaches its callee through C",
-    "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)"};
+    "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)",
+    "a 3.11-3.13 top frame that is not running (a stack depth, not -1)"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -448,10 +449,21 @@ static bool corrupt(built *b, int what)
          * slot's old frame, gave impossible stacks live (ci/live
          * many_threads: pad at its call of y1 under x1 -> x2 -> leaf_x;
          * y2 at its call of leaf_y under leaf_x).  Either frame cleared. */
-        if (l->fr_stacktop == FPI_OFF_NONE)
+        if (l->co_nlocalsplus == FPI_OFF_NONE)
             return false;
         uint32_t zero = 0;
         memcpy(synth_bytes(b->img, (what == C_CLEARED_TOP_3_13 ? f0 : f2) + (uint64_t)l->fr_stacktop, 4), &zero, 4);
+        return true;
+    }
+    case C_STOPPED_TOP: {
+        /* 3.11-3.13: the top frame has returned and its caller, at its next
+         * call, is about to reuse the slot: its stack depth is its empty
+         * value stack's, not the -1 of a running frame (ci/live
+         * many_threads, 3.11: x2 at its call of leaf_x under leaf_y). */
+        if (l->fr_stacktop == FPI_OFF_NONE)
+            return false;
+        uint32_t depth = 2;
+        memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_stacktop, 4), &depth, 4);
         return true;
     }
     case C_WRAPPED_CHUNK: {
@@ -497,6 +509,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
             if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has returned: its stack was cleared"));
+            if (c == C_STOPPED_TOP)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "the top, is not running"));
             if (c == C_CFRAME_EMPTY)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has no frame yet"));
             if (c == C_WRAPPED_CHUNK) {
@@ -970,29 +984,37 @@ static void test_batched_read_back_torn(void **state)
     }
 }
 
-/* 3.13: the caller under the first thread's top returns between the
- * copy and the read-back (its stack depth cleared, the rest of its slot
- * as it was). */
+/* Between the copy and the read-back, the watched frame stops: the caller
+ * under the first thread's top returns (3.13: its stack depth cleared to
+ * 0), or the top itself returns (3.11-3.13: the depth of its empty value
+ * stack instead of -1); the rest of the slot stays as it was. */
 static void caller_cleared(racing_reader *r)
 {
     uint32_t zero = 0;
     memcpy(synth_bytes(r->img, r->watch + (uint64_t)r->l->fr_stacktop, 4), &zero, 4);
 }
 
-/* A suspended frame's stack depth is read back with it (3.13): a caller
- * copied in use and read back cleared has returned, and the thread is
- * torn, not returned with it (a read-back that skips the depth passes it). */
-static void test_cleared_between_reads(void **state)
+static void top_stopped(racing_reader *r)
 {
-    (void)state;
+    uint32_t depth = 2;
+    memcpy(synth_bytes(r->img, r->watch + (uint64_t)r->l->fr_stacktop, 4), &depth, 4);
+}
+
+/* A frame's stack depth is read back with it: a caller copied in use and
+ * read back cleared (3.13), or a top copied running and read back stopped
+ * (3.11-3.13), has returned, and the thread is torn, not returned with it
+ * (a read-back that skips the depth passes both).  Returns the layouts
+ * checked. */
+static int stopped_between_reads(size_t frame, void (*change)(racing_reader *), bool need_nlocalsplus)
+{
     int checked = 0;
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
         scene sc;
         built b;
         build_scene(id, 0, &sc, &b);
-        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, 2), caller_cleared);
-        if (rr.l->fr_stacktop == FPI_OFF_NONE) {
+        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, frame), change);
+        if (rr.l->fr_stacktop == FPI_OFF_NONE || (need_nlocalsplus && rr.l->co_nlocalsplus == FPI_OFF_NONE)) {
             unbuild(&b);
             continue;
         }
@@ -1001,17 +1023,24 @@ static void test_cleared_between_reads(void **state)
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
         check_thread(id, b.sm, 0, EXPECT_T1, 4);
         rr.armed = true;
-        rr.skip = 1; /* the copy reads the caller in use; it returns before the read-back */
+        rr.skip = 1; /* the copy reads the frame in use; it returns before the read-back */
         int rc = fp_session_sample(b.s, b.sm);
         assert_false(rr.armed);
         if (rc == FP_OK && fp_sample_thread(b.sm, 0)->error == 0)
-            fail_msg("%s: a caller that returned under the walk was returned as part of the stack", id);
+            fail_msg("%s: a frame that returned under the walk was returned as part of the stack", id);
         assert_int_equal(fp_sample_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
         check_thread(id, b.sm, 1, EXPECT_T2, 3);
         unbuild(&b);
         checked++;
     }
-    assert_int_equal(checked, 2); /* 3.13 and 3.13t */
+    return checked;
+}
+
+static void test_stopped_between_reads(void **state)
+{
+    (void)state;
+    assert_int_equal(stopped_between_reads(2, caller_cleared, true), 2); /* 3.13 and 3.13t */
+    assert_int_equal(stopped_between_reads(0, top_stopped, false), 4); /* 3.11, 3.12, 3.13, 3.13t */
 }
 
 /* The read fails, as a read of memory just unmapped does. */
@@ -1155,7 +1184,7 @@ int main(void)
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_exit_and_start),
         cmocka_unit_test(test_read_stats),
-        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_cleared_between_reads),
+        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_stopped_between_reads),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),

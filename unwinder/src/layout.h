@@ -69,10 +69,11 @@ typedef struct fpi_layout {
     int32_t gen_state_before_frame;
     int gen_state_executing;
     int32_t fr_tlbc_index;                   /* FT 3.14+ */
-    /* 3.13: int stacktop, which clearing a frame (its return) sets to 0,
-     * below the co_nlocalsplus a frame still in use never goes under;
-     * FPI_OFF_NONE elsewhere (3.11/3.12 leave it as it was, 3.14+ clear
-     * f_executable instead). */
+    /* 3.11-3.13: int stacktop, -1 while the frame runs (its evaluation
+     * holds the stack pointer), the stack depth once it stopped to call or
+     * return; 3.13's return clears it to 0, under the co_nlocalsplus a
+     * frame in use never goes below.  FPI_OFF_NONE from 3.14 (which
+     * clears a returned frame's f_executable instead). */
     int32_t fr_stacktop;
     bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
     uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */
@@ -84,7 +85,7 @@ typedef struct fpi_layout {
     int32_t co_size;
     int32_t co_flags, co_firstlineno, co_filename, co_name, co_qualname, co_linetable;
     int32_t co_firsttraceable, co_code_adaptive, co_tlbc;
-    int32_t co_nlocalsplus;                  /* with fr_stacktop (3.13), else FPI_OFF_NONE */
+    int32_t co_nlocalsplus;                  /* 3.13 (see fr_stacktop), else FPI_OFF_NONE */
 
     /* objects */
     int32_t ob_type, ob_size, tp_name;

@@ -41,9 +41,9 @@
 /* 3.11's PyGenObject: int8_t gi_frame_state at 75, the frame at 80; FRAME_EXECUTING = 0. */
 #define GEN_STATE_BEFORE_FRAME 5
 #define GEN_EXECUTING_311 0
-/* The one version whose frames keep a stack depth that their clearing
- * zeroes (_PyFrame_ClearLocals sets stacktop to 0); checked on the 3.13,
- * 3.13d, 3.13t and 3.13.0 builds. */
+/* The last version whose frames keep an int stacktop (-1 while running),
+ * and the one whose return clears it to 0 (_PyFrame_ClearLocals); checked
+ * on the 3.11, 3.12, 3.13, 3.13d, 3.13t and 3.13.0 builds. */
 #define CLEARS_STACKTOP_MINOR 13u
 /* Free-threaded builds have a 32-byte object header. */
 #define FT_HEADER_GROWTH 16
@@ -62,7 +62,7 @@ static const fpi_layout layout_311 = {
     .ts_current_exception = 96, .ts_exc_info = 120, .ts_exc_state = 320, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
-    .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = FPI_OFF_NONE, .instr_is_prev = true,
+    .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .instr_is_prev = true,
     .executable_tag_mask = 0,
     .gen_state_before_frame = GEN_STATE_BEFORE_FRAME, .gen_state_executing = GEN_EXECUTING_311,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
@@ -89,7 +89,7 @@ static const fpi_layout layout_312 = {
     .ts_current_exception = 96, .ts_exc_info = 104, .ts_exc_state = 256, .err_exc_value = 0,
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
-    .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = FPI_OFF_NONE, .instr_is_prev = true,
+    .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .instr_is_prev = true,
     .executable_tag_mask = 0,
     .gen_state_before_frame = FPI_OFF_NONE,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,

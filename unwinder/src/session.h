@@ -88,16 +88,18 @@ typedef struct fpi_seen_frame {
     int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
     int32_t chunk;            /* the walk's chunk copy holding it (fpi_walk_used.chunks), or
                                  FPI_OUTSIDE_CHUNKS: read on its own */
-    int32_t stacktop;         /* 3.13: the frame's stack depth (0 once cleared); else 0 */
+    int32_t stacktop;         /* 3.11-3.13: -1 while it runs, else its stack depth (3.13: 0 once cleared) */
 } fpi_seen_frame;
 
 #define FPI_OUTSIDE_CHUNKS (-1)
+#define FPI_STACKTOP_RUNNING (-1)  /* 3.11-3.13 stacktop of a frame its evaluation is running */
 
 /* A frame found on the chain, before its code object is resolved. */
 typedef struct fpi_pending_frame {
     uint64_t addr, code, instr;
     int32_t tlbc_index;
-    int32_t stacktop;         /* 3.13: stack depth, 0 once the frame was cleared; else 0 */
+    int32_t stacktop;         /* 3.11-3.13: -1 while it runs, else its stack depth (3.13: 0 once cleared) */
+    bool top;                 /* the frame the thread names as its top */
     bool generator;
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
 } fpi_pending_frame;

@@ -60,16 +60,25 @@ void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int3
     out->stacktop = l->fr_stacktop != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_stacktop) : 0;
 }
 
+static bool stacktop_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool top)
+{
+    if (l->fr_stacktop == FPI_OFF_NONE)
+        return true;
+    int32_t now = (int32_t)fpi_load_u32(fr, l->fr_stacktop);
+    return top ? (now == FPI_STACKTOP_RUNNING) == (f->stacktop == FPI_STACKTOP_RUNNING) : now == f->stacktop;
+}
+
 /* Does the frame read back at fr still hold every field of f that the walk
- * used?  The top frame runs on: its instruction and (3.13) its stack depth
- * are not compared.  A suspended frame's depth stays as its call left it
- * until it resumes, and becomes 0 when it returns (3.13). (Field by field
- * from the bytes, for the reason given in fpi_seen_fields.) */
+ * used?  The top frame runs on: its instruction is not compared, and of
+ * its stack depth (3.11-3.13) only whether it runs (-1).  A suspended
+ * frame's depth stays as its call left it until it resumes (3.13: 0 once
+ * it returned).  (Field by field from the bytes, for the reason given in
+ * fpi_seen_fields.) */
 static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool outside, bool top)
 {
     return fpi_load_u64(fr, l->fr_previous) == f->previous && fpi_load_u64(fr, l->fr_executable) == f->executable &&
            (top || fpi_load_u64(fr, l->fr_instr_ptr) == f->instr) && fpi_load_u8(fr, l->fr_owner) == f->owner &&
-           (top || l->fr_stacktop == FPI_OFF_NONE || (int32_t)fpi_load_u32(fr, l->fr_stacktop) == f->stacktop) &&
+           stacktop_unchanged(l, f, fr, top) &&
            (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
            (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
            gen_state(l, fr, outside) == f->gen_state;

@@ -346,6 +346,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             .instr = fpi_load_u64(fr, l->fr_instr_ptr),
             .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
             .stacktop = s->seen[s->nseen - 1].stacktop,
+            .top = addr == top,
             .generator = owner == l->owner_generator,
             .called_directly = above_is_python,
         };
@@ -406,6 +407,24 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
     return FP_OK;
 }
 
+/* 3.11-3.13: the thread's top frame, once it has started (visible), runs
+ * with its stack pointer held by the evaluation loop (stacktop -1).  A
+ * stack depth there means it stopped: it has returned (still in its slot
+ * while its caller, at its next call, is about to reuse it) or is calling
+ * a frame not linked yet.  A sample of a running target taken in that
+ * instant showed the returned frame as the top under the caller's next
+ * call (ci/live many_threads, 3.11: x2 at its call of leaf_x under
+ * leaf_y).  A frame stopped for a C trace function is refused too. */
+static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible)
+{
+    if (!visible || !pf->top || s->layout.fr_stacktop == FPI_OFF_NONE || pf->stacktop == FPI_STACKTOP_RUNNING)
+        return FP_OK;
+    return fpi_err(&s->err, FP_E_INCOMPLETE,
+                   "torn: frame 0x%llx (%s), the top, is not running (stack depth %d): it has returned or is "
+                   "calling a frame not linked yet",
+                   (unsigned long long)pf->addr, ce->qualname, (int)pf->stacktop);
+}
+
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
 int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
@@ -436,6 +455,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, &key) : NULL;
         if (hit) {
+            if ((rc = top_must_run(s, pf, ce, hit->visible)))
+                return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
                 return rc;
@@ -455,6 +476,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * __init__ cleanup shim under the __init__ it pushed, or a frame
          * being set up, which has called nothing yet. */
         bool visible = pf->generator || unit >= ce->firsttraceable;
+        if ((rc = top_must_run(s, pf, ce, visible)))
+            return rc;
         if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit))
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "

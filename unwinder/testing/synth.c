@@ -17,10 +17,13 @@
 #define CHUNK_BYTES 16384u
 #define CHUNK_HEADER 24u
 #define FRAME_SLACK 64u             /* locals and stack after each frame */
-/* Locals every synthetic code object declares; on 3.13 a frame in use
- * keeps its stack depth (stacktop) at least that high, and a popped frame
- * is cleared to 0, as the walker's check of returned frames expects. */
+/* Locals every synthetic code object declares.  3.11-3.13 frames keep a
+ * stacktop: -1 for the running top frame, this (an empty value stack) for
+ * a frame stopped at a call or its return, and 0 once 3.13 has cleared a
+ * returned frame, as the walker expects of a running thread. */
 #define SYNTH_NLOCALSPLUS 2u
+#define SYNTH_STACKTOP_RUNNING 0xffffffffu /* -1 */
+#define SYNTH_CLEARS_STACKTOP_MINOR 13u      /* the version whose return zeroes stacktop */
 #define TYPE_OBJECT_BYTES 512u
 #define MAX_REGIONS 65536u
 #define MAX_FRAMES_PER_THREAD 4096u
@@ -499,7 +502,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         if (l->fr_tlbc_index != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
         if (l->fr_stacktop != FPI_OFF_NONE)
-            put32(im, fa + (uint64_t)l->fr_stacktop, SYNTH_NLOCALSPLUS);
+            put32(im, fa + (uint64_t)l->fr_stacktop, k == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS);
         /* 3.11: the outermost frame of a thread was entered from C code,
          * and so was one whose caller is C code (entry_below). */
         if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
@@ -740,6 +743,12 @@ static int add_write(synth_write *out, size_t cap, size_t *n, uint64_t addr, uin
     return 0;
 }
 
+/* 3.11-3.13: the frame at fa gets stacktop `value` (nothing elsewhere). */
+static int stacktop_write(const fpi_layout *l, synth_write *out, size_t cap, size_t *n, uint64_t fa, uint32_t value)
+{
+    return l->fr_stacktop == FPI_OFF_NONE ? 0 : add_write(out, cap, n, fa + (uint64_t)l->fr_stacktop, value, 4, false);
+}
+
 int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *push, size_t npush,
                     synth_write *out, size_t cap, size_t *nout)
 {
@@ -759,20 +768,25 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             return fail(im, "pushed frames are plain calls with a built bytecode copy");
     }
     size_t start = *nout, keep = b->n - npop;
-    /* Return: the thread's top becomes the caller, the returned frames are
-     * cleared (3.13: stacktop 0), then the data stack shrinks. */
+    /* Return: the returning frame stops (its stacktop), the thread's top
+     * becomes the caller, the returned frames are cleared (3.13: stacktop
+     * 0), the data stack shrinks, and the caller runs on (stacktop -1). */
     uint64_t pos = b->first_slot;
     for (size_t k = 0; k < keep; k++)
         if (!b->frames[k].generator)
             pos = b->frames[k].addr + ((((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull));
     uint64_t below = b->frames[keep - 1].addr;
-    if (npop && add_write(out, cap, nout, b->top_word, below, 8, true))
+    if (npop && (stacktop_write(l, out, cap, nout, b->frames[b->n - 1].addr, SYNTH_NLOCALSPLUS) ||
+                 add_write(out, cap, nout, b->top_word, below, 8, true)))
         goto full;
-    for (size_t k = keep; npop && l->fr_stacktop != FPI_OFF_NONE && k < b->n; k++)
-        if (!b->frames[k].generator &&
-            add_write(out, cap, nout, b->frames[k].addr + (uint64_t)l->fr_stacktop, 0, 4, false))
+    for (size_t k = keep; npop && l->minor == SYNTH_CLEARS_STACKTOP_MINOR && k < b->n; k++)
+        if (!b->frames[k].generator && stacktop_write(l, out, cap, nout, b->frames[k].addr, 0))
             goto full;
-    if (npop && add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false))
+    if (npop && (add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
+                 stacktop_write(l, out, cap, nout, below, SYNTH_STACKTOP_RUNNING)))
+        goto full;
+    /* A call: the caller stops at it (its stacktop) before the callee is set up. */
+    if (npush && stacktop_write(l, out, cap, nout, below, SYNTH_NLOCALSPLUS))
         goto full;
     /* Calls, outermost first: the frame's fields, the data stack's top,
      * then the thread's top (the instant the callee is on the stack). */
@@ -794,8 +808,7 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             (l->fr_tlbc_index != FPI_OFF_NONE &&
              add_write(out, cap, nout, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)f->tlbc_index, 4, false)) ||
             (l->fr_is_entry != FPI_OFF_NONE && add_write(out, cap, nout, fa + (uint64_t)l->fr_is_entry, 0, 1, false)) ||
-            (l->fr_stacktop != FPI_OFF_NONE &&
-             add_write(out, cap, nout, fa + (uint64_t)l->fr_stacktop, SYNTH_NLOCALSPLUS, 4, false)) ||
+            stacktop_write(l, out, cap, nout, fa, j == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS) ||
             add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
             add_write(out, cap, nout, b->top_word, fa, 8, true))
             goto full;
@@ -856,9 +869,12 @@ int synth_plan_yield(synth_image *im, size_t t, synth_write *out, size_t cap, si
         im->suspended_cap = ncap;
     }
     size_t start = *nout;
-    /* YIELD_VALUE: the caller becomes the top, then the frame is unlinked. */
-    if (add_write(out, cap, nout, b->top_word, b->frames[b->n - 2].addr, 8, true) ||
-        add_write(out, cap, nout, g->addr + (uint64_t)l->fr_previous, 0, 8, false)) {
+    /* YIELD_VALUE: the frame stops, the caller becomes the top, the frame
+     * is unlinked, and the caller runs on. */
+    if (stacktop_write(l, out, cap, nout, g->addr, SYNTH_NLOCALSPLUS) ||
+        add_write(out, cap, nout, b->top_word, b->frames[b->n - 2].addr, 8, true) ||
+        add_write(out, cap, nout, g->addr + (uint64_t)l->fr_previous, 0, 8, false) ||
+        stacktop_write(l, out, cap, nout, b->frames[b->n - 2].addr, SYNTH_STACKTOP_RUNNING)) {
         *nout = start;
         return fail(im, "too many writes for the plan's buffer");
     }
@@ -880,9 +896,12 @@ int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out,
     thread_book *b = &im->books[t];
     live_frame g = im->suspended[which];
     size_t start = *nout;
-    /* SEND / FOR_ITER into a generator: linked under the top, then the top. */
-    if (add_write(out, cap, nout, g.addr + (uint64_t)l->fr_previous, b->frames[b->n - 1].addr, 8, false) ||
-        add_write(out, cap, nout, b->top_word, g.addr, 8, true)) {
+    /* SEND / FOR_ITER into a generator: the caller stops at it, the frame
+     * is linked under the top, becomes the top and runs. */
+    if (stacktop_write(l, out, cap, nout, b->frames[b->n - 1].addr, SYNTH_NLOCALSPLUS) ||
+        add_write(out, cap, nout, g.addr + (uint64_t)l->fr_previous, b->frames[b->n - 1].addr, 8, false) ||
+        add_write(out, cap, nout, b->top_word, g.addr, 8, true) ||
+        stacktop_write(l, out, cap, nout, g.addr, SYNTH_STACKTOP_RUNNING)) {
         *nout = start;
         return fail(im, "too many writes for the plan's buffer");
     }
