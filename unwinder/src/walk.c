@@ -408,20 +408,24 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
 }
 
 /* 3.11-3.13: the thread's top frame, once it has started (visible), runs
- * with its stack pointer held by the evaluation loop (stacktop -1).  A
- * stack depth there means it stopped: it has returned (still in its slot
- * while its caller, at its next call, is about to reuse it) or is calling
- * a frame not linked yet.  A sample of a running target taken in that
- * instant showed the returned frame as the top under the caller's next
- * call (ci/live many_threads, 3.11: x2 at its call of leaf_x under
- * leaf_y).  A frame stopped for a C trace function is refused too. */
-static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible)
+ * with its stack pointer held by the evaluation loop (stacktop -1), or
+ * has stopped at a call whose callee is not linked yet (a stack depth, at
+ * a call instruction).  Stopped anywhere else, it has returned (or is
+ * returning: the same bytes), still in its slot while its caller, at its
+ * next call, is about to reuse it.  A sample of a running target taken in
+ * that instant showed the returned frame as the top under the caller's
+ * next call (ci/live many_threads, 3.11: x2 at its call of leaf_x under
+ * leaf_y).  Refused with it: a frame in the instant it returns or yields,
+ * or stopped for a C trace function. */
+static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible,
+                        int32_t unit)
 {
-    if (!visible || !pf->top || s->layout.fr_stacktop == FPI_OFF_NONE || pf->stacktop == FPI_STACKTOP_RUNNING)
+    if (!visible || !pf->top || s->layout.fr_stacktop == FPI_OFF_NONE || pf->stacktop == FPI_STACKTOP_RUNNING ||
+        fpi_call_site_ok(s->call_sites, ce, unit))
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
-                   "torn: frame 0x%llx (%s), the top, is not running (stack depth %d): it has returned or is "
-                   "calling a frame not linked yet",
+                   "torn: frame 0x%llx (%s), the top, is not running (stack depth %d) and not at a call: it has "
+                   "returned",
                    (unsigned long long)pf->addr, ce->qualname, (int)pf->stacktop);
 }
 
@@ -455,7 +459,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, &key) : NULL;
         if (hit) {
-            if ((rc = top_must_run(s, pf, ce, hit->visible)))
+            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->unit)))
                 return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
@@ -476,7 +480,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * __init__ cleanup shim under the __init__ it pushed, or a frame
          * being set up, which has called nothing yet. */
         bool visible = pf->generator || unit >= ce->firsttraceable;
-        if ((rc = top_must_run(s, pf, ce, visible)))
+        if ((rc = top_must_run(s, pf, ce, visible, unit)))
             return rc;
         if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit))
             return fpi_err(&s->err, FP_E_INCOMPLETE,
