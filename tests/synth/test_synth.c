@@ -20,6 +20,7 @@
 #include "call_sites_table.h"
 #include "session.h"
 #include "synth.h"
+#include "verify.h"
 
 #define TABLE_BYTES 8192
 #define SMALL_DEPTH 1000u
@@ -864,16 +865,34 @@ static void test_thread_exit_and_start(void **state)
 }
 
 /* A reader that counts what it is asked, batched reads once each. */
+/* Counts reads and, when `log` is set, records every range read in order
+ * (those of a readv one by one). */
+#define LOG_READS_MAX 4096
+typedef struct read_log {
+    size_t n;
+    uint64_t addr[LOG_READS_MAX], len[LOG_READS_MAX];
+} read_log;
+
 typedef struct counting_reader {
     fp_reader inner;
     uint64_t calls, bytes;
+    read_log *log;
 } counting_reader;
+
+static void log_range(counting_reader *r, uint64_t addr, size_t len)
+{
+    r->bytes += len;
+    if (r->log && r->log->n < LOG_READS_MAX) {
+        r->log->addr[r->log->n] = addr;
+        r->log->len[r->log->n++] = len;
+    }
+}
 
 static int counting_read(void *ctx, uint64_t addr, void *buf, size_t len)
 {
     counting_reader *r = ctx;
     r->calls++;
-    r->bytes += len;
+    log_range(r, addr, len);
     return fp_reader_read(&r->inner, addr, buf, len);
 }
 
@@ -882,7 +901,7 @@ static int counting_readv(void *ctx, const fp_iov *iov, size_t n)
     counting_reader *r = ctx;
     r->calls++;
     for (size_t i = 0; i < n; i++)
-        r->bytes += iov[i].len;
+        log_range(r, iov[i].addr, iov[i].len);
     return fp_reader_readv(&r->inner, iov, n);
 }
 
@@ -1054,6 +1073,63 @@ static void test_stopped_between_reads(void **state)
     assert_int_equal(stopped_between_reads(1, 0, top_stopped, false), 4); /* 3.11, 3.12, 3.13, 3.13t */
 }
 
+/* A read-back takes a chain in its order from the bottom, every caller
+ * just before its callee: in the first thread (its generator frame, frame
+ * 2, outside the data stack, between frame 3 below it and frame 1 above it
+ * in the chunk) the generator frame is read right after the chunk bytes up
+ * to frame 1 and right before those from frame 1 on.  Read after the whole
+ * chunk (as before), a coroutine that had moved on to its next call was
+ * read under the callee of its last one (ci/live generator_pingpong, 3.13). */
+static void test_read_back_in_chain_order(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t gen = synth_frame_addr(b.img, 0, 2), below = synth_frame_addr(b.img, 0, 3);
+        uint64_t above = synth_frame_addr(b.img, 0, 1), pre = fpi_outside_prefix(l);
+        read_log *lr = calloc(1, sizeof *lr);
+        assert_non_null(lr);
+        counting_reader cr = {.inner = b.rd, .log = lr};
+        fp_reader logging = {&COUNTING_OPS, &cr};
+        reattach(&b, &logging);
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        lr->n = 0;
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+        /* Around each read of the generator frame, the nearest reads that are
+         * not of a whole frame (other frames outside the chunk, as an entry
+         * frame above it on 3.12+, may come between) are chunk bytes. */
+        uint64_t whole = pre + (uint64_t)l->fr_size;
+        unsigned in_order = 0;
+        for (size_t k = 0; k < lr->n; k++) {
+            if (lr->addr[k] != gen - pre || lr->len[k] != whole)
+                continue;
+            size_t kb = k, ka = k;
+            while (kb > 0 && lr->len[kb] == whole)
+                kb--;
+            while (ka + 1 < lr->n && lr->len[ka] == whole)
+                ka++;
+            bool before = lr->addr[kb] <= below && lr->addr[kb] + lr->len[kb] == above;
+            bool after = lr->addr[ka] == above;
+            if (!before || !after)
+                fail_msg("%s: the generator frame read between 0x%llx+%llu and 0x%llx+%llu, not between its caller's "
+                         "and its callee's chunk bytes",
+                         id, (unsigned long long)lr->addr[kb], (unsigned long long)lr->len[kb],
+                         (unsigned long long)lr->addr[ka], (unsigned long long)lr->len[ka]);
+            in_order++;
+        }
+        if (in_order != FPI_VERIFY_READS)
+            fail_msg("%s: the generator frame read back %u times in chain order, expected %u", id, in_order,
+                     FPI_VERIFY_READS);
+        unbuild(&b);
+        free(lr);
+    }
+}
+
 /* The read fails, as a read of memory just unmapped does. */
 static void read_fails(racing_reader *r)
 {
@@ -1196,6 +1272,7 @@ int main(void)
         cmocka_unit_test(test_thread_exit_and_start),
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_stopped_between_reads),
+        cmocka_unit_test(test_read_back_in_chain_order),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),

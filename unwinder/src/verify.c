@@ -136,6 +136,36 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
     return FP_OK;
 }
 
+/* Where the chain-ordered reads of a walk's chunks have got to, from the
+ * top down: chunk k (0 the newest) is read below `hi`, every newer chunk
+ * entirely. */
+typedef struct chain_cursor {
+    int32_t k;
+    uint64_t hi;
+} chain_cursor;
+
+/* Adds the reads of the chunk bytes from the cursor down to address `a` of
+ * chunk k (newest first, each piece from its top down; plan() reverses
+ * them), into the walk's chunks at `base` in the buffer. */
+static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, chain_cursor *cur, int32_t k, uint64_t a,
+                          size_t *n)
+{
+    for (;;) {
+        const fpi_chunk_copy *c = &u->chunks[cur->k];
+        uint64_t lo = cur->k == k ? a : c->remote;
+        if (lo < cur->hi) {
+            int rc = add_iov(s, n, lo, base + c->local + (size_t)(lo - c->remote), (size_t)(cur->hi - lo));
+            if (rc)
+                return rc;
+            cur->hi = lo;
+        }
+        if (cur->k >= k || cur->k + 1 >= (int32_t)u->nchunks)
+            return FP_OK;
+        cur->k++;
+        cur->hi = u->chunks[cur->k].remote + u->chunks[cur->k].size;
+    }
+}
+
 /* Where one walk's read-back lies in the read-back buffer. */
 typedef struct fpi_verify_at {
     size_t top_instr, chunks, frames, gen, link, ts, cframe;
@@ -168,27 +198,47 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         *used += WORD;
     }
     /* The chunks lie in the buffer newest first, each at its offset in the
-     * walk's own copy (fpi_chunk_copy.local), but are read oldest first: a caller at the top of an older chunk is then read
-     * just before its callee at the bottom of the newer one, as within one
-     * chunk, where newest first put the whole rest of both chunks between
-     * the two (a window a thread switching chains meets in step). */
+     * walk's own copy (fpi_chunk_copy.local), and the frames outside them
+     * after them, in chain order; all are read in the chain's order from
+     * its bottom: every caller just before its callee.  A frame outside the
+     * data stack (a generator's, a coroutine's) is read between the part of
+     * the chunks below it and the part above it.  Read after the chunks, a
+     * coroutine at its next call was read with the callee of its last one
+     * still running in the slot above (ci/live generator_pingpong, 3.13:
+     * coro_b at its call of Tick() under work_b; the coroutine moves on in
+     * the few instructions between the two reads).  Chunks are read oldest
+     * first for the same reason: a caller at the top of an older chunk just
+     * before its callee at the bottom of the newer one. */
     at->chunks = *used;
     size_t total = 0;
     for (size_t i = 0; i < u->nchunks; i++)
         total += (size_t)u->chunks[i].size;
-    for (size_t i = u->nchunks, off = *used + total; i-- > 0;) {
-        off -= (size_t)u->chunks[i].size;
-        if ((rc = add_iov(s, n, u->chunks[i].remote, off, (size_t)u->chunks[i].size)))
-            return rc;
-    }
     *used += total;
     at->frames = *used;
-    for (size_t i = 0; i < u->nseen; i++) {
-        if (u->seen[i].chunk != FPI_OUTSIDE_CHUNKS)
+    size_t first = *n;
+    chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + u->chunks[0].size : 0};
+    int32_t above_chunk = FPI_OUTSIDE_CHUNKS; /* the last frame met in a chunk, above the next */
+    uint64_t above = 0;
+    for (size_t i = 0; i < u->nseen; i++) { /* top down, then reversed */
+        const fpi_seen_frame *f = &u->seen[i];
+        if (f->chunk != FPI_OUTSIDE_CHUNKS) {
+            above_chunk = f->chunk;
+            above = f->addr;
             continue;
-        if ((rc = add_iov(s, n, u->seen[i].addr - pre, *used, pre + fsize)))
+        }
+        if (above_chunk != FPI_OUTSIDE_CHUNKS && (rc = chunks_down_to(s, u, at->chunks, &cur, above_chunk, above, n)))
+            return rc;
+        if ((rc = add_iov(s, n, f->addr - pre, *used, pre + fsize)))
             return rc;
         *used += pre + fsize;
+    }
+    if (u->nchunks && (rc = chunks_down_to(s, u, at->chunks, &cur, (int32_t)(u->nchunks - 1),
+                                          u->chunks[u->nchunks - 1].remote, n)))
+        return rc;
+    for (size_t a = first, b = *n; b-- > a + 1; a++) { /* bottom up */
+        fp_iov t = s->verify_iov[a];
+        s->verify_iov[a] = s->verify_iov[b];
+        s->verify_iov[b] = t;
     }
     at->gen = *used;
     if (w->generation_addr) {
