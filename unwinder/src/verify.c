@@ -60,17 +60,10 @@ void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int3
     out->stacktop = l->fr_stacktop != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_stacktop) : 0;
 }
 
-static bool stacktop_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool top)
-{
-    if (l->fr_stacktop == FPI_OFF_NONE)
-        return true;
-    int32_t now = (int32_t)fpi_load_u32(fr, l->fr_stacktop);
-    return top ? (now == FPI_STACKTOP_RUNNING) == (f->stacktop == FPI_STACKTOP_RUNNING) : now == f->stacktop;
-}
-
 /* Does the frame read back at fr still hold every field of f that the walk
- * used?  The top frame runs on: its instruction is not compared, and of
- * its stack depth (3.11-3.13) only whether it runs (-1).  A suspended
+ * used?  The top frame runs on: its instruction and its stack depth
+ * (3.11-3.13: -1 while it runs, a depth when it stops at a call or its
+ * return; the walk checks the copy's) are not compared.  A suspended
  * frame's depth stays as its call left it until it resumes (3.13: 0 once
  * it returned).  (Field by field from the bytes, for the reason given in
  * fpi_seen_fields.) */
@@ -78,7 +71,7 @@ static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const 
 {
     return fpi_load_u64(fr, l->fr_previous) == f->previous && fpi_load_u64(fr, l->fr_executable) == f->executable &&
            (top || fpi_load_u64(fr, l->fr_instr_ptr) == f->instr) && fpi_load_u8(fr, l->fr_owner) == f->owner &&
-           stacktop_unchanged(l, f, fr, top) &&
+           (top || l->fr_stacktop == FPI_OFF_NONE || (int32_t)fpi_load_u32(fr, l->fr_stacktop) == f->stacktop) &&
            (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
            (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
            gen_state(l, fr, outside) == f->gen_state;
