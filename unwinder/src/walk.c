@@ -420,7 +420,7 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
 static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible,
                         int32_t unit)
 {
-    if (!visible || !pf->top || s->layout.fr_stacktop == FPI_OFF_NONE || pf->stacktop == FPI_STACKTOP_RUNNING ||
+    if (!pf->top || pf->stacktop == FPI_STACKTOP_RUNNING || !visible || s->layout.fr_stacktop == FPI_OFF_NONE ||
         fpi_call_site_ok(s->call_sites, ce, unit))
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
