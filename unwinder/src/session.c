@@ -79,6 +79,7 @@ void fp_session_free(fp_session *s)
     free(s->verify_buf);
     free(s->verify_at);
     fpi_walk_batch_free(s->batch);
+    fpi_rb_ahead_free(&s->rb_ahead);
     free(s->verify_iov);
     free(s->pf);
     free(s->ts_bufs);

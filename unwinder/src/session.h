@@ -12,6 +12,7 @@
 #include "frame_cache.h"
 #include "layout.h"
 #include "linetable.h"
+#include "readback_ahead.h"
 #include "typed_load.h"
 
 /* Limits on data read from the target. */
@@ -26,6 +27,7 @@
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
 #define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
+#define FPI_MAX_READ_AHEAD_BYTES (8u * 1024u * 1024u) /* the last sample's read-backs read again with a first read */
 #define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FPI_CODE_FINGERPRINT_WORDS 8
 #define FPI_MAX_CHECKED_BYTECODE (4u * 1024u * 1024u) /* bytecode bytes kept for the call-site check */
@@ -171,6 +173,7 @@ struct fp_session {
     struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
     size_t verify_at_cap;
     struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
+    fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;

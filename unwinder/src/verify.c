@@ -256,16 +256,29 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     return FP_OK;
 }
 
-/* Reads the n planned ranges into s->verify_buf (used bytes). */
+/* Reads the n planned ranges into s->verify_buf (used bytes), or takes
+ * them from the sample's first read when it read them ahead
+ * (readback_ahead.c). */
 static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id)
 {
     uint8_t *nb = fpi_grow(s->verify_buf, &s->verify_cap, used ? used : 1, 1, VERIFY_BUF_INITIAL);
     if (!nb)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes for the read-back of a walk", used);
     s->verify_buf = nb;
+    uint64_t calls = s->reads.calls;
+    bool clean = fpi_rb_ahead_clean(&s->rb_ahead, calls);
+    if (fpi_rb_ahead_take(&s->rb_ahead, s->verify_iov, n, nb, calls)) {
+        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, clean);
+        return FP_OK;
+    }
     for (size_t i = 0; i < n; i++)
         s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
     int rc = fpi_readv(s, s->verify_iov, n);
+    fpi_rb_ahead_read_done(&s->rb_ahead, calls, s->reads.calls);
+    if (rc == FP_OK)
+        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, clean);
+    else
+        fpi_rb_ahead_failed(&s->rb_ahead);
     if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM)
         return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)native_id);
     if (rc)
@@ -364,6 +377,7 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     for (size_t i = 0; i < count; i++) {
         const char *what = check(s, &ws[i], &us[i], s->verify_buf, &at[i]);
         if (what) {
+            fpi_rb_ahead_failed(&s->rb_ahead);
             *failed = i;
             return torn(s, &ws[i], what);
         }

@@ -1048,8 +1048,9 @@ static void prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stac
  * head and main thread id, and, speculating that the interpreter list
  * starts where it did in the last sample, that interpreter's words, the
  * thread states it had, and their newest chunks and _PyCFrames where they
- * were: a steady-state sample of one interpreter reads nothing more before
- * its read-backs.  Whatever the speculation got wrong is read again
+ * were, and, after all of that, the last sample's read-backs
+ * (readback_ahead.c): a steady-state sample of one interpreter makes no
+ * other read.  Whatever the speculation got wrong is read again
  * by the walk (read_interp, finish_thread_reads check the addresses).
  * Returns the number of thread states read with it (-1: the batch failed
  * and nothing of it may be used, the runtime words included). */
@@ -1066,9 +1067,16 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
     size_t reads;
     size_t n = plan_thread_reads(s, s->last_interp, k, 1, true, &reads);
     fp_iov *iov = n ? s->pf_iov : fixed;
-    if (n)
+    size_t ahead = 0;
+    if (n) {
         memcpy(iov, fixed, k * sizeof *iov); /* plan_thread_reads left k slots before the thread states */
-    if (fpi_readv(s, iov, k + reads) != FP_OK) {
+        /* The last sample's read-backs, after everything the walks copy. */
+        ahead = fpi_rb_ahead_append(&s->rb_ahead, &s->pf_iov, &s->pf_iov_cap, k + reads);
+        iov = s->pf_iov;
+    }
+    bool ok = fpi_readv(s, iov, k + reads + ahead) == FP_OK;
+    fpi_rb_ahead_after_first_read(&s->rb_ahead, ahead, ok, s->reads.calls);
+    if (!ok) {
         spec->addr = 0;
         s->npf = 0;
         return -1;
@@ -1139,6 +1147,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     s->cur_ts_cap = tcap;
     s->ncur_ts = 0;
     fpi_code_cache_begin_sample(&s->cc);
+    fpi_rb_ahead_begin_sample(&s->rb_ahead);
     if (s->frame_addrs_cap < s->opts.max_depth) {
         uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
         if (!na)

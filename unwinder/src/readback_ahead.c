@@ -1,0 +1,168 @@
+/* readback_ahead.c — the last sample's read-backs, taken again with the
+ * next sample's first read.
+ *
+ * A walk is proven by reading back, twice, everything it used (verify.c):
+ * the copy and its two read-backs were three reads, and the thread had
+ * all the time between them (the walk, the code lookups, two system
+ * calls) to change, which tore most samples of a target whose stack
+ * changes every microsecond or two.  In steady state a sample's
+ * read-backs cover the same ranges as the last sample's.  So the first
+ * read of a sample, after everything the walks copy, reads the last
+ * sample's read-backs again, in their order; a read-back whose ranges are
+ * exactly those and that nothing was read before (but the first read and
+ * read-backs taken from it or read as usual) takes their bytes instead of
+ * reading.  A process_vm_readv reads its ranges one after the other, so
+ * these bytes were read after the copy and in the read-backs' order: the
+ * checks of verify.c hold as they are, and the window between copy and
+ * read-backs shrinks to one system call.  A sample that reads anything
+ * else (a thread not read ahead, a code object, a retry) reads its
+ * read-backs as before.  The whole of a sample's steady state is one read.
+ *
+ * What a sample records is what the next may take: the read-backs made
+ * while it had read nothing else, up to the first that found a change. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grow.h"
+#include "readback_ahead.h"
+#include "session.h"
+
+#define RB_IOV_INITIAL 64u
+#define RB_REC_INITIAL 8u
+#define RB_BUF_INITIAL 65536u
+#define NO_FIRST_READ UINT64_MAX
+
+static void list_free(fpi_rb_list *l)
+{
+    free(l->iov);
+    free(l->rec);
+    memset(l, 0, sizeof *l);
+}
+
+void fpi_rb_ahead_free(fpi_readback_ahead *ra)
+{
+    list_free(&ra->seen);
+    list_free(&ra->ahead);
+    free(ra->buf);
+    memset(ra, 0, sizeof *ra);
+}
+
+void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra)
+{
+    fpi_rb_list t = ra->ahead;
+    ra->ahead = ra->seen;
+    ra->seen = t;
+    ra->seen.niov = ra->seen.nrec = ra->seen.bytes = 0;
+    ra->next = ra->next_byte = 0;
+    ra->ready = false;
+    ra->recording = true;
+    ra->clean_calls = NO_FIRST_READ;
+}
+
+size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fp_iov **iov, size_t *cap, size_t n)
+{
+    const fpi_rb_list *a = &ra->ahead;
+    if (a->niov == 0)
+        return 0;
+    uint8_t *nb = fpi_grow(ra->buf, &ra->buf_cap, a->bytes, 1, RB_BUF_INITIAL);
+    if (!nb)
+        return 0;
+    ra->buf = nb;
+    fp_iov *ni = fpi_grow(*iov, cap, n + a->niov, sizeof *ni, n + a->niov);
+    if (!ni)
+        return 0;
+    *iov = ni;
+    size_t off = 0;
+    for (size_t i = 0; i < a->niov; i++) {
+        ni[n + i] = (fp_iov){a->iov[i].addr, nb + off, a->iov[i].len};
+        off += a->iov[i].len;
+    }
+    return a->niov;
+}
+
+void fpi_rb_ahead_after_first_read(fpi_readback_ahead *ra, size_t appended, bool ok, uint64_t calls)
+{
+    ra->ready = ok && appended > 0;
+    ra->clean_calls = calls;
+}
+
+/* Appends the planned read-back iov[0, n) to the sample's record. */
+static void record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n)
+{
+    fpi_rb_list *l = &ra->seen;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += iov[i].len;
+    if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES) {
+        ra->recording = false; /* too much to read ahead: the next sample reads its own */
+        return;
+    }
+    fp_iov *ni = fpi_grow(l->iov, &l->iov_cap, l->niov + n, sizeof *ni, RB_IOV_INITIAL);
+    if (ni)
+        l->iov = ni;
+    fpi_rb_record *nr = ni ? fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL) : NULL;
+    if (!nr) {
+        ra->recording = false;
+        return;
+    }
+    l->rec = nr;
+    for (size_t i = 0; i < n; i++)
+        l->iov[l->niov + i] = (fp_iov){iov[i].addr, NULL, iov[i].len};
+    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, bytes};
+    l->niov += n;
+    l->bytes += bytes;
+}
+
+/* Were exactly the ranges iov[0, n) read ahead as the next record? */
+static bool matches(const fpi_readback_ahead *ra, const fp_iov *iov, size_t n)
+{
+    if (ra->next >= ra->ahead.nrec)
+        return false;
+    const fpi_rb_record *r = &ra->ahead.rec[ra->next];
+    if (r->count != n)
+        return false;
+    const fp_iov *a = ra->ahead.iov + r->first;
+    for (size_t i = 0; i < n; i++)
+        if (a[i].addr != iov[i].addr || a[i].len != iov[i].len)
+            return false;
+    return true;
+}
+
+bool fpi_rb_ahead_clean(const fpi_readback_ahead *ra, uint64_t calls)
+{
+    return calls == ra->clean_calls;
+}
+
+bool fpi_rb_ahead_take(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, uint8_t *dst, uint64_t calls)
+{
+    if (!fpi_rb_ahead_clean(ra, calls) || !ra->ready || !matches(ra, iov, n)) {
+        ra->ready = false; /* read from here on: what was read ahead is older than that read */
+        return false;
+    }
+    const uint8_t *src = ra->buf + ra->next_byte;
+    for (size_t i = 0; i < n; i++) {
+        memcpy(dst + (size_t)(uintptr_t)iov[i].buf, src, iov[i].len);
+        src += iov[i].len;
+    }
+    ra->next_byte += ra->ahead.rec[ra->next].bytes;
+    ra->next++;
+    return true;
+}
+
+void fpi_rb_ahead_read_done(fpi_readback_ahead *ra, uint64_t calls_before, uint64_t calls_after)
+{
+    if (calls_before == ra->clean_calls)
+        ra->clean_calls = calls_after; /* a read-back of its own: the sample is still clean */
+}
+
+void fpi_rb_ahead_note(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, bool clean)
+{
+    if (clean && ra->recording)
+        record(ra, iov, n);
+}
+
+void fpi_rb_ahead_failed(fpi_readback_ahead *ra)
+{
+    ra->recording = false;
+    ra->ready = false;
+}
