@@ -199,42 +199,55 @@ static void build_scene(const char *id, uint32_t max_depth, scene *sc, built *b)
     build(id, &sc->d, max_depth, b);
 }
 
+/* Runs `body` once per layout on a freshly built standard scene (unbuilt after). */
+typedef void (*scene_case)(size_t layout, const char *id, built *b);
+
+static void each_scene(scene_case body)
+{
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        scene sc;
+        built b;
+        build_scene(LAYOUTS[i], 0, &sc, &b);
+        body(i, LAYOUTS[i], &b);
+        unbuild(&b);
+    }
+}
+
 static const expect_frame EXPECT_T1[] = {
     {&CODE_A, 1, 2, false}, {&CODE_LATIN1, 1, 2, false}, {&CODE_GEN, 1, 2, true}, {&CODE_UCS2, 0, 0, false}};
 static const expect_frame EXPECT_T2[] = {
     {&CODE_UCS4, 1, 15, false}, {&CODE_A, 4, 10, false}, {&CODE_A, 3, 7, false}};
 
+static void round_trips_exactly(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    int rc = fp_session_sample(b->s, b->sm);
+    if (rc)
+        fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b->s));
+    fp_python_info py;
+    assert_int_equal(fp_session_python(b->s, &py), FP_OK);
+    assert_int_equal(py.free_threaded, strchr(id, 't') != NULL);
+    assert_int_equal(fp_sample_interp_count(b->sm), 1);
+    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    const fp_thread *m = fp_sample_thread(b->sm, 0);
+    assert_int_equal(m->native_id, 4242);
+    assert_int_equal(m->thread_id, 0x7f0000001000ull);
+    assert_true(m->main);
+    assert_false(fp_sample_thread(b->sm, 1)->main);
+    assert_int_equal(m->exception, FP_NO);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    /* A second sample through the warm cache gives the same answer. */
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    print_message("# %s: round trip exact (%s)\n", id, py.version);
+}
+
 static void test_layouts_round_trip(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        int rc = fp_session_sample(b.s, b.sm);
-        if (rc)
-            fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b.s));
-        fp_python_info py;
-        assert_int_equal(fp_session_python(b.s, &py), FP_OK);
-        assert_int_equal(py.free_threaded, strchr(id, 't') != NULL);
-        assert_int_equal(fp_sample_interp_count(b.sm), 1);
-        assert_int_equal(fp_sample_thread_count(b.sm), 2);
-        const fp_thread *m = fp_sample_thread(b.sm, 0);
-        assert_int_equal(m->native_id, 4242);
-        assert_int_equal(m->thread_id, 0x7f0000001000ull);
-        assert_true(m->main);
-        assert_false(fp_sample_thread(b.sm, 1)->main);
-        assert_int_equal(m->exception, FP_NO);
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        /* A second sample through the warm cache gives the same answer. */
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        print_message("# %s: round trip exact (%s)\n", id, py.version);
-        unbuild(&b);
-    }
+    each_scene(round_trips_exactly);
 }
 
 enum corruption {
@@ -530,38 +543,37 @@ static void test_corruptions(void **state)
 
 /* The walk reads ahead the thread states the previous sample saw; a thread
  * list that changes between samples must still be followed exactly. */
+static void follows_thread_list_changes(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t t0 = synth_thread_state_addr(b->img, 0), t1 = synth_thread_state_addr(b->img, 1), zero = 0;
+    uint8_t *next0 = synth_bytes(b->img, t0 + (uint64_t)l->ts_next, 8);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    memcpy(next0, &zero, 8); /* the second thread exits */
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    assert_int_equal(fp_sample_thread_count(b->sm), 1);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    memcpy(next0, &t1, 8); /* and comes back */
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    /* The head moves to the second thread, which now ends the list. */
+    uint64_t interp;
+    fp_target_desc td;
+    synth_target(b->img, &td);
+    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    memcpy(synth_bytes(b->img, interp + (uint64_t)l->interp_threads_head, 8), &t1, 8);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    assert_int_equal(fp_sample_thread_count(b->sm), 1);
+    check_thread(id, b->sm, 0, EXPECT_T2, 3);
+}
+
 static void test_thread_list_changes(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        const fpi_layout *l = synth_layout(b.img);
-        uint64_t t0 = synth_thread_state_addr(b.img, 0), t1 = synth_thread_state_addr(b.img, 1), zero = 0;
-        uint8_t *next0 = synth_bytes(b.img, t0 + (uint64_t)l->ts_next, 8);
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 2);
-        memcpy(next0, &zero, 8); /* the second thread exits */
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 1);
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        memcpy(next0, &t1, 8); /* and comes back */
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 2);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        /* The head moves to the second thread, which now ends the list. */
-        uint64_t interp;
-        fp_target_desc td;
-        synth_target(b.img, &td);
-        memcpy(&interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
-        memcpy(synth_bytes(b.img, interp + (uint64_t)l->interp_threads_head, 8), &t1, 8);
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 1);
-        check_thread(id, b.sm, 0, EXPECT_T2, 3);
-        unbuild(&b);
-    }
+    each_scene(follows_thread_list_changes);
 }
 
 /* A 3.15 image whose version says 3.16 (the runtime's _Py_DebugOffsets
@@ -636,91 +648,88 @@ static void move_instr(built *b, uint64_t frame, int units)
  * address alone (or on address and code object) fails this test; so does
  * taking a generator frame's bytes from the previous sample without the
  * read-back's check. */
+static void frames_reused_not_cached(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f2 = synth_frame_addr(b->img, 0, 2);
+    uint64_t f3 = synth_frame_addr(b->img, 0, 3);
+    expect_frame ex[4];
+    memcpy(ex, EXPECT_T1, sizeof ex);
+    for (int round = 0; round < 2; round++) { /* the second round hits the cache */
+        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+        check_thread(id, b->sm, 0, ex, 4);
+    }
+    /* The top frame moves to another instruction of the same code. */
+    move_instr(b, f0, -2);
+    ex[0] = (expect_frame){&CODE_A, 0, 0, false};
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    check_thread(id, b->sm, 0, ex, 4);
+    /* The same slot now runs another code object. */
+    memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8),
+           synth_bytes(b->img, f3 + (uint64_t)l->fr_executable, 8), 8);
+    memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_instr_ptr, 8),
+           synth_bytes(b->img, f3 + (uint64_t)l->fr_instr_ptr, 8), 8);
+    ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    check_thread(id, b->sm, 0, ex, 4);
+    /* The generator frame (outside the data stack) moved on. */
+    move_instr(b, f2, -2);
+    ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    check_thread(id, b->sm, 0, ex, 4);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
 static void test_frame_cache_aba(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        const fpi_layout *l = synth_layout(b.img);
-        uint64_t f0 = synth_frame_addr(b.img, 0, 0), f2 = synth_frame_addr(b.img, 0, 2);
-        uint64_t f3 = synth_frame_addr(b.img, 0, 3);
-        expect_frame ex[4];
-        memcpy(ex, EXPECT_T1, sizeof ex);
-        for (int round = 0; round < 2; round++) { /* the second round hits the cache */
-            assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-            check_thread(id, b.sm, 0, ex, 4);
-        }
-        /* The top frame moves to another instruction of the same code. */
-        move_instr(&b, f0, -2);
-        ex[0] = (expect_frame){&CODE_A, 0, 0, false};
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        check_thread(id, b.sm, 0, ex, 4);
-        /* The same slot now runs another code object. */
-        memcpy(synth_bytes(b.img, f0 + (uint64_t)l->fr_executable, 8),
-               synth_bytes(b.img, f3 + (uint64_t)l->fr_executable, 8), 8);
-        memcpy(synth_bytes(b.img, f0 + (uint64_t)l->fr_instr_ptr, 8),
-               synth_bytes(b.img, f3 + (uint64_t)l->fr_instr_ptr, 8), 8);
-        ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        check_thread(id, b.sm, 0, ex, 4);
-        /* The generator frame (outside the data stack) moved on. */
-        move_instr(&b, f2, -2);
-        ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        check_thread(id, b.sm, 0, ex, 4);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        unbuild(&b);
-    }
+    each_scene(frames_reused_not_cached);
 }
 
 /* A generator frame unlinked from its caller (previous NULL) ends the
  * walk: never a thread's whole stack (3.11: "ended at generator frame";
  * later versions: not an entry frame, or short of the base frame). */
+static void unlinked_generator_ends_walk(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t gen = synth_frame_addr(b->img, 0, 2), zero = 0;
+    memcpy(synth_bytes(b->img, gen + (uint64_t)l->fr_previous, 8), &zero, 8);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_E_INCOMPLETE);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    if (strcmp(id, "3.11") == 0)
+        assert_non_null(strstr(fp_session_errmsg(b->s), "ended at generator frame"));
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
 static void test_unlinked_generator(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        const fpi_layout *l = synth_layout(b.img);
-        uint64_t gen = synth_frame_addr(b.img, 0, 2), zero = 0;
-        memcpy(synth_bytes(b.img, gen + (uint64_t)l->fr_previous, 8), &zero, 8);
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_E_INCOMPLETE);
-        assert_int_equal(fp_sample_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
-        if (strcmp(id, "3.11") == 0)
-            assert_non_null(strstr(fp_session_errmsg(b.s), "ended at generator frame"));
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        unbuild(&b);
-    }
+    each_scene(unlinked_generator_ends_walk);
 }
 
 /* The __init__ cleanup shim sits under the __init__ frame it pushed at an
  * instruction that is no call (EXIT_INIT_CHECK): hidden, and not subject to
  * the call-site check (a parked or stopped target showed it rejected). */
+static void shim_skips_call_site_check(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t shim = synth_frame_addr(b->img, 1, 1), code, units;
+    memcpy(&code, synth_bytes(b->img, shim + (uint64_t)l->fr_executable, 8), 8);
+    code &= ~l->executable_tag_mask;
+    memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
+    memset(synth_bytes(b->img, code + (uint64_t)l->co_code_adaptive, (size_t)units * 2), 0, (size_t)units * 2);
+    if (fp_session_sample(b->s, b->sm))
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
 static void test_shim_not_checked(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        const fpi_layout *l = synth_layout(b.img);
-        uint64_t shim = synth_frame_addr(b.img, 1, 1), code, units;
-        memcpy(&code, synth_bytes(b.img, shim + (uint64_t)l->fr_executable, 8), 8);
-        code &= ~l->executable_tag_mask;
-        memcpy(&units, synth_bytes(b.img, code + (uint64_t)l->ob_size, 8), 8);
-        memset(synth_bytes(b.img, code + (uint64_t)l->co_code_adaptive, (size_t)units * 2), 0, (size_t)units * 2);
-        if (fp_session_sample(b.s, b.sm))
-            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        unbuild(&b);
-    }
+    each_scene(shim_skips_call_site_check);
 }
 
 /* A reader over a synthetic image that changes the image once, as a running
@@ -925,40 +934,38 @@ static const unsigned STEADY_READS[NLAYOUTS] = {1, 1, 1, 1, 1, 4, 1, 4};
 
 /* fp_session_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */
+static void read_stats_count_every_read(size_t layout, const char *id, built *b)
+{
+    counting_reader cr = {.inner = b->rd};
+    fp_reader counting = {&COUNTING_OPS, &cr};
+    reattach(b, &counting);
+    fp_read_stats st;
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_true(st.calls == 0 && st.bytes == 0 && st.torn == 0);
+    cr.calls = cr.bytes = 0;
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+        check_thread(id, b->sm, 0, EXPECT_T1, 4);
+        assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+        if (st.calls != cr.calls || st.bytes != cr.bytes)
+            fail_msg("%s: sample %d: counted %llu reads, %llu bytes; the reader saw %llu, %llu", id, k,
+                     (unsigned long long)st.calls, (unsigned long long)st.bytes, (unsigned long long)cr.calls,
+                     (unsigned long long)cr.bytes);
+    }
+    uint64_t before = st.calls;
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    if (st.calls - before != STEADY_READS[layout])
+        fail_msg("%s: a steady-state sample made %llu reads, expected %u", id,
+                 (unsigned long long)(st.calls - before), STEADY_READS[layout]);
+    assert_int_equal(st.torn, 0); /* nothing changed under any walk */
+    assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
+}
+
 static void test_read_stats(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        counting_reader cr = {.inner = b.rd};
-        fp_reader counting = {&COUNTING_OPS, &cr};
-        reattach(&b, &counting);
-        fp_read_stats st;
-        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-        assert_true(st.calls == 0 && st.bytes == 0 && st.torn == 0);
-        cr.calls = cr.bytes = 0;
-        for (int k = 0; k < 3; k++) {
-            assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-            check_thread(id, b.sm, 0, EXPECT_T1, 4);
-            assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-            if (st.calls != cr.calls || st.bytes != cr.bytes)
-                fail_msg("%s: sample %d: counted %llu reads, %llu bytes; the reader saw %llu, %llu", id, k,
-                         (unsigned long long)st.calls, (unsigned long long)st.bytes, (unsigned long long)cr.calls,
-                         (unsigned long long)cr.bytes);
-        }
-        uint64_t before = st.calls;
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-        if (st.calls - before != STEADY_READS[i])
-            fail_msg("%s: a steady-state sample made %llu reads, expected %u", id,
-                     (unsigned long long)(st.calls - before), STEADY_READS[i]);
-        assert_int_equal(st.torn, 0); /* nothing changed under any walk */
-        assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
-        unbuild(&b);
-    }
+    each_scene(read_stats_count_every_read);
 }
 
 /* The top frame of the first thread runs another function from now on. */
@@ -1027,37 +1034,35 @@ static void test_batched_read_back_torn(void **state)
  * so its chunk is read back a word longer.  Taken from the ranges read
  * ahead, every range after that chunk would be compared a word off, and
  * the walk torn for nothing (or, with no match required, worse). */
+static void moved_ranges_read_back(size_t layout, const char *id, built *b)
+{
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    const fpi_layout *l = synth_layout(b->img);
+    uint8_t *top = synth_bytes(b->img, synth_thread_state_addr(b->img, 0) + (uint64_t)l->ts_datastack_top, 8);
+    uint64_t v;
+    memcpy(&v, top, 8);
+    v += 8;
+    memcpy(top, &v, 8);
+    fp_read_stats st0, st;
+    assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+    if (fp_session_sample(b->s, b->sm))
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    if (st.torn != 0)
+        fail_msg("%s: %llu walks found torn; nothing changed during the sample", id,
+                 (unsigned long long)st.torn);
+    if (st.calls - st0.calls != STEADY_READS[layout] + 2)
+        fail_msg("%s: %llu reads, expected the steady state's %u and two read-backs of its own", id,
+                 (unsigned long long)(st.calls - st0.calls), STEADY_READS[layout]);
+}
+
 static void test_read_back_ahead_ranges_moved(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        for (int k = 0; k < 3; k++)
-            assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        const fpi_layout *l = synth_layout(b.img);
-        uint8_t *top = synth_bytes(b.img, synth_thread_state_addr(b.img, 0) + (uint64_t)l->ts_datastack_top, 8);
-        uint64_t v;
-        memcpy(&v, top, 8);
-        v += 8;
-        memcpy(top, &v, 8);
-        fp_read_stats st0, st;
-        assert_int_equal(fp_session_read_stats(b.s, &st0), FP_OK);
-        if (fp_session_sample(b.s, b.sm))
-            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-        if (st.torn != 0)
-            fail_msg("%s: %llu walks found torn; nothing changed during the sample", id,
-                     (unsigned long long)st.torn);
-        if (st.calls - st0.calls != STEADY_READS[i] + 2)
-            fail_msg("%s: %llu reads, expected the steady state's %u and two read-backs of its own", id,
-                     (unsigned long long)(st.calls - st0.calls), STEADY_READS[i]);
-        unbuild(&b);
-    }
+    each_scene(moved_ranges_read_back);
 }
 
 /* 3.13: the caller under the first thread's top returns between the copy
@@ -1146,54 +1151,53 @@ static void test_stopped_top_from_cache(void **state)
  * to frame 1 and right before those from frame 1 on.  Read after the whole
  * chunk (as before), a coroutine that had moved on to its next call was
  * read under the callee of its last one (ci/live generator_pingpong, 3.13). */
+static void read_back_in_chain_order(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t gen = synth_frame_addr(b->img, 0, 2), below = synth_frame_addr(b->img, 0, 3);
+    uint64_t above = synth_frame_addr(b->img, 0, 1), pre = fpi_outside_prefix(l);
+    read_log *lr = calloc(1, sizeof *lr);
+    assert_non_null(lr);
+    counting_reader cr = {.inner = b->rd, .log = lr};
+    fp_reader logging = {&COUNTING_OPS, &cr};
+    reattach(b, &logging);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    lr->n = 0;
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    /* Around each read of the generator frame, the nearest reads that are
+     * not of a whole frame (other frames outside the chunk, as an entry
+     * frame above it on 3.12+, may come between) are chunk bytes. */
+    uint64_t whole = pre + (uint64_t)l->fr_size;
+    unsigned in_order = 0;
+    for (size_t k = 0; k < lr->n; k++) {
+        if (lr->addr[k] != gen - pre || lr->len[k] != whole)
+            continue;
+        size_t kb = k, ka = k;
+        while (kb > 0 && lr->len[kb] == whole)
+            kb--;
+        while (ka + 1 < lr->n && lr->len[ka] == whole)
+            ka++;
+        bool before = lr->addr[kb] <= below && lr->addr[kb] + lr->len[kb] == above;
+        bool after = lr->addr[ka] == above;
+        if (!before || !after)
+            fail_msg("%s: the generator frame read between 0x%llx+%llu and 0x%llx+%llu, not between its caller's "
+                     "and its callee's chunk bytes",
+                     id, (unsigned long long)lr->addr[kb], (unsigned long long)lr->len[kb],
+                     (unsigned long long)lr->addr[ka], (unsigned long long)lr->len[ka]);
+        in_order++;
+    }
+    if (in_order != FPI_VERIFY_READS)
+        fail_msg("%s: the generator frame read back %u times in chain order, expected %u", id, in_order,
+                 FPI_VERIFY_READS);
+    free(lr);
+}
+
 static void test_read_back_in_chain_order(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        const fpi_layout *l = synth_layout(b.img);
-        uint64_t gen = synth_frame_addr(b.img, 0, 2), below = synth_frame_addr(b.img, 0, 3);
-        uint64_t above = synth_frame_addr(b.img, 0, 1), pre = fpi_outside_prefix(l);
-        read_log *lr = calloc(1, sizeof *lr);
-        assert_non_null(lr);
-        counting_reader cr = {.inner = b.rd, .log = lr};
-        fp_reader logging = {&COUNTING_OPS, &cr};
-        reattach(&b, &logging);
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        lr->n = 0;
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        /* Around each read of the generator frame, the nearest reads that are
-         * not of a whole frame (other frames outside the chunk, as an entry
-         * frame above it on 3.12+, may come between) are chunk bytes. */
-        uint64_t whole = pre + (uint64_t)l->fr_size;
-        unsigned in_order = 0;
-        for (size_t k = 0; k < lr->n; k++) {
-            if (lr->addr[k] != gen - pre || lr->len[k] != whole)
-                continue;
-            size_t kb = k, ka = k;
-            while (kb > 0 && lr->len[kb] == whole)
-                kb--;
-            while (ka + 1 < lr->n && lr->len[ka] == whole)
-                ka++;
-            bool before = lr->addr[kb] <= below && lr->addr[kb] + lr->len[kb] == above;
-            bool after = lr->addr[ka] == above;
-            if (!before || !after)
-                fail_msg("%s: the generator frame read between 0x%llx+%llu and 0x%llx+%llu, not between its caller's "
-                         "and its callee's chunk bytes",
-                         id, (unsigned long long)lr->addr[kb], (unsigned long long)lr->len[kb],
-                         (unsigned long long)lr->addr[ka], (unsigned long long)lr->len[ka]);
-            in_order++;
-        }
-        if (in_order != FPI_VERIFY_READS)
-            fail_msg("%s: the generator frame read back %u times in chain order, expected %u", id, in_order,
-                     FPI_VERIFY_READS);
-        unbuild(&b);
-        free(lr);
-    }
+    each_scene(read_back_in_chain_order);
 }
 
 /* The read fails, as a read of memory just unmapped does. */
@@ -1205,27 +1209,26 @@ static void read_fails(racing_reader *r)
 /* A batched read-back that cannot be read at all blames no thread: the
  * sample is walked again thread by thread and is whole (a regression: the
  * batch took the failure for the walk at index SIZE_MAX). */
+static void unreadable_batch_walked_again(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    racing_reader rr = racing_over(b, synth_frame_addr(b->img, 0, 0), read_fails);
+    fp_reader racing = {&RACING_OPS, &rr};
+    reattach(b, &racing);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK); /* the next one reads both threads ahead */
+    rr.armed = true;
+    rr.skip = 1; /* the copy reads the frame; the first read-back fails */
+    if (fp_session_sample(b->s, b->sm))
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    assert_false(rr.armed);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
 static void test_batched_read_back_unreadable(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < NLAYOUTS; i++) {
-        const char *id = LAYOUTS[i];
-        scene sc;
-        built b;
-        build_scene(id, 0, &sc, &b);
-        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 0, 0), read_fails);
-        fp_reader racing = {&RACING_OPS, &rr};
-        reattach(&b, &racing);
-        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK); /* the next one reads both threads ahead */
-        rr.armed = true;
-        rr.skip = 1; /* the copy reads the frame; the first read-back fails */
-        if (fp_session_sample(b.s, b.sm))
-            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
-        assert_false(rr.armed);
-        check_thread(id, b.sm, 0, EXPECT_T1, 4);
-        check_thread(id, b.sm, 1, EXPECT_T2, 3);
-        unbuild(&b);
-    }
+    each_scene(unreadable_batch_walked_again);
 }
 
 /* A reader that fails every read touching [lo, hi), as reads of memory
