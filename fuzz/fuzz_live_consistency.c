@@ -28,7 +28,10 @@
  *     survives.
  *
  * The frame cache is on or off (an input bit); the speculative first read
- * of step 2 and 3 reuses the addresses sample 1 and 2 saw.
+ * of step 2 and 3 reuses the addresses sample 1 and 2 saw.  Another bit
+ * takes step 1 twice: then the first read of step 2 also brings the read-
+ * backs of the sample before (readback_ahead.c), and the writes land among
+ * the copy and those read-backs inside that one read.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,6 +50,8 @@
 #define MAX_READ_GAP 4       /* reads between two scheduled writes: 0..3 */
 #define SPLIT_STEPS 32       /* a write inside a read lands at k/32 of its bytes */
 #define FINAL_SAMPLES 2
+#define FLAG_NO_FRAME_CACHE 1u
+#define FLAG_READ_BACKS_AHEAD 2u /* two still samples first: the moving one takes its read-backs ahead */
 #define MAX_SUSPENDED 8
 #define GENERATOR_MOVE 0x80u /* move kinds: a generator yields or resumes (3.12+) */
 #define YIELD 0x40u
@@ -436,7 +441,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_options o;
     fp_options_init(&o);
     o.max_depth = FZ_MAX_NAMED_DEPTH;
-    o.cache_frames = !(flags & 1);
+    o.cache_frames = !(flags & FLAG_NO_FRAME_CACHE);
     if (fp_session_new(&o, &s) || fp_sample_new(&sm))
         goto out;
     synth_reader(wd->img, &wd->inner);
@@ -455,9 +460,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    wd->nstates[t]);
     }
 
-    rc = fp_session_sample(s, sm);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
-    check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
+    for (int k = 0; k < ((flags & FLAG_READ_BACKS_AHEAD) ? 2 : 1); k++) {
+        rc = fp_session_sample(s, sm);
+        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+        check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
+    }
 
     wd->armed = true;
     rc = fp_session_sample(s, sm);
