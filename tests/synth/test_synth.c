@@ -253,7 +253,7 @@ static void test_layouts_round_trip(void **state)
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
-    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_COUNT
+    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_RESUME_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -264,7 +264,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a caller at BINARY_OP, which pushes no frame before 3.14",
     "a 3.11 caller at SEND, which reaches its callee through C",
     "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)",
-    "a 3.11-3.13 top frame that is not running (a stack depth, not -1)"};
+    "a 3.11-3.13 top frame that is not running (a stack depth, not -1)",
+    "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -455,6 +456,28 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, start + 2 * unit, 1) = SEND_3_11;
         return true;
     }
+    case C_RESUME_CALLER: {
+        /* 3.12+: a generator waits at YIELD_VALUE or RESUME under the one
+         * it delegates to (gen.throw()); a function's frame there has just
+         * been set up and has called nothing.  Frame 2, a function's, at
+         * such an instruction under its directly linked callee (ci/live
+         * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the
+         * chain before, still in the slot above). */
+        fp_python_info py;
+        if (fp_session_python(b->s, &py) != FP_OK)
+            return false;
+        const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
+        int op = -1;
+        for (int v = 0; set && v < 256 && op < 0; v++)
+            if (((set->gen_ops[v / 64] >> (v % 64)) & 1u) && set->caches[v] == 0)
+                op = v;
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
+        if (op < 0 || unit >= units)
+            return false;
+        *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
+        return true;
+    }
     case C_CLEARED_CALLER_3_13:
     case C_CLEARED_TOP_3_13: {
         /* 3.13 clears a returned frame's stack depth to 0 and leaves the
@@ -520,7 +543,7 @@ static void test_corruptions(void **state)
             if (c == C_CYCLE)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
             if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER ||
-                c == C_SEND_CALLER_3_11)
+                c == C_SEND_CALLER_3_11 || c == C_RESUME_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));

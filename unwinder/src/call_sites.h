@@ -13,9 +13,9 @@
  * newer than the tables: no check). */
 const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor);
 
-/* Can the frame of code `e` be suspended under a directly linked callee at
- * code unit `unit`?  True when it can, or when it cannot be told (no
- * bytecode kept, no table). */
-bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit);
+/* Can the frame of code `e` (a generator's or coroutine's frame, or not)
+ * be suspended under a directly linked callee at code unit `unit`?  True
+ * when it can, or when it cannot be told (no bytecode kept, no table). */
+bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator);
 
 #endif

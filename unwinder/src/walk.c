@@ -421,7 +421,7 @@ static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_co
                         int32_t unit)
 {
     if (!pf->top || pf->stacktop == FPI_STACKTOP_RUNNING || !visible || s->layout.fr_stacktop == FPI_OFF_NONE ||
-        fpi_call_site_ok(s->call_sites, ce, unit))
+        fpi_call_site_ok(s->call_sites, ce, unit, pf->generator))
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s), the top, is not running (stack depth %d) and not at a call: it has "
@@ -482,7 +482,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool visible = pf->generator || unit >= ce->firsttraceable;
         if ((rc = top_must_run(s, pf, ce, visible, unit)))
             return rc;
-        if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit))
+        if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit, pf->generator))
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
