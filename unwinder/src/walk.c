@@ -747,9 +747,15 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
-        if (attempt == FP_PAUSE_TORN_AFTER && rc == FP_E_INCOMPLETE && s->opts.pause_torn && s->pid > 0 &&
-            walk_thread_paused(s, sm, ii, link, ts, nthreads, nframes, next, &rc))
-            break;
+        /* Stopped, the thread is one instant; a walk that still fails
+         * stopped it in the middle of an update (a frame or a chunk being
+         * pushed or popped): it runs on a little, and is stopped again. */
+        if (attempt >= FP_PAUSE_TORN_AFTER && rc == FP_E_INCOMPLETE && s->opts.pause_torn && s->pid > 0 &&
+            walk_thread_paused(s, sm, ii, link, ts, nthreads, nframes, next, &rc)) {
+            if (rc != FP_E_INCOMPLETE)
+                break;
+            continue;
+        }
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh: the prefetched copy is what failed. */

@@ -84,9 +84,11 @@ typedef struct fp_options {
                                 correct by construction, at the cost of pausing the target (default false) */
     /* A live thread whose walk is torn FP_PAUSE_TORN_AFTER times in a row
      * is stopped alone (ptrace), walked once more with every check, and
-     * resumed, instead of being retried until it is reported torn: few
-     * samples rejected, at the cost of pausing that thread now and then
-     * (fp_read_stats.paused counts it).  Writes nothing into the target;
+     * resumed, instead of being retried until it is reported torn; a walk
+     * that fails stopped (the thread stopped in mid-update) is done again
+     * the same way, within the thread's attempts: few samples rejected,
+     * at the cost of pausing that thread now and then (fp_read_stats.paused
+     * counts it).  Writes nothing into the target;
      * a thread that cannot be stopped (another tracer, not permitted) is
      * retried as without it.  Default false. */
     bool pause_torn;
