@@ -8,10 +8,11 @@
  * changes every microsecond or two.  In steady state a sample's
  * read-backs cover the same ranges as the last sample's.  So the first
  * read of a sample, after everything the walks copy, reads the last
- * sample's read-backs again, in their order; a read-back whose ranges are
- * exactly those and that nothing was read before (but the first read and
- * read-backs taken from it or read as usual) takes their bytes instead of
- * reading.  A process_vm_readv reads its ranges one after the other, so
+ * sample's read-backs again, in their order, into buffers laid out as the
+ * read-backs lay out theirs; a read-back whose ranges are exactly those
+ * and that nothing was read before (but the first read and read-backs
+ * taken from it or read as usual) is checked on those bytes in place
+ * instead of reading.  A process_vm_readv reads its ranges one after the other, so
  * these bytes were read after the copy and in the read-backs' order: the
  * checks of verify.c hold as they are, and the window between copy and
  * read-backs shrinks to one system call.  A sample that reads anything
@@ -52,7 +53,7 @@ void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra)
     fpi_rb_list t = ra->ahead;
     ra->ahead = ra->seen;
     ra->seen = t;
-    ra->seen.niov = ra->seen.nrec = ra->seen.bytes = 0;
+    ra->seen.niov = ra->seen.nrec = ra->seen.bytes = ra->seen.spans = 0;
     ra->next = ra->next_byte = 0;
     ra->ready = false;
     ra->recording = true;
@@ -64,7 +65,7 @@ size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fp_iov **iov, size_t *cap, si
     const fpi_rb_list *a = &ra->ahead;
     if (a->niov == 0)
         return 0;
-    uint8_t *nb = fpi_grow(ra->buf, &ra->buf_cap, a->bytes, 1, RB_BUF_INITIAL);
+    uint8_t *nb = fpi_grow(ra->buf, &ra->buf_cap, a->spans, 1, RB_BUF_INITIAL);
     if (!nb)
         return 0;
     ra->buf = nb;
@@ -72,10 +73,12 @@ size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fp_iov **iov, size_t *cap, si
     if (!ni)
         return 0;
     *iov = ni;
-    size_t off = 0;
-    for (size_t i = 0; i < a->niov; i++) {
-        ni[n + i] = (fp_iov){a->iov[i].addr, nb + off, a->iov[i].len};
-        off += a->iov[i].len;
+    size_t base = 0;
+    for (size_t r = 0; r < a->nrec; r++) {
+        const fpi_rb_record *rec = &a->rec[r];
+        for (size_t i = rec->first; i < rec->first + rec->count; i++)
+            ni[n + i] = (fp_iov){a->iov[i].addr, nb + base + (size_t)(uintptr_t)a->iov[i].buf, a->iov[i].len};
+        base += rec->span;
     }
     return a->niov;
 }
@@ -86,14 +89,15 @@ void fpi_rb_ahead_after_first_read(fpi_readback_ahead *ra, size_t appended, bool
     ra->clean_calls = calls;
 }
 
-/* Appends the planned read-back iov[0, n) to the sample's record. */
-static void record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n)
+/* Appends the planned read-back iov[0, n) (buf: pointers into `base`, or
+ * offsets when base is NULL) to the sample's record. */
+static void record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span, const uint8_t *base)
 {
     fpi_rb_list *l = &ra->seen;
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++)
         bytes += iov[i].len;
-    if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES) {
+    if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES || l->spans + span > FPI_MAX_READ_AHEAD_BYTES) {
         ra->recording = false; /* too much to read ahead: the next sample reads its own */
         return;
     }
@@ -106,24 +110,28 @@ static void record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n)
         return;
     }
     l->rec = nr;
-    for (size_t i = 0; i < n; i++)
-        l->iov[l->niov + i] = (fp_iov){iov[i].addr, NULL, iov[i].len};
-    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, bytes};
+    for (size_t i = 0; i < n; i++) {
+        size_t off = base ? (size_t)((const uint8_t *)iov[i].buf - base) : (size_t)(uintptr_t)iov[i].buf;
+        l->iov[l->niov + i] = (fp_iov){iov[i].addr, (void *)(uintptr_t)off, iov[i].len};
+    }
+    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, span};
     l->niov += n;
     l->bytes += bytes;
+    l->spans += span;
 }
 
-/* Were exactly the ranges iov[0, n) read ahead as the next record? */
-static bool matches(const fpi_readback_ahead *ra, const fp_iov *iov, size_t n)
+/* Were exactly the ranges iov[0, n) read ahead as the next record, laid
+ * out alike? */
+static bool matches(const fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span)
 {
     if (ra->next >= ra->ahead.nrec)
         return false;
     const fpi_rb_record *r = &ra->ahead.rec[ra->next];
-    if (r->count != n)
+    if (r->count != n || r->span != span)
         return false;
     const fp_iov *a = ra->ahead.iov + r->first;
     for (size_t i = 0; i < n; i++)
-        if (a[i].addr != iov[i].addr || a[i].len != iov[i].len)
+        if (a[i].addr != iov[i].addr || a[i].len != iov[i].len || a[i].buf != iov[i].buf)
             return false;
     return true;
 }
@@ -133,20 +141,16 @@ bool fpi_rb_ahead_clean(const fpi_readback_ahead *ra, uint64_t calls)
     return calls == ra->clean_calls;
 }
 
-bool fpi_rb_ahead_take(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, uint8_t *dst, uint64_t calls)
+const uint8_t *fpi_rb_ahead_take(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span, uint64_t calls)
 {
-    if (!fpi_rb_ahead_clean(ra, calls) || !ra->ready || !matches(ra, iov, n)) {
+    if (!fpi_rb_ahead_clean(ra, calls) || !ra->ready || !matches(ra, iov, n, span)) {
         ra->ready = false; /* read from here on: what was read ahead is older than that read */
-        return false;
+        return NULL;
     }
-    const uint8_t *src = ra->buf + ra->next_byte;
-    for (size_t i = 0; i < n; i++) {
-        memcpy(dst + (size_t)(uintptr_t)iov[i].buf, src, iov[i].len);
-        src += iov[i].len;
-    }
-    ra->next_byte += ra->ahead.rec[ra->next].bytes;
+    const uint8_t *got = ra->buf + ra->next_byte;
+    ra->next_byte += span;
     ra->next++;
-    return true;
+    return got;
 }
 
 void fpi_rb_ahead_read_done(fpi_readback_ahead *ra, uint64_t calls_before, uint64_t calls_after)
@@ -155,10 +159,11 @@ void fpi_rb_ahead_read_done(fpi_readback_ahead *ra, uint64_t calls_before, uint6
         ra->clean_calls = calls_after; /* a read-back of its own: the sample is still clean */
 }
 
-void fpi_rb_ahead_note(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, bool clean)
+void fpi_rb_ahead_note(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span, const uint8_t *base,
+                       bool clean)
 {
     if (clean && ra->recording)
-        record(ra, iov, n);
+        record(ra, iov, n, span, base);
 }
 
 void fpi_rb_ahead_failed(fpi_readback_ahead *ra)

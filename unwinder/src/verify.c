@@ -256,29 +256,32 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     return FP_OK;
 }
 
-/* Reads the n planned ranges into s->verify_buf (used bytes), or takes
- * them from the sample's first read when it read them ahead
- * (readback_ahead.c). */
-static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id)
+/* Reads the n planned ranges (buf: offsets) into s->verify_buf (used
+ * bytes), or finds them read with the sample's first read, laid out alike
+ * (readback_ahead.c); *out is where they are. */
+static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id, const uint8_t **out)
 {
+    uint64_t calls = s->reads.calls;
+    bool clean = fpi_rb_ahead_clean(&s->rb_ahead, calls);
+    const uint8_t *ahead = fpi_rb_ahead_take(&s->rb_ahead, s->verify_iov, n, used, calls);
+    if (ahead) {
+        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, used, NULL, clean);
+        *out = ahead;
+        return FP_OK;
+    }
     uint8_t *nb = fpi_grow(s->verify_buf, &s->verify_cap, used ? used : 1, 1, VERIFY_BUF_INITIAL);
     if (!nb)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes for the read-back of a walk", used);
     s->verify_buf = nb;
-    uint64_t calls = s->reads.calls;
-    bool clean = fpi_rb_ahead_clean(&s->rb_ahead, calls);
-    if (fpi_rb_ahead_take(&s->rb_ahead, s->verify_iov, n, nb, calls)) {
-        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, clean);
-        return FP_OK;
-    }
     for (size_t i = 0; i < n; i++)
         s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
     int rc = fpi_readv(s, s->verify_iov, n);
     fpi_rb_ahead_read_done(&s->rb_ahead, calls, s->reads.calls);
     if (rc == FP_OK)
-        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, clean);
+        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, used, nb, clean);
     else
         fpi_rb_ahead_failed(&s->rb_ahead);
+    *out = nb;
     if (rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION || rc == FP_E_NOMEM)
         return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)native_id);
     if (rc)
@@ -367,15 +370,16 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     for (size_t i = 0; !rc && i < ncode; i++)
         if (!(rc = add_iov(s, &n, fpi_code_confirm_addr(s, i), used, hlen)))
             used += hlen;
+    const uint8_t *nb = NULL;
     if (!rc)
-        rc = read_planned(s, n, used, count ? ws[0].native_id : 0);
-    fpi_code_confirm_finish(s, ncode, rc ? NULL : s->verify_buf + code_at);
+        rc = read_planned(s, n, used, count ? ws[0].native_id : 0, &nb);
+    fpi_code_confirm_finish(s, ncode, rc ? NULL : nb + code_at);
     if (rc) {
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
         return rc;
     }
     for (size_t i = 0; i < count; i++) {
-        const char *what = check(s, &ws[i], &us[i], s->verify_buf, &at[i]);
+        const char *what = check(s, &ws[i], &us[i], nb, &at[i]);
         if (what) {
             fpi_rb_ahead_failed(&s->rb_ahead);
             *failed = i;
@@ -384,6 +388,6 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     }
     for (size_t i = 0; i < count; i++)
         if (ws[i].last)
-            note_outside_frames(s, &us[i], s->verify_buf, &at[i]);
+            note_outside_frames(s, &us[i], nb, &at[i]);
     return FP_OK;
 }
