@@ -1219,7 +1219,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                 return fpi_err(&s->err, FP_E_LIMIT, "thread list: more than %u threads in interpreter %lld (or a cycle)",
                               s->opts.max_threads, (long long)ii.id);
             uint64_t next = 0;
-            size_t before = sm->nthreads;
+            size_t before = sm->nthreads, frames_before = sm->nframes;
             size_t k = nthreads - 1;
             const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = fpi_remember_thread(s, interp, ts)))
@@ -1233,6 +1233,21 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                 if (sm->nthreads == before) { /* the thread list itself is broken */
                     fpi_errbuf why = s->err;
                     return fpi_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
+                }
+                /* The link that led to the thread leads elsewhere now: the
+                 * thread left the list while it was read (it exited), or a
+                 * thread started in front of it.  It is not waited for: the
+                 * walk goes on from what the link holds now, which reaches
+                 * it again if it is still listed (ci/live thread_churn: a
+                 * worker exiting under the walk rejected the sample). */
+                uint64_t now = 0;
+                if (rc != FP_E_LIMIT && fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts) {
+                    sm->nthreads = before;
+                    sm->nframes = frames_before;
+                    sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
+                    s->ncur_ts--; /* fpi_remember_thread's: it may be reached again */
+                    ts = now;
+                    continue;
                 }
                 if (result == FP_OK) {
                     result = rc == FP_E_LIMIT ? FP_E_LIMIT : FP_E_INCOMPLETE;
