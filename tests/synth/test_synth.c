@@ -856,18 +856,25 @@ static void apply_all(built *b, const synth_write *w, size_t n)
         synth_apply(b->img, &w[i]);
 }
 
+/* The threads' scene: the main thread (native id 4242, one frame) and
+ * another (4243, two frames). */
+static void build_lifecycle(const char *id, built *b)
+{
+    synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+    synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
+    synth_thread th[] = {{4242, 0x7f0000001000ull, true, main_frames, 1},
+                         {4243, 0x7f0000002000ull, false, other_frames, 2}};
+    synth_desc d = {th, 2, NULL, 0};
+    build(id, &d, 0, b);
+}
+
 static void test_thread_exit_and_start(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
-        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
-        synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
-        synth_thread th[] = {{4242, 0x7f0000001000ull, true, main_frames, 1},
-                             {4243, 0x7f0000002000ull, false, other_frames, 2}};
-        synth_desc d = {th, 2, NULL, 0};
         built b;
-        build(id, &d, 0, &b);
+        build_lifecycle(id, &b);
         synth_write w[MAX_LIFECYCLE_WRITES];
         size_t n = 0;
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
@@ -925,13 +932,8 @@ static void test_thread_exits_during_walk(void **state)
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
         for (int warm = 0; warm < 3; warm += 2) {
-            synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
-            synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
-            synth_thread th[] = {{4242, 0x7f0000001000ull, true, main_frames, 1},
-                                 {4243, 0x7f0000002000ull, false, other_frames, 2}};
-            synth_desc d = {th, 2, NULL, 0};
             built b;
-            build(id, &d, 0, &b);
+            build_lifecycle(id, &b);
             exiting_reader er = {.rr = racing_over(&b, synth_frame_addr(b.img, 1, 0), thread_exits)};
             assert_int_equal(synth_plan_thread_exit(b.img, 1, er.w, MAX_LIFECYCLE_WRITES, &er.n), 0);
             fp_reader racing = {&RACING_OPS, &er.rr};
