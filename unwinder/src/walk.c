@@ -1214,12 +1214,14 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         }
         uint64_t ts = ii.threads_head, link = interp + (uint64_t)l->interp_threads_head;
         uint32_t nthreads = 0;
+        unsigned restarts = 0;
+        size_t threads0 = sm->nthreads, frames0 = sm->nframes, memo0 = s->ncur_ts;
         while (ts) {
             if (++nthreads > s->opts.max_threads)
                 return fpi_err(&s->err, FP_E_LIMIT, "thread list: more than %u threads in interpreter %lld (or a cycle)",
                               s->opts.max_threads, (long long)ii.id);
             uint64_t next = 0;
-            size_t before = sm->nthreads, frames_before = sm->nframes;
+            size_t before = sm->nthreads;
             size_t k = nthreads - 1;
             const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = fpi_remember_thread(s, interp, ts)))
@@ -1235,18 +1237,28 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     return fpi_err(&s->err, FP_E_INCOMPLETE, "incomplete sample: %s", why.msg);
                 }
                 /* The link that led to the thread leads elsewhere now: the
-                 * thread left the list while it was read (it exited), or a
-                 * thread started in front of it.  It is not waited for: the
-                 * walk goes on from what the link holds now, which reaches
-                 * it again if it is still listed (ci/live thread_churn: a
-                 * worker exiting under the walk rejected the sample). */
-                uint64_t now = 0;
-                if (rc != FP_E_LIMIT && fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts) {
-                    sm->nthreads = before;
-                    sm->nframes = frames_before;
-                    sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
-                    s->ncur_ts--; /* fpi_remember_thread's: it may be reached again */
-                    ts = now;
+                 * thread left the list while it was read (it exited), or
+                 * the thread state holding the link did, or a thread
+                 * started in front of it.  Which one, the link cannot say
+                 * (a state freed and set up again for a new thread holds
+                 * an empty link: followed, it cut the list short and lost
+                 * the main thread, ci/live thread_churn on debug builds).
+                 * The interpreter's threads are walked again from its list
+                 * head as it is now, a bounded number of times, rather than
+                 * rejecting the sample for a thread that exited under the
+                 * walk (which thread_churn did for every exit). */
+                uint64_t now = 0, head = 0;
+                if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS &&
+                    fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts &&
+                    fpi_read(s, interp + (uint64_t)l->interp_threads_head, &head, sizeof head) == FP_OK) {
+                    restarts++;
+                    sm->nthreads = threads0;
+                    sm->nframes = frames0;
+                    sm->interps[interp_index].thread_count = 0;
+                    s->ncur_ts = memo0;
+                    nthreads = 0;
+                    link = interp + (uint64_t)l->interp_threads_head;
+                    ts = head;
                     continue;
                 }
                 if (result == FP_OK) {
