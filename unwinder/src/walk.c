@@ -1216,6 +1216,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         uint32_t nthreads = 0;
         unsigned restarts = 0;
         size_t threads0 = sm->nthreads, frames0 = sm->nframes, memo0 = s->ncur_ts;
+        int result0 = result; /* a restart walks this interpreter's failed threads again too */
+        fpi_errbuf err0 = first_err;
         while (ts) {
             if (++nthreads > s->opts.max_threads)
                 return fpi_err(&s->err, FP_E_LIMIT, "thread list: more than %u threads in interpreter %lld (or a cycle)",
@@ -1256,6 +1258,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     sm->nframes = frames0;
                     sm->interps[interp_index].thread_count = 0;
                     s->ncur_ts = memo0;
+                    result = result0;
+                    first_err = err0;
                     nthreads = 0;
                     link = interp + (uint64_t)l->interp_threads_head;
                     ts = head;
