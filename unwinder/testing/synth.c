@@ -921,9 +921,22 @@ static uint64_t list_link(const synth_image *im, size_t p)
                   : im->ts_addrs[im->list[p - 1]] + (uint64_t)im->l.ts_next;
 }
 
-int synth_plan_thread_exit(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
+/* The words of a thread state the walker reads (next, ids, data stack,
+ * top), each set to `word`. */
+static int fill_state_words(const synth_image *im, uint64_t ts, uint64_t word, synth_write *out, size_t cap,
+                            size_t *nout)
 {
     const fpi_layout *l = &im->l;
+    int32_t words[] = {l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_top,
+                       l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (add_write(out, cap, nout, ts + (uint64_t)words[i], word, 8, false))
+            return -1;
+    return 0;
+}
+
+int synth_plan_thread_exit(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
+{
     size_t p = 0;
     while (p < im->nlist && im->list[p] != t)
         p++;
@@ -934,15 +947,11 @@ int synth_plan_thread_exit(synth_image *im, size_t t, synth_write *out, size_t c
         return fail(im, "the main thread does not exit while others run");
     uint64_t after = p + 1 < im->nlist ? im->ts_addrs[im->list[p + 1]] : 0;
     /* Unlinked (tstate_delete_common), then freed: the debug allocator's
-     * dead bytes where the walker looks (next, ids, data stack, top). */
-    int32_t freed[] = {l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_top,
-                       l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe};
+     * dead bytes where the walker looks. */
     size_t start = *nout;
-    if (add_write(out, cap, nout, list_link(im, p), after, 8, true))
+    if (add_write(out, cap, nout, list_link(im, p), after, 8, true) ||
+        fill_state_words(im, ts, SYNTH_FREED_WORD, out, cap, nout))
         goto full;
-    for (size_t i = 0; i < sizeof freed / sizeof freed[0]; i++)
-        if (add_write(out, cap, nout, ts + (uint64_t)freed[i], SYNTH_FREED_WORD, 8, false))
-            goto full;
     memmove(im->list + p, im->list + p + 1, (im->nlist - p - 1) * sizeof *im->list);
     im->nlist--;
     im->books[t].exited = true;
@@ -963,10 +972,13 @@ int synth_plan_thread_start(synth_image *im, size_t t, uint64_t native_id, uint6
     uint64_t ts = im->ts_addrs[t];
     uint64_t head = im->nlist ? im->ts_addrs[im->list[0]] : 0;
     size_t start = *nout;
-    /* The new thread state, set up with no frame yet, then linked at the
-     * head (new_threadstate: init, then add_threadstate). */
+    /* The new thread state: allocated zeroed (alloc_threadstate's calloc,
+     * on every build), set up with no frame yet, then linked at the head
+     * (new_threadstate: init, then add_threadstate).  A stale link into it
+     * meets an empty next link while it is set up. */
     uint64_t top_word = ts + (uint64_t)l->ts_current_frame;
-    if (add_write(out, cap, nout, ts + (uint64_t)l->ts_native_thread_id, native_id, 8, false) ||
+    if (fill_state_words(im, ts, 0, out, cap, nout) ||
+        add_write(out, cap, nout, ts + (uint64_t)l->ts_native_thread_id, native_id, 8, false) ||
         add_write(out, cap, nout, ts + (uint64_t)l->ts_thread_id, thread_id, 8, false) ||
         add_write(out, cap, nout, ts + (uint64_t)l->ts_datastack_top, b->first_slot, 8, false))
         goto full;

@@ -107,8 +107,9 @@ int synth_plan_resume(synth_image *img, size_t t, size_t which, synth_write *out
  * freed state the walker reads with SYNTH_FREED_WORD (a debug build's dead
  * bytes); not the main thread.  synth_plan_thread_start reuses an exited
  * thread's state for a new thread (the allocator hands the same memory
- * back): its ids, an empty stack, then linked at the list's head (the
- * visible change).  Moves of an exited thread are refused. */
+ * back, zeroed: those words are 0 first): its ids, an empty stack, then
+ * linked at the list's head (the visible change).  Moves of an exited
+ * thread are refused. */
 #define SYNTH_FREED_WORD 0xDDDDDDDDDDDDDDDDull
 int synth_plan_thread_exit(synth_image *img, size_t t, synth_write *out, size_t cap, size_t *nout);
 int synth_plan_thread_start(synth_image *img, size_t t, uint64_t native_id, uint64_t thread_id, synth_write *out,
