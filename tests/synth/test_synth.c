@@ -148,6 +148,14 @@ static void check_thread(const char *id, const fp_sample *sm, size_t ti, const e
     }
 }
 
+/* Takes a sample of the scene, which must succeed, and checks thread ti. */
+static void sample_is(const char *id, built *b, size_t ti, const expect_frame *ex, size_t nex)
+{
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, ti, ex, nex);
+}
+
 typedef struct scene {
     synth_frame t1[4], t2[4];
     synth_thread th[2];
@@ -238,8 +246,7 @@ static void round_trips_exactly(size_t layout, const char *id, built *b)
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     /* A second sample through the warm cache gives the same answer. */
-    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    sample_is(id, b, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     print_message("# %s: round trip exact (%s)\n", id, py.version);
 }
@@ -680,27 +687,23 @@ static void frames_reused_not_cached(size_t layout, const char *id, built *b)
     expect_frame ex[4];
     memcpy(ex, EXPECT_T1, sizeof ex);
     for (int round = 0; round < 2; round++) { /* the second round hits the cache */
-        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-        check_thread(id, b->sm, 0, ex, 4);
+        sample_is(id, b, 0, ex, 4);
     }
     /* The top frame moves to another instruction of the same code. */
     move_instr(b, f0, -2);
     ex[0] = (expect_frame){&CODE_A, 0, 0, false};
-    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    check_thread(id, b->sm, 0, ex, 4);
+    sample_is(id, b, 0, ex, 4);
     /* The same slot now runs another code object. */
     memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8),
            synth_bytes(b->img, f3 + (uint64_t)l->fr_executable, 8), 8);
     memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_instr_ptr, 8),
            synth_bytes(b->img, f3 + (uint64_t)l->fr_instr_ptr, 8), 8);
     ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
-    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    check_thread(id, b->sm, 0, ex, 4);
+    sample_is(id, b, 0, ex, 4);
     /* The generator frame (outside the data stack) moved on. */
     move_instr(b, f2, -2);
     ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
-    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    check_thread(id, b->sm, 0, ex, 4);
+    sample_is(id, b, 0, ex, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
 }
 
@@ -1037,8 +1040,7 @@ static void read_stats_count_every_read(size_t layout, const char *id, built *b)
     assert_true(st.calls == 0 && st.bytes == 0 && st.torn == 0);
     cr.calls = cr.bytes = 0;
     for (int k = 0; k < 3; k++) {
-        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-        check_thread(id, b->sm, 0, EXPECT_T1, 4);
+        sample_is(id, b, 0, EXPECT_T1, 4);
         assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
         if (st.calls != cr.calls || st.bytes != cr.bytes)
             fail_msg("%s: sample %d: counted %llu reads, %llu bytes; the reader saw %llu, %llu", id, k,
@@ -1095,8 +1097,7 @@ static void test_batched_read_back_torn(void **state)
             fp_read_stats st, st0;
             for (int k = 0; k < warm; k++) { /* the next one reads both threads ahead */
                 assert_int_equal(fp_session_read_stats(b.s, &st0), FP_OK);
-                assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-                check_thread(id, b.sm, 0, EXPECT_T1, 4);
+                sample_is(id, &b, 0, EXPECT_T1, 4);
             }
             assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
             if (warm == 3 && STEADY_READS[i] == 1 && st.calls - st0.calls != 1)
@@ -1257,8 +1258,7 @@ static void read_back_in_chain_order(size_t layout, const char *id, built *b)
     reattach(b, &logging);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
     lr->n = 0;
-    assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    sample_is(id, b, 0, EXPECT_T1, 4);
     /* Around each read of the generator frame, the nearest reads that are
      * not of a whole frame (other frames outside the chunk, as an entry
      * frame above it on 3.12+, may come between) are chunk bytes. */
