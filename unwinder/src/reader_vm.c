@@ -1,6 +1,8 @@
 /* reader_vm.c — live-process backend over process_vm_readv, with batched
- * iovecs so a walk costs few system calls. */
+ * iovecs so a walk costs few system calls, and close ranges read as one
+ * remote range so each call costs the kernel few mapping lookups. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/uio.h>
@@ -8,12 +10,12 @@
 #include "frameproof/frameproof.h"
 #include "fp_error.h"
 #include "proc_state.h"
-
-/* The kernel's limit on iovecs per call. */
-#define VM_IOV_BATCH 1024
+#include "reader_vm.h"
 
 typedef struct vm_ctx {
     int pid;
+    uint8_t scratch[FPI_VM_MERGE_GAP]; /* the bytes between merged ranges */
+    fpi_vm_plan plan;                  /* the vectors of one call */
 } vm_ctx;
 
 static int vm_fail(vm_ctx *c, int err)
@@ -40,39 +42,56 @@ static int vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return FP_OK;
 }
 
+void fpi_vm_plan_batch(const fp_iov *iov, size_t n, size_t first, void *scratch, fpi_vm_plan *p)
+{
+    p->nremote = p->nlocal = p->bytes = 0;
+    uint64_t end = 0; /* end of the last remote range */
+    size_t i = first;
+    for (; i < n; i++) {
+        const fp_iov *v = &iov[i];
+        uint64_t stop = v->addr + v->len;
+        bool join = p->nremote > 0 && stop >= v->addr && v->addr >= end && v->addr - end <= FPI_VM_MERGE_GAP;
+        size_t gap = join ? (size_t)(v->addr - end) : 0;
+        if (p->nlocal + (gap ? 2u : 1u) > FPI_VM_IOV_MAX || (!join && p->nremote == FPI_VM_IOV_MAX))
+            break;
+        if (join) {
+            if (gap) {
+                p->local[p->nlocal++] = (struct iovec){scratch, gap};
+                p->remote[p->nremote - 1].iov_len += gap;
+            }
+            p->remote[p->nremote - 1].iov_len += v->len;
+        } else {
+            p->group_first[p->nremote] = i;
+            p->remote[p->nremote++] = (struct iovec){(void *)(uintptr_t)v->addr, v->len};
+        }
+        p->local[p->nlocal++] = (struct iovec){v->buf, v->len};
+        p->bytes += gap + v->len;
+        end = stop;
+    }
+    p->end = i;
+}
+
 static int vm_readv(void *ctx, const fp_iov *iov, size_t n)
 {
     vm_ctx *c = ctx;
-    struct iovec local[VM_IOV_BATCH], remote[VM_IOV_BATCH];
-    size_t done = 0;
-    while (done < n) {
-        size_t batch = n - done < VM_IOV_BATCH ? n - done : VM_IOV_BATCH;
-        size_t want = 0;
-        for (size_t i = 0; i < batch; i++) {
-            local[i].iov_base = iov[done + i].buf;
-            local[i].iov_len = iov[done + i].len;
-            remote[i].iov_base = (void *)(uintptr_t)iov[done + i].addr;
-            remote[i].iov_len = iov[done + i].len;
-            want += iov[done + i].len;
+    fpi_vm_plan *p = &c->plan;
+    int rc = FP_OK;
+    for (size_t done = 0; done < n && rc == FP_OK; done = p->end) {
+        fpi_vm_plan_batch(iov, n, done, c->scratch, p);
+        ssize_t got = process_vm_readv(c->pid, p->local, p->nlocal, p->remote, p->nremote, 0);
+        if (got < 0) {
+            rc = vm_fail(c, errno);
+        } else if ((size_t)got != p->bytes) {
+            /* The remote ranges before the point of failure were read
+             * whole; find which range failed: read the rest one by one. */
+            size_t g = 0, whole = 0;
+            while (g < p->nremote && whole + p->remote[g].iov_len <= (size_t)got)
+                whole += p->remote[g++].iov_len;
+            for (size_t i = g < p->nremote ? p->group_first[g] : p->end; i < p->end && rc == FP_OK; i++)
+                rc = vm_read(c, iov[i].addr, iov[i].buf, iov[i].len);
         }
-        ssize_t got = process_vm_readv(c->pid, local, batch, remote, batch, 0);
-        if (got < 0)
-            return vm_fail(c, errno);
-        if ((size_t)got != want) {
-            /* The ranges before the point of failure were read whole; find
-             * which one failed: re-read the others one by one. */
-            size_t i = 0, whole = 0;
-            while (i < batch && whole + iov[done + i].len <= (size_t)got)
-                whole += iov[done + i++].len;
-            for (; i < batch; i++) {
-                int rc = vm_read(c, iov[done + i].addr, iov[done + i].buf, iov[done + i].len);
-                if (rc)
-                    return rc;
-            }
-        }
-        done += batch;
     }
-    return FP_OK;
+    return rc;
 }
 
 static void vm_close(void *ctx)

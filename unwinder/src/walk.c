@@ -824,6 +824,14 @@ static size_t interp_iov(const fpi_layout *l, uint64_t addr, uint64_t gil, inter
         iov[n++] = (fp_iov){gil + (uint64_t)gil_locked_off(l), &w->gil_locked, sizeof w->gil_locked};
         iov[n++] = (fp_iov){gil + (uint64_t)gil_holder_off(l), &w->gil_holder, sizeof w->gil_holder};
     }
+    /* In address order, so that a reader can take neighbours as one range
+     * (reader_vm.c); these words need no order among themselves. */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && iov[j - 1].addr > iov[j].addr; j--) {
+            fp_iov t = iov[j];
+            iov[j] = iov[j - 1];
+            iov[j - 1] = t;
+        }
     return n;
 }
 

@@ -3,7 +3,8 @@
  * The walker never touches a target directly: it asks an fp_reader for
  * byte ranges.  Backends: process_vm_readv, /proc/PID/mem, memory images;
  * callers may add their own (a recording reader, a core file) without the
- * walker changing.
+ * walker changing.  Like a session, a reader is used from one thread at a
+ * time.
  */
 #ifndef FRAMEPROOF_READER_H
 #define FRAMEPROOF_READER_H
