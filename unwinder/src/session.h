@@ -13,6 +13,7 @@
 #include "layout.h"
 #include "linetable.h"
 #include "readback_ahead.h"
+#include "tlbc_ahead.h"
 #include "typed_load.h"
 
 /* Limits on data read from the target. */
@@ -175,6 +176,7 @@ struct fp_session {
     size_t verify_at_cap;
     struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
+    fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;

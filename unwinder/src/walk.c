@@ -231,6 +231,8 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
         return FP_OK;
     if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
         return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
+    if (fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, code, idx, out))
+        return FP_OK;
     uint64_t arr;
     int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
     if (rc)
@@ -247,6 +249,7 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
     if (entry == 0)
         return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,
                       (unsigned long long)code);
+    fpi_tlbc_ahead_note(&s->tlbc_ahead, s->sample_no, code, idx, arr);
     *out = entry;
     return FP_OK;
 }
@@ -1081,15 +1084,21 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
     size_t reads;
     size_t n = plan_thread_reads(s, s->last_interp, k, 1, true, &reads);
     fp_iov *iov = n ? s->pf_iov : fixed;
-    size_t ahead = 0;
+    size_t ahead = 0, tlbc = 0;
     if (n) {
         memcpy(iov, fixed, k * sizeof *iov); /* plan_thread_reads left k slots before the thread states */
-        /* The last sample's read-backs, after everything the walks copy. */
+        /* The last sample's read-backs, after everything the walks copy;
+         * then where its frames' thread-local bytecode was. */
         ahead = fpi_rb_ahead_append(&s->rb_ahead, &s->pf_iov, &s->pf_iov_cap, k + reads);
+        if (l->co_tlbc != FPI_OFF_NONE)
+            tlbc = fpi_tlbc_ahead_append(&s->tlbc_ahead, s->sample_no, l->co_tlbc, &s->pf_iov, &s->pf_iov_cap,
+                                         k + reads + ahead);
         iov = s->pf_iov;
     }
-    bool ok = fpi_readv(s, iov, k + reads + ahead) == FP_OK;
+    bool ok = fpi_readv(s, iov, k + reads + ahead + tlbc) == FP_OK;
     fpi_rb_ahead_after_first_read(&s->rb_ahead, ahead, ok, s->reads.calls);
+    if (ok && tlbc)
+        fpi_tlbc_ahead_read(&s->tlbc_ahead, s->sample_no);
     if (!ok) {
         spec->addr = 0;
         s->npf = 0;

@@ -123,6 +123,11 @@ static uint64_t alloc(synth_image *im, size_t len)
     return alloc_span(im, len, len);
 }
 
+uint64_t synth_alloc(synth_image *im, size_t len)
+{
+    return alloc(im, len);
+}
+
 uint8_t *synth_bytes(synth_image *im, uint64_t addr, size_t len)
 {
     size_t lo = 0, hi = im->nr;

@@ -73,6 +73,9 @@ const fpi_layout *synth_layout(const synth_image *img);
 uint64_t synth_frame_addr(const synth_image *img, size_t t, size_t f);
 uint64_t synth_thread_state_addr(const synth_image *img, size_t t);
 uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
+/* A new zeroed region of len bytes in the image, above every other; its
+ * address, or 0 when out of room or memory. */
+uint64_t synth_alloc(synth_image *img, size_t len);
 
 /* A running thread's stack changes by word writes, in the interpreter's
  * order.  synth_plan_move plans them without writing: thread t returns from
