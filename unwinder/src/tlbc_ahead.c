@@ -4,9 +4,11 @@
  * first read reads the same three places again, after everything else it
  * reads, and a frame of the same code object and index takes them from
  * there when the code object still points to the array they were read
- * from.  The order is the one of the fresh reads (the code object's
- * pointer, then the array's size and entry), and the entry is as fresh:
- * read in this sample, never kept from the last. */
+ * from, and nothing was read since that first read.  The order is the
+ * one of the fresh reads (the frame copied and read back, then the code
+ * object's pointer, the array's size and the entry), and the entry is as
+ * fresh: read in this sample, never kept from the last.  A sample that read
+ * more (a walk retried, a read-back of its own) resolves afresh. */
 #include <string.h>
 
 #include "grow.h"
@@ -41,8 +43,9 @@ size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_t
     return want;
 }
 
-void fpi_tlbc_ahead_read(fpi_tlbc_ahead *t, uint64_t sample_no)
+void fpi_tlbc_ahead_read(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls)
 {
+    t->read_calls = calls;
     for (size_t i = 0; i < t->n; i++)
         if (t->memo[i].used_in + 1 == sample_no)
             t->memo[i].read_in = sample_no;
@@ -56,10 +59,11 @@ static fpi_tlbc_memo *find(fpi_tlbc_ahead *t, uint64_t code, int32_t idx)
     return NULL;
 }
 
-bool fpi_tlbc_ahead_take(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t code, int32_t idx, uint64_t *entry)
+bool fpi_tlbc_ahead_take(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls, uint64_t code, int32_t idx,
+                         uint64_t *entry)
 {
     fpi_tlbc_memo *m = find(t, code, idx);
-    if (!m || m->read_in != sample_no || m->arr_now != m->arr || (int64_t)m->size_now <= idx ||
+    if (!m || m->read_in != sample_no || calls != t->read_calls || m->arr_now != m->arr || (int64_t)m->size_now <= idx ||
         (int64_t)m->size_now > FPI_MAX_TLBC_ENTRIES || m->entry_now == 0)
         return false;
     m->used_in = sample_no;

@@ -25,6 +25,7 @@ typedef struct fpi_tlbc_memo {
 typedef struct fpi_tlbc_ahead {
     fpi_tlbc_memo memo[FPI_TLBC_AHEAD_SLOTS];
     size_t n, next_victim;
+    uint64_t read_calls;       /* the reader's call count after the first read that read them */
 } fpi_tlbc_ahead;
 
 /* Appends to the first read's list (*iov, *cap, n entries so far) the
@@ -33,12 +34,16 @@ typedef struct fpi_tlbc_ahead {
  * that order; returns how many ranges (0 when none or out of memory). */
 size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fp_iov **iov, size_t *cap,
                              size_t n);
-/* The first read of sample `sample_no` succeeded with them. */
-void fpi_tlbc_ahead_read(fpi_tlbc_ahead *t, uint64_t sample_no);
+/* The first read of sample `sample_no` succeeded with them; the reader's
+ * call count after it. */
+void fpi_tlbc_ahead_read(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls);
 /* The copy `idx` of `code` as this sample's first read found it: true
- * with *entry when the code object's array was still the one remembered
+ * with *entry when nothing was read since that read (`calls`: the reader's
+ * call count now), so that the frame was copied and read back before
+ * these words, and the code object's array was still the one remembered
  * (its size and entry then read from it, after it), holding idx. */
-bool fpi_tlbc_ahead_take(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t code, int32_t idx, uint64_t *entry);
+bool fpi_tlbc_ahead_take(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls, uint64_t code, int32_t idx,
+                         uint64_t *entry);
 /* A resolution made from fresh reads, to read ahead next time. */
 void fpi_tlbc_ahead_note(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t code, int32_t idx, uint64_t arr);
 

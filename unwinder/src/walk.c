@@ -231,7 +231,7 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
         return FP_OK;
     if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
         return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
-    if (fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, code, idx, out))
+    if (fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, s->reads.calls, code, idx, out))
         return FP_OK;
     uint64_t arr;
     int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
@@ -1098,7 +1098,7 @@ static long first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span
     bool ok = fpi_readv(s, iov, k + reads + ahead + tlbc) == FP_OK;
     fpi_rb_ahead_after_first_read(&s->rb_ahead, ahead, ok, s->reads.calls);
     if (ok && tlbc)
-        fpi_tlbc_ahead_read(&s->tlbc_ahead, s->sample_no);
+        fpi_tlbc_ahead_read(&s->tlbc_ahead, s->sample_no, s->reads.calls);
     if (!ok) {
         spec->addr = 0;
         s->npf = 0;
