@@ -969,6 +969,77 @@ static void test_thread_exits_during_walk(void **state)
     }
 }
 
+/* A cached code object is trusted for a walk only when confirmed inside
+ * the window that walk is proven in (before 3.14: no code-object
+ * generation).  The sample's first attempt confirms the bottom frame's
+ * code object with its last read-back and is torn (frame 1 moved); before
+ * the walk is tried again, that code object is replaced at its address by
+ * one with another qualname, and frame 1 is back.  Trusted for the whole
+ * sample, as it was, the entry gave the old qualname (ci/live code_churn,
+ * 3.13, under load: `work_g36` calling `inner_g05`, an entry confirmed
+ * milliseconds earlier in the same sample). */
+typedef struct code_replacer {
+    racing_reader rr;          /* first: the change gets a pointer to it */
+    int stage;
+    uint64_t f1_instr, instr, qualname_at, qualname;
+} code_replacer;
+
+static void confirm_then_replace(racing_reader *r)
+{
+    code_replacer *c = (code_replacer *)r;
+    if (c->stage++ == 0) {
+        /* Before the last read-back reads frame 1 again: it moved. */
+        uint64_t moved = c->instr + 2;
+        memcpy(synth_bytes(r->img, c->f1_instr, 8), &moved, 8);
+        r->skip = 1; /* past the read-back's own read of the thread state, to the next walk's */
+        r->armed = true;
+        return;
+    }
+    memcpy(synth_bytes(r->img, c->f1_instr, 8), &c->instr, 8);
+    memcpy(synth_bytes(r->img, c->qualname_at, 8), &c->qualname, 8);
+}
+
+static void code_confirmed_per_walk(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->interp_code_generation != FPI_OFF_NONE)
+        return;
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f1 = synth_frame_addr(b->img, 0, 1);
+    uint64_t f3 = synth_frame_addr(b->img, 0, 3), code_a, code_u;
+    memcpy(&code_a, synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8), 8);
+    memcpy(&code_u, synth_bytes(b->img, f3 + (uint64_t)l->fr_executable, 8), 8);
+    code_a &= ~l->executable_tag_mask;
+    code_u &= ~l->executable_tag_mask;
+    code_replacer c = {.rr = racing_over(b, f1 + (uint64_t)l->fr_instr_ptr, confirm_then_replace),
+                       .f1_instr = f1 + (uint64_t)l->fr_instr_ptr,
+                       .qualname_at = code_u + (uint64_t)l->co_qualname};
+    memcpy(&c.instr, synth_bytes(b->img, c.f1_instr, 8), 8);
+    memcpy(&c.qualname, synth_bytes(b->img, code_a + (uint64_t)l->co_qualname, 8), 8);
+    fp_reader racing = {&RACING_OPS, &c.rr};
+    reattach(b, &racing);
+    for (int k = 0; k < 3; k++) /* warm: both threads read ahead, every code object cached */
+        sample_is(id, b, 0, EXPECT_T1, 4);
+    c.rr.armed = true;
+    c.rr.skip = 2; /* the copy and the first read-back read frame 1; the last one meets the move */
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    if (c.stage != 2)
+        fail_msg("%s: the change ran %d of its 2 stages", id, c.stage);
+    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    assert_int_equal(th->frame_count, 4);
+    const fp_frame *bottom = fp_sample_frame(b->sm, th->first_frame + 3);
+    if (strcmp(bottom->function, CODE_A.qualname) != 0)
+        fail_msg("%s: the replaced code object is named %s, expected %s", id, bottom->function, CODE_A.qualname);
+    reattach(b, &b->rd); /* the racing reader goes out of scope */
+}
+
+static void test_code_confirmed_per_walk(void **state)
+{
+    (void)state;
+    each_scene(code_confirmed_per_walk);
+}
+
 /* A reader that counts what it is asked, batched reads once each. */
 /* Counts reads and, when `log` is set, records every range read in order
  * (those of a readv one by one). */
@@ -1481,6 +1552,7 @@ int main(void)
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_read_back_ahead_ranges_moved),
         cmocka_unit_test(test_tlbc_array_moved),
+        cmocka_unit_test(test_code_confirmed_per_walk),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
         cmocka_unit_test(test_batched_read_back_unreadable),

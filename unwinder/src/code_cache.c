@@ -160,7 +160,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
     e->addr = addr;
     e->epoch = s->cc.epoch;
     e->serial = ++s->cc.next_serial;
-    e->checked_sample = s->sample_no;
+    e->checked_epoch = s->confirm_epoch;
     e->memo_unit = -1;
     fingerprint(l, hdr, e->fingerprint);
     e->flags = fpi_load_u32(hdr, l->co_flags);
@@ -242,7 +242,7 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
     fpi_code_entry *e = *slot;
     bool have_header = false;
     if (e && s->opts.cache_code) {
-        bool trusted = l->interp_code_generation != FPI_OFF_NONE || e->checked_sample == s->sample_no;
+        bool trusted = l->interp_code_generation != FPI_OFF_NONE || e->checked_epoch == s->confirm_epoch;
         if (trusted) {
             *out = e;
             return FP_OK;
@@ -253,7 +253,7 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
         fingerprint(l, hdr, fpv);
         if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0) {
-            e->checked_sample = s->sample_no;
+            e->checked_epoch = s->confirm_epoch;
             *out = e;
             return FP_OK;
         }
@@ -296,9 +296,9 @@ static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
 static size_t queue_confirm(fp_session *s, uint64_t code, size_t m)
 {
     fpi_code_entry *e = s->cc.cap ? *find_slot(&s->cc, code) : NULL;
-    if (!e || e->checked_sample == s->sample_no)
+    if (!e || e->checked_epoch == s->confirm_epoch)
         return m;
-    e->checked_sample = s->sample_no; /* queued; undone by fpi_code_confirm_finish unless confirmed */
+    e->checked_epoch = s->confirm_epoch; /* queued; undone by fpi_code_confirm_finish unless confirmed */
     s->prefetch_entries[m] = e;
     return m + 1;
 }
@@ -348,9 +348,9 @@ void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)
         if (hdrs) {
             fingerprint(l, hdrs + i * hlen, fpv);
             if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0)
-                continue; /* confirmed for this sample */
+                continue; /* confirmed for this epoch */
         }
-        e->checked_sample = 0; /* let fpi_code_get re-read it */
+        e->checked_epoch = 0; /* let fpi_code_get re-read it */
     }
 }
 

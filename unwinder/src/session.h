@@ -45,7 +45,7 @@ typedef struct fpi_code_entry {
     uint64_t addr;
     uint64_t epoch;           /* cache epoch it belongs to */
     uint64_t serial;          /* unique in the session: what the frame cache keys on */
-    uint64_t checked_sample;  /* sample number when last validated */
+    uint64_t checked_epoch;   /* s->confirm_epoch when last validated */
     char *qualname, *name, *filename;
     uint8_t *linetable;
     size_t linetable_len;
@@ -154,6 +154,13 @@ struct fp_session {
     bool spec_frames;         /* this walk may start from the frame cache's proven frame bytes */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
+    /* Bumped by every sample and every walk's last read-back: a cached code
+     * object (before 3.14) is trusted for a walk only when confirmed in the
+     * current epoch, within the window that walk was proven in.  Per sample
+     * was too long: a walk retried after the sampler lost the processor for
+     * milliseconds trusted an entry confirmed before, for a code object
+     * freed and re-made at its address since (ci/live code_churn, 3.13). */
+    uint64_t confirm_epoch;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */

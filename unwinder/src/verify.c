@@ -365,7 +365,10 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         rc = plan(s, &ws[i], &us[i], &n, &used, &at[i]);
     /* With the last read-back, the headers of the cached code objects the
      * frames name (before 3.14, which has no code-object generation):
-     * confirmed for this sample in the same read, not in one of their own. */
+     * confirmed for the walks it proves in the same read, not in one of
+     * their own. */
+    if (count && ws[0].last)
+        s->confirm_epoch++; /* what an earlier window confirmed is not trusted in this one */
     size_t hlen = 0, code_at = used, ncode = !rc && count && ws[0].last ? fpi_code_confirm_queue(s, us, count, &hlen) : 0;
     for (size_t i = 0; !rc && i < ncode; i++)
         if (!(rc = add_iov(s, &n, fpi_code_confirm_addr(s, i), used, hlen)))

@@ -1160,6 +1160,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     const fpi_layout *l = &s->layout;
     fpi_sample_reset(sm);
     s->sample_no++;
+    s->confirm_epoch++;
     /* This sample's thread list becomes the guess for the next one. */
     fpi_thread_memo *tl = s->last_ts;
     size_t tcap = s->last_ts_cap;
