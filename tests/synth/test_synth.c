@@ -1040,6 +1040,65 @@ static void test_code_confirmed_per_walk(void **state)
     each_scene(code_confirmed_per_walk);
 }
 
+/* A code object first seen in a sample is read after the walk's read-back,
+ * when its frame may have returned and the code object been freed and
+ * replaced at its address.  Here the top frame returns just before its
+ * code object's header is read, and the code object is replaced (its
+ * qualname now the caller's): the walk is read back once more, found torn,
+ * and walked again: the one-frame stack the thread has now.  Without that
+ * read-back, the returned frame came back under the replacement's name. */
+typedef struct late_replacer {
+    racing_reader rr;          /* first: the change gets a pointer to it */
+    synth_write w[MAX_LIFECYCLE_WRITES];
+    size_t n;
+    uint64_t qualname_at, qualname;
+} late_replacer;
+
+static void return_and_replace(racing_reader *r)
+{
+    const late_replacer *c = (const late_replacer *)r;
+    for (size_t i = 0; i < c->n; i++)
+        synth_apply(r->img, &c->w[i]);
+    memcpy(synth_bytes(r->img, c->qualname_at, 8), &c->qualname, 8);
+}
+
+static void test_late_code_read_back(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame frames[] = {{&CODE_LATIN1, loc_start(&CODE_LATIN1, 1), false, false, 0},
+                                {&CODE_A, loc_start(&CODE_A, 1) + 1, false, false, 0}};
+        synth_thread th[] = {{4242, 0x7f0000001000ull, true, frames, 2}};
+        synth_desc d = {th, 1, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t code_top, code_bottom;
+        memcpy(&code_top, synth_bytes(b.img, synth_frame_addr(b.img, 0, 0) + (uint64_t)l->fr_executable, 8), 8);
+        memcpy(&code_bottom, synth_bytes(b.img, synth_frame_addr(b.img, 0, 1) + (uint64_t)l->fr_executable, 8), 8);
+        code_top &= ~l->executable_tag_mask;
+        code_bottom &= ~l->executable_tag_mask;
+        late_replacer c = {.rr = racing_over(&b, code_top, return_and_replace),
+                           .qualname_at = code_top + (uint64_t)l->co_qualname};
+        memcpy(&c.qualname, synth_bytes(b.img, code_bottom + (uint64_t)l->co_qualname, 8), 8);
+        assert_int_equal(synth_plan_move(b.img, 0, 1, NULL, 0, c.w, MAX_LIFECYCLE_WRITES, &c.n), 0);
+        fp_reader racing = {&RACING_OPS, &c.rr};
+        reattach(&b, &racing);
+        c.rr.armed = true; /* the first read of the top frame's code object: its header, when first seen */
+        if (fp_session_sample(b.s, b.sm) != FP_OK)
+            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
+        assert_false(c.rr.armed);
+        const fp_thread *t = fp_sample_thread(b.sm, 0);
+        if (t->frame_count != 1)
+            fail_msg("%s: %zu frames (the top one named %s), expected the caller alone", id, t->frame_count,
+                     fp_sample_frame(b.sm, t->first_frame)->function);
+        assert_string_equal(fp_sample_frame(b.sm, t->first_frame)->function, CODE_A.qualname);
+        reattach(&b, &b.rd); /* the racing reader goes out of scope */
+        unbuild(&b);
+    }
+}
+
 /* A reader that counts what it is asked, batched reads once each. */
 /* Counts reads and, when `log` is set, records every range read in order
  * (those of a readv one by one). */
@@ -1553,6 +1612,7 @@ int main(void)
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_read_back_ahead_ranges_moved),
         cmocka_unit_test(test_tlbc_array_moved),
         cmocka_unit_test(test_code_confirmed_per_walk),
+        cmocka_unit_test(test_late_code_read_back),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
         cmocka_unit_test(test_batched_read_back_unreadable),

@@ -250,6 +250,7 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
         if ((rc = read_header(s, addr, hdr, hlen)))
             return rc;
         have_header = true;
+        s->code_late++;
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
         fingerprint(l, hdr, fpv);
         if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0) {
@@ -260,6 +261,8 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
     }
     if (!have_header && (rc = read_header(s, addr, hdr, hlen)))
         return rc;
+    if (!have_header)
+        s->code_late++;
     fpi_code_entry *ne = NULL;
     if ((rc = load_entry(s, addr, hdr, &ne)))
         return rc;
@@ -338,10 +341,10 @@ uint64_t fpi_code_confirm_addr(const fp_session *s, size_t i)
     return s->prefetch_entries[i]->addr;
 }
 
-void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)
+size_t fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)
 {
     const fpi_layout *l = &s->layout;
-    size_t hlen = (size_t)l->co_code_adaptive;
+    size_t hlen = (size_t)l->co_code_adaptive, unconfirmed = 0;
     for (size_t i = 0; i < m; i++) {
         fpi_code_entry *e = s->prefetch_entries[i];
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
@@ -351,7 +354,9 @@ void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs)
                 continue; /* confirmed for this epoch */
         }
         e->checked_epoch = 0; /* let fpi_code_get re-read it */
+        unconfirmed++;
     }
+    return unconfirmed;
 }
 
 void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n)
@@ -364,6 +369,7 @@ void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t
         m = queue_confirm(s, frames[i].code, m);
     if (m == 0)
         return;
+    s->code_late++;
     for (size_t i = 0; i < m; i++)
         s->prefetch_iov[i] = (fp_iov){s->prefetch_entries[i]->addr, s->prefetch_buf + i * hlen, hlen};
     bool ok = fpi_readv(s, s->prefetch_iov, m) == FP_OK;

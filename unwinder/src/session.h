@@ -161,6 +161,11 @@ struct fp_session {
      * milliseconds trusted an entry confirmed before, for a code object
      * freed and re-made at its address since (ci/live code_churn, 3.13). */
     uint64_t confirm_epoch;
+    /* Code objects read outside a walk's read-back window (loaded when first
+     * seen, or confirmed after the read-back): the walk is then read back
+     * once more, with code_strict, before its frames stand. */
+    uint64_t code_late;
+    bool code_strict;         /* the read-back under way is torn by a cached code object that changed */
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
@@ -242,17 +247,19 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out);
 int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos);
 /* Re-validates, in one batched read, every cached code object of the chain
  * that needs it this sample (versions without code_object_generation).
- * Best effort: entries it cannot confirm are left to fpi_code_get. */
+ * Best effort: entries it cannot confirm are left to fpi_code_get.  Read
+ * after the read-back: counted in s->code_late. */
 void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t n);
 /* The same confirmation within a walk's last read-back (verify.c): queues
  * the cached entries the walks' frames name (returns how many; *hlen: the
  * length of each one's header), gives the address of queued entry i's
  * header, and confirms the entries from their headers read back to back
- * (hdrs NULL: the read failed, none is confirmed). */
+ * (hdrs NULL: the read failed, none is confirmed); returns how many were
+ * not confirmed. */
 struct fpi_walk_used;
 size_t fpi_code_confirm_queue(fp_session *s, const struct fpi_walk_used *us, size_t count, size_t *hlen);
 uint64_t fpi_code_confirm_addr(const fp_session *s, size_t i);
-void fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs);
+size_t fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs);
 
 /* walk.c */
 int fpi_walk_all(fp_session *s, fp_sample *sm);

@@ -376,10 +376,15 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     const uint8_t *nb = NULL;
     if (!rc)
         rc = read_planned(s, n, used, count ? ws[0].native_id : 0, &nb);
-    fpi_code_confirm_finish(s, ncode, rc ? NULL : nb + code_at);
+    size_t unconfirmed = fpi_code_confirm_finish(s, ncode, rc ? NULL : nb + code_at);
     if (rc) {
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
         return rc;
+    }
+    if (s->code_strict && unconfirmed) {
+        fpi_rb_ahead_failed(&s->rb_ahead);
+        *failed = 0;
+        return torn(s, &ws[0], "a code object its frames name was replaced at its address");
     }
     for (size_t i = 0; i < count; i++) {
         const char *what = check(s, &ws[i], &us[i], nb, &at[i]);

@@ -541,7 +541,26 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
     if (rc)
         return rc;
     fpi_take_top_instr(s->pending, s->npending, &used, want);
-    return fpi_emit_frames(s, sm, th, s->pending, s->npending);
+    uint64_t late = s->code_late;
+    rc = fpi_emit_frames(s, sm, th, s->pending, s->npending);
+    if (!rc && s->code_late != late)
+        rc = fpi_verify_late_code(s, want, &used, 1);
+    return rc;
+}
+
+int fpi_verify_late_code(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count)
+{
+    /* A code object read after the walk's read-back may have been freed
+     * and replaced at its address in between, its frame gone: one more
+     * read-back, its confirmation strict, proves the frames still there
+     * (and so their code objects alive) after those reads. */
+    for (size_t i = 0; i < count; i++)
+        ws[i].last = true;
+    size_t failed;
+    s->code_strict = true;
+    int rc = fpi_verify_batch(s, ws, us, count, &failed);
+    s->code_strict = false;
+    return rc;
 }
 
 /* Follows the exc_info chain like sys.exception(): the topmost item whose

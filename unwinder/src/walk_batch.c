@@ -195,8 +195,11 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     b->on = false;
     if (!rc)
         rc = verify_batch(s);
+    uint64_t late = s->code_late;
     if (!rc)
         rc = emit_batch(s, sm);
+    if (!rc && s->code_late != late)
+        rc = fpi_verify_late_code(s, b->wants, b->used, b->n);
     if (rc && !fpi_walk_fatal(rc)) {
         sm->nthreads = nthreads0;
         sm->nframes = nframes0;
