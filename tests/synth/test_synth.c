@@ -589,15 +589,25 @@ static void follows_thread_list_changes(size_t layout, const char *id, built *b)
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
     assert_int_equal(fp_sample_thread_count(b->sm), 2);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
-    /* The head moves to the second thread, which now ends the list. */
+    /* The head moves to the second thread, the first now after it. */
     uint64_t interp;
     fp_target_desc td;
     synth_target(b->img, &td);
     memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
-    memcpy(synth_bytes(b->img, interp + (uint64_t)l->interp_threads_head, 8), &t1, 8);
+    uint8_t *head = synth_bytes(b->img, interp + (uint64_t)l->interp_threads_head, 8);
+    uint8_t *next1 = synth_bytes(b->img, t1 + (uint64_t)l->ts_next, 8);
+    memcpy(head, &t1, 8);
+    memcpy(next1, &t0, 8);
+    memcpy(next0, &zero, 8);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_sample_thread_count(b->sm), 1);
+    assert_int_equal(fp_sample_thread_count(b->sm), 2);
     check_thread(id, b->sm, 0, EXPECT_T2, 3);
+    check_thread(id, b->sm, 1, EXPECT_T1, 4);
+    /* A list without the main thread's state is one being changed: the
+     * main interpreter lists it for as long as it runs. */
+    memcpy(next1, &zero, 8);
+    assert_int_equal(fp_session_sample(b->s, b->sm), FP_E_INCOMPLETE);
+    assert_non_null(strstr(fp_session_errmsg(b->s), "lacks its main thread"));
 }
 
 static void test_thread_list_changes(void **state)

@@ -1177,6 +1177,19 @@ static bool list_link_holds(fp_session *s, uint64_t link, uint64_t ts, uint64_t 
  * carries too (3.11: native id included).  New states go to the head of
  * the list, so the main thread's is the last of those: only it stays
  * main. */
+int fpi_check_main_listed(fp_session *s, const fp_sample *sm, size_t first, size_t count, const fpi_interp_info *ii)
+{
+    if (ii->id != 0 || (!ii->threads_main && !ii->main_thread_id))
+        return FP_OK;
+    for (size_t i = 0; i < count; i++)
+        if (sm->threads[first + i].main)
+            return FP_OK;
+    return fpi_err(&s->err, FP_E_INCOMPLETE,
+                   "incomplete sample: the main interpreter's thread list (%zu threads) lacks its main thread: it was "
+                   "being changed",
+                   count);
+}
+
 static void one_main_thread(fp_sample *sm, const fp_interp *fi)
 {
     size_t last = SIZE_MAX;
@@ -1330,6 +1343,10 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             ts = next;
         }
         one_main_thread(sm, &sm->interps[interp_index]);
+        if (result == FP_OK &&
+            (result = fpi_check_main_listed(s, sm, sm->interps[interp_index].first_thread,
+                                            sm->interps[interp_index].thread_count, &ii)) != FP_OK)
+            first_err = s->err;
         interp = ii.next;
     }
     if (result != FP_OK)

@@ -25,6 +25,13 @@ typedef struct fpi_interp_info {
 /* An error that ends the sample (the process gone, no permission, ...). */
 bool fpi_walk_fatal(int rc);
 
+/* The main interpreter lists its main thread's state for as long as it runs
+ * (3.12+: threads.main; before, the state with the runtime's main thread
+ * id).  FP_E_INCOMPLETE (with the message) when the `count` threads from
+ * sm->threads[first] walked for interpreter ii hold none marked main: the
+ * list was read while it was being changed. */
+int fpi_check_main_listed(fp_session *s, const fp_sample *sm, size_t first, size_t count, const fpi_interp_info *ii);
+
 /* One walk of the thread state at ts (reached through the pointer at link),
  * from `pre` when it was read ahead: pushes the thread (and, unless the
  * batch is collecting, its frames) to the sample; *next is its next link. */

@@ -198,6 +198,8 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     uint64_t late = s->code_late;
     if (!rc)
         rc = emit_batch(s, sm);
+    if (!rc)
+        rc = fpi_check_main_listed(s, sm, nthreads0, sm->nthreads - nthreads0, ii);
     if (!rc && s->code_late != late)
         rc = fpi_verify_late_code(s, b->wants, b->used, b->n);
     if (rc && !fpi_walk_fatal(rc)) {
