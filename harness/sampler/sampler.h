@@ -58,7 +58,8 @@ typedef struct fps_outcome {
     int rc;                  /* its return code */
     int cls;                 /* fps_classify(rc) */
     const fp_sample *sample; /* valid during the callback on FP_OK and on FP_E_INCOMPLETE
-                                (the threads that could be walked); NULL otherwise */
+                                when a thread carries the failure (the threads that could
+                                be walked); NULL otherwise */
     const char *errmsg;      /* fp_session_errmsg(), "" on FP_OK */
 } fps_outcome;
 

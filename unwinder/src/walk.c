@@ -612,19 +612,6 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
     *next = fpi_load_u64(buf, l->ts_next);
-    /* A listed thread state that does not name this interpreter is not set
-     * up yet: 3.11's new_threadstate makes the new state the list's head
-     * and only then sets it up (interpreter, next link, ids: until then the
-     * template's zeros).  A thread stopped in between (blocking mode), or a
-     * copy and read-backs that all fall in between, showed a list of one
-     * frameless thread, the main thread missing (ci/live thread_churn on
-     * 3.11, blocking). */
-    uint64_t owner = fpi_load_u64(buf, l->ts_interp);
-    if (owner != ii->addr)
-        return fpi_err(&s->err, FP_E_INCOMPLETE,
-                       "torn: thread state 0x%llx names interpreter 0x%llx, not 0x%llx: it is being added to the "
-                       "list or taken off it",
-                       (unsigned long long)ts, (unsigned long long)owner, (unsigned long long)ii->addr);
     fp_thread *th = fpi_sample_push_thread(sm);
     if (!th)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding thread %zu to the sample", sm->nthreads + 1);
@@ -632,6 +619,22 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     th->thread_id = fpi_load_u64(buf, l->ts_thread_id);
     th->interp_id = ii->id;
     th->first_frame = sm->nframes;
+    /* A listed thread state that does not name this interpreter is not set
+     * up yet: 3.11's new_threadstate makes the new state the list's head
+     * and only then sets it up (interpreter, next link, ids: until then the
+     * template's zeros).  A thread stopped in between (blocking mode), or a
+     * copy and read-backs that all fall in between, showed a list of one
+     * frameless thread, the main thread missing (ci/live thread_churn on
+     * 3.11, blocking).  A failed walk of its own, so that the list is
+     * followed on or walked again as after any thread that failed (a state
+     * freed and its memory reused, reached through a stale link, fails so
+     * too). */
+    uint64_t owner = fpi_load_u64(buf, l->ts_interp);
+    if (owner != ii->addr)
+        return fpi_err(&s->err, FP_E_INCOMPLETE,
+                       "torn: thread state 0x%llx names interpreter 0x%llx, not 0x%llx: it is being added to the "
+                       "list or taken off it",
+                       (unsigned long long)ts, (unsigned long long)owner, (unsigned long long)ii->addr);
     /* The main thread is the interpreter's threads.main.  That is cleared
      * when finalisation starts (atexit handlers still run on the main
      * thread): only then does the runtime's main thread id decide.  The

@@ -225,7 +225,10 @@ FP_API void fp_sample_free(fp_sample *sm);
  * error.  On FP_E_INCOMPLETE the sample holds the threads reached: a thread
  * whose walk failed carries a nonzero fp_thread.error and no frames, and its
  * interpreter's thread list is followed past it only when its link to the
- * next thread, read back, still holds. */
+ * next thread, read back, still holds.  When no thread carries an error,
+ * the thread list itself could not be proven (it broke, or the main
+ * interpreter's lacked its main thread's state): no part of the sample can
+ * be used. */
 FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
 
 FP_API size_t fp_sample_interp_count(const fp_sample *sm);
