@@ -120,21 +120,13 @@ static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
     return CF_OK;
 }
 
-static bool any_thread_failed(const fp_sample *sm)
-{
-    for (size_t i = 0; i < fp_sample_thread_count(sm); i++)
-        if (fp_sample_thread(sm, i)->error)
-            return true;
-    return false;
-}
-
 static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 {
     fp_state *st = state;
     int rc = fp_session_sample(st->s, st->sm);
     /* An incomplete sample holds the threads reached; the failed ones carry
      * their error and are reported per thread (fp_session_sample). */
-    if (rc != FP_OK && (rc != FP_E_INCOMPLETE || !any_thread_failed(st->sm))) {
+    if (!fp_sample_usable(rc, st->sm)) {
         /* Incomplete with no thread to blame (the thread list itself, or
          * the main thread missing from it): nothing of it can be judged. */
         snprintf(err, errlen, "sample failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));

@@ -107,7 +107,7 @@ int fp_cmd_dump(int argc, char **argv)
         goto out;
     }
     rc = fp_session_sample(s, sm);
-    if (!fp_output_printable(rc, sm)) {
+    if (!fp_sample_usable(rc, sm)) {
         fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
         goto out;
     }

@@ -5,18 +5,6 @@
 #include "json_writer.h"
 #include "sample_output.h"
 
-bool fp_output_printable(int rc, const fp_sample *sm)
-{
-    if (rc == FP_OK)
-        return true;
-    if (rc != FP_E_INCOMPLETE)
-        return false;
-    for (size_t t = 0; t < fp_sample_thread_count(sm); t++)
-        if (fp_sample_thread(sm, t)->error)
-            return true;
-    return false; /* the thread list itself broke: nothing to show */
-}
-
 static const char *kind_name(int kind)
 {
     return kind == FP_FRAME_GENERATOR ? "generator" : "python";

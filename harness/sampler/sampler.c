@@ -131,17 +131,6 @@ static void count_attempt(fps_stats *st, const fps_outcome *o)
         st->by_error[-o->rc]++;
 }
 
-/* An incomplete sample is passed on only when one of its threads carries
- * the failure: one without (its thread list broke, or lacked the main
- * thread) has nothing that can be used. */
-static bool blames_a_thread(const fp_sample *sm)
-{
-    for (size_t i = 0; i < fp_sample_thread_count(sm); i++)
-        if (fp_sample_thread(sm, i)->error)
-            return true;
-    return false;
-}
-
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out)
 {
     fps_stats local;
@@ -189,7 +178,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.t_ns = start - t0;
         o.cost_ns = now - start;
         o.cls = fps_classify(o.rc);
-        o.sample = o.rc == FP_OK || (o.rc == FP_E_INCOMPLETE && blames_a_thread(sm)) ? sm : NULL;
+        o.sample = fp_sample_usable(o.rc, sm) ? sm : NULL;
         o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
         count_attempt(st, &o);
         const int stop = cb ? cb(ctx, &o) : 0;

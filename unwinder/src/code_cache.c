@@ -240,17 +240,15 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
         return rc;
     fpi_code_entry **slot = find_slot(cc, addr);
     fpi_code_entry *e = *slot;
-    bool have_header = false;
-    if (e && s->opts.cache_code) {
-        bool trusted = l->interp_code_generation != FPI_OFF_NONE || e->checked_epoch == s->confirm_epoch;
-        if (trusted) {
-            *out = e;
-            return FP_OK;
-        }
-        if ((rc = read_header(s, addr, hdr, hlen)))
-            return rc;
-        have_header = true;
-        s->code_late++;
+    bool cached = e && s->opts.cache_code;
+    if (cached && (l->interp_code_generation != FPI_OFF_NONE || e->checked_epoch == s->confirm_epoch)) {
+        *out = e; /* trusted */
+        return FP_OK;
+    }
+    if ((rc = read_header(s, addr, hdr, hlen)))
+        return rc;
+    s->code_late++; /* read outside the walk's read-back (session.h) */
+    if (cached) {
         uint64_t fpv[FPI_CODE_FINGERPRINT_WORDS];
         fingerprint(l, hdr, fpv);
         if (memcmp(fpv, e->fingerprint, sizeof fpv) == 0) {
@@ -259,10 +257,6 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
             return FP_OK;
         }
     }
-    if (!have_header && (rc = read_header(s, addr, hdr, hlen)))
-        return rc;
-    if (!have_header)
-        s->code_late++;
     fpi_code_entry *ne = NULL;
     if ((rc = load_entry(s, addr, hdr, &ne)))
         return rc;

@@ -68,6 +68,18 @@ fp_frame *fpi_sample_push_frame(fp_sample *sm)
 size_t fp_sample_interp_count(const fp_sample *sm) { return sm ? sm->ninterps : 0; }
 const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i) { return sm && i < sm->ninterps ? &sm->interps[i] : NULL; }
 size_t fp_sample_thread_count(const fp_sample *sm) { return sm ? sm->nthreads : 0; }
+
+bool fp_sample_usable(int rc, const fp_sample *sm)
+{
+    if (rc == FP_OK)
+        return true;
+    if (rc != FP_E_INCOMPLETE || !sm)
+        return false;
+    for (size_t i = 0; i < sm->nthreads; i++)
+        if (sm->threads[i].error)
+            return true;
+    return false;
+}
 const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i) { return sm && i < sm->nthreads ? &sm->threads[i] : NULL; }
 size_t fp_sample_frame_count(const fp_sample *sm) { return sm ? sm->nframes : 0; }
 const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i) { return sm && i < sm->nframes ? &sm->frames[i] : NULL; }

@@ -163,9 +163,8 @@ struct fp_session {
     uint64_t confirm_epoch;
     /* Code objects read outside a walk's read-back window (loaded when first
      * seen, or confirmed after the read-back): the walk is then read back
-     * once more, with code_strict, before its frames stand. */
+     * once more (fpi_verify_want.code_strict) before its frames stand. */
     uint64_t code_late;
-    bool code_strict;         /* the read-back under way is torn by a cached code object that changed */
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */

@@ -63,8 +63,9 @@ bool fpi_tlbc_ahead_take(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls, 
                          uint64_t *entry)
 {
     fpi_tlbc_memo *m = find(t, code, idx);
-    if (!m || m->read_in != sample_no || calls != t->read_calls || m->arr_now != m->arr || (int64_t)m->size_now <= idx ||
-        (int64_t)m->size_now > FPI_MAX_TLBC_ENTRIES || m->entry_now == 0)
+    if (!m || m->read_in != sample_no || calls != t->read_calls || m->arr_now != m->arr)
+        return false;
+    if ((int64_t)m->size_now <= idx || (int64_t)m->size_now > FPI_MAX_TLBC_ENTRIES || m->entry_now == 0)
         return false;
     m->used_in = sample_no;
     *entry = m->entry_now;

@@ -381,7 +381,7 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
         return rc;
     }
-    if (s->code_strict && unconfirmed) {
+    if (count && ws[0].code_strict && unconfirmed) {
         fpi_rb_ahead_failed(&s->rb_ahead);
         *failed = 0;
         return torn(s, &ws[0], "a code object its frames name was replaced at its address");

@@ -21,6 +21,7 @@ typedef struct fpi_verify_want {
     uint64_t generation;       /* its value when the code cache was last trusted */
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
     bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
+    bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_late_code) */
     /* out, set by the last read-back: the top frame's instruction pointer
      * as that read-back found it, in a read of its own before everything
      * else it reads (the walk's own copy's is ignored there: the top frame

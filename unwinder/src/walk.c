@@ -555,11 +555,11 @@ int fpi_verify_late_code(fp_session *s, fpi_verify_want *ws, const fpi_walk_used
      * read-back, its confirmation strict, proves the frames still there
      * (and so their code objects alive) after those reads. */
     for (size_t i = 0; i < count; i++)
-        ws[i].last = true;
+        ws[i].last = ws[i].code_strict = true;
     size_t failed;
-    s->code_strict = true;
     int rc = fpi_verify_batch(s, ws, us, count, &failed);
-    s->code_strict = false;
+    for (size_t i = 0; i < count; i++)
+        ws[i].code_strict = false;
     return rc;
 }
 

@@ -230,6 +230,10 @@ FP_API void fp_sample_free(fp_sample *sm);
  * interpreter's lacked its main thread's state): no part of the sample can
  * be used. */
 FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
+/* Can the sample that fp_session_sample returned rc for be used?  On
+ * FP_OK; on FP_E_INCOMPLETE when a thread carries the failure (the others
+ * are good); never otherwise. */
+FP_API bool fp_sample_usable(int rc, const fp_sample *sm);
 
 FP_API size_t fp_sample_interp_count(const fp_sample *sm);
 FP_API const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i);
