@@ -745,6 +745,52 @@ static void test_unlinked_generator(void **state)
     each_scene(unlinked_generator_ends_walk);
 }
 
+/* Expects the sample to fail thread 0 as corrupt with `what` in the
+ * message, and thread 1 to stay exact. */
+static void thread0_corrupt(const char *id, built *b, const char *what)
+{
+    int rc = fp_session_sample(b->s, b->sm);
+    if (rc == FP_OK)
+        fail_msg("%s: %s: the sample succeeded", id, what);
+    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    assert_int_equal(th->error, FP_E_CORRUPT);
+    assert_int_equal(th->frame_count, 0);
+    if (!strstr(fp_session_errmsg(b->s), what))
+        fail_msg("%s: expected \"%s\" in: %s", id, what, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
+/* Bounds a damaged image found past the walker (fuzz_image_unwind): a
+ * code object's first traceable instruction must be one of its units (a
+ * negative one made frames before their first instruction visible, with
+ * offset -1), and a generator's frame never points before its first
+ * instruction (it is made at its RETURN_GENERATOR; such a frame was
+ * returned with offset -1 and no position). */
+static void position_bounds(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t gen = synth_frame_addr(b->img, 0, 2), code;
+    memcpy(&code, synth_bytes(b->img, gen + (uint64_t)l->fr_executable, 8), 8);
+    code &= ~l->executable_tag_mask;
+    uint8_t *ft = synth_bytes(b->img, code + (uint64_t)l->co_firsttraceable, 4);
+    uint8_t saved[4];
+    int32_t negative = -1;
+    memcpy(saved, ft, 4);
+    memcpy(ft, &negative, 4);
+    thread0_corrupt(id, b, "first traceable instruction -1");
+    memcpy(ft, saved, 4);
+    sample_is(id, b, 0, EXPECT_T1, 4);
+    move_instr(b, gen, -(int)(loc_start(&CODE_GEN, 1) + 1));
+    thread0_corrupt(id, b, "outside the bytecode");
+}
+
+static void test_position_bounds(void **state)
+{
+    (void)state;
+    each_scene(position_bounds);
+}
+
 /* The __init__ cleanup shim sits under the __init__ frame it pushed at an
  * instruction that is no call (EXIT_INIT_CHECK): hidden, and not subject to
  * the call-site check (a parked or stopped target showed it rejected). */
@@ -1660,6 +1706,7 @@ int main(void)
         cmocka_unit_test(test_frame_cache_aba),
         cmocka_unit_test(test_shim_not_checked),
         cmocka_unit_test(test_unlinked_generator),
+        cmocka_unit_test(test_position_bounds),
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_exit_and_start), cmocka_unit_test(test_thread_exits_during_walk),
         cmocka_unit_test(test_read_stats),

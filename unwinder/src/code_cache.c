@@ -174,6 +174,13 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
                     (unsigned long long)addr, (long long)e->code_units);
         goto fail;
     }
+    /* The first traceable instruction is one of the code's units (or just
+     * past the last: a code object of no traceable instruction). */
+    if (e->firsttraceable < 0 || e->firsttraceable > e->code_units) {
+        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx: first traceable instruction %d of %lld units",
+                     (unsigned long long)addr, (int)e->firsttraceable, (long long)e->code_units);
+        goto fail;
+    }
     if ((rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
         (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_name), &e->name, NULL)) ||
         (rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_filename), &e->filename, NULL))) {

@@ -472,8 +472,12 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         uint64_t start;
         if ((rc = bytecode_start(s, pf->code, pf->tlbc_index, &start)))
             return rc;
+        /* 3.11/3.12 point a frame that has not started one unit before
+         * its first instruction; a generator's frame is made at its
+         * RETURN_GENERATOR, past its first unit, and is never there. */
         int64_t delta = (int64_t)(pf->instr - start);
-        if (delta % CODEUNIT_SIZE != 0 || delta < -CODEUNIT_SIZE || delta / CODEUNIT_SIZE >= ce->code_units)
+        int64_t lowest = pf->generator ? 0 : -CODEUNIT_SIZE;
+        if (delta % CODEUNIT_SIZE != 0 || delta < lowest || delta / CODEUNIT_SIZE >= ce->code_units)
             return fpi_err(&s->err, FP_E_CORRUPT,
                           "frame 0x%llx: instruction pointer 0x%llx is outside the bytecode of %s (0x%llx, %lld units)",
                           (unsigned long long)pf->addr, (unsigned long long)pf->instr, ce->qualname,
