@@ -1131,6 +1131,23 @@ static void return_and_replace(racing_reader *r)
     memcpy(synth_bytes(r->img, c->qualname_at, 8), &c->qualname, 8);
 }
 
+/* Arms r (the first read of a code object first seen: its header), takes
+ * a sample, which must give thread 0's caller alone (CODE_A), and unbuilds b. */
+static void late_race_leaves_caller(const char *id, built *b, racing_reader *r)
+{
+    r->armed = true;
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    assert_false(r->armed);
+    const fp_thread *t = fp_sample_thread(b->sm, 0);
+    if (t->frame_count != 1)
+        fail_msg("%s: %zu frames (the top one named %s), expected the caller alone", id, t->frame_count,
+                 fp_sample_frame(b->sm, t->first_frame)->function);
+    assert_string_equal(fp_sample_frame(b->sm, t->first_frame)->function, CODE_A.qualname);
+    reattach(b, &b->rd); /* the racing reader goes out of scope */
+    unbuild(b);
+}
+
 static void test_late_code_read_back(void **state)
 {
     (void)state;
@@ -1154,17 +1171,59 @@ static void test_late_code_read_back(void **state)
         assert_int_equal(synth_plan_move(b.img, 0, 1, NULL, 0, c.w, MAX_LIFECYCLE_WRITES, &c.n), 0);
         fp_reader racing = {&RACING_OPS, &c.rr};
         reattach(&b, &racing);
-        c.rr.armed = true; /* the first read of the top frame's code object: its header, when first seen */
-        if (fp_session_sample(b.s, b.sm) != FP_OK)
-            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
-        assert_false(c.rr.armed);
+        late_race_leaves_caller(id, &b, &c.rr); /* at the first read of the top frame's code object */
+    }
+}
+
+/* The same, on the batched path: the two threads' list was read ahead by
+ * warm samples, so the interpreter's walks are read back together; then the
+ * thread calls a function never seen before, and returns from it (its code
+ * object replaced) just before that code object is first read, after the
+ * batch's read-back.  The batch must read its walks back once more. */
+static void test_late_code_read_back_batched(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame frames[] = {{&CODE_A, loc_start(&CODE_A, 1) + 1, false, false, 0}};
+        synth_frame other[] = {{&CODE_UCS2, 0, false, false, 0}};
+        synth_frame callee = {&CODE_LATIN1, loc_start(&CODE_LATIN1, 1), false, false, 0};
+        synth_thread th[] = {{4242, 0x7f0000001000ull, true, frames, 1}, {4243, 0x7f0000002000ull, false, other, 1}};
+        synth_desc d = {th, 2, &CODE_LATIN1, 1};
+        built b;
+        build(id, &d, 0, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        late_replacer c = {.rr = racing_over(&b, 0, return_and_replace)};
+        fp_reader racing = {&RACING_OPS, &c.rr};
+        reattach(&b, &racing);
+        for (int k = 0; k < 3; k++) /* warm: the thread list is read ahead */
+            sample_is(id, &b, 0, (expect_frame[]){{&CODE_A, 1, 2, false}}, 1);
+        synth_write call[MAX_LIFECYCLE_WRITES];
+        size_t ncall = 0;
+        assert_int_equal(synth_plan_move(b.img, 0, 0, &callee, 1, call, MAX_LIFECYCLE_WRITES, &ncall), 0);
+        for (size_t w = 0; w < ncall; w++)
+            synth_apply(b.img, &call[w]);
+        /* The callee's code object, found by a session of its own (this
+         * one must not see it before the race). */
+        fp_session *peek;
+        fp_options o;
+        fp_options_init(&o);
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        assert_int_equal(fp_session_new(&o, &peek), FP_OK);
+        assert_int_equal(fp_session_attach_reader(peek, &b.rd, &td), FP_OK);
+        if (fp_session_sample(peek, b.sm) != FP_OK)
+            fail_msg("%s: a sample of the callee: %s", id, fp_session_errmsg(peek));
         const fp_thread *t = fp_sample_thread(b.sm, 0);
-        if (t->frame_count != 1)
-            fail_msg("%s: %zu frames (the top one named %s), expected the caller alone", id, t->frame_count,
-                     fp_sample_frame(b.sm, t->first_frame)->function);
-        assert_string_equal(fp_sample_frame(b.sm, t->first_frame)->function, CODE_A.qualname);
-        reattach(&b, &b.rd); /* the racing reader goes out of scope */
-        unbuild(&b);
+        assert_int_equal(t->frame_count, 2);
+        uint64_t code_top = fp_sample_frame(b.sm, t->first_frame)->code_addr;
+        uint64_t code_bottom = fp_sample_frame(b.sm, t->first_frame + 1)->code_addr;
+        fp_session_free(peek);
+        c.rr.watch = code_top;
+        c.qualname_at = code_top + (uint64_t)l->co_qualname;
+        memcpy(&c.qualname, synth_bytes(b.img, code_bottom + (uint64_t)l->co_qualname, 8), 8);
+        assert_int_equal(synth_plan_move(b.img, 0, 1, NULL, 0, c.w, MAX_LIFECYCLE_WRITES, &c.n), 0);
+        late_race_leaves_caller(id, &b, &c.rr); /* at the first read of the callee's code object */
     }
 }
 
@@ -1714,6 +1773,7 @@ int main(void)
         cmocka_unit_test(test_tlbc_array_moved),
         cmocka_unit_test(test_code_confirmed_per_walk),
         cmocka_unit_test(test_late_code_read_back),
+        cmocka_unit_test(test_late_code_read_back_batched),
         cmocka_unit_test(test_head_not_set_up),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
