@@ -1109,6 +1109,70 @@ static void test_code_confirmed_per_walk(void **state)
     each_scene(code_confirmed_per_walk);
 }
 
+/* 3.14+: the interpreter's code-object generation grows whenever a code
+ * object is freed, and the read-back reads it once for all the walks it
+ * proves.  Here, in a steady-state sample (after the first read took the
+ * generation, while the chunks are copied), the bottom frame's cached code
+ * object is replaced at its address, the generation bumped: the walk made
+ * with the cached entry is torn, the cache dropped, and the frame named
+ * by the replacement.  Without the generation's check, the stale name came
+ * back. */
+typedef struct generation_bumper {
+    racing_reader rr;          /* first: the change gets a pointer to it */
+    uint64_t generation_at, qualname_at, qualname;
+} generation_bumper;
+
+static void replace_and_bump(racing_reader *r)
+{
+    const generation_bumper *g = (const generation_bumper *)r;
+    uint64_t gen;
+    memcpy(&gen, synth_bytes(r->img, g->generation_at, 8), 8);
+    gen++;
+    memcpy(synth_bytes(r->img, g->generation_at, 8), &gen, 8);
+    memcpy(synth_bytes(r->img, g->qualname_at, 8), &g->qualname, 8);
+}
+
+static void code_generation_checked(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->interp_code_generation == FPI_OFF_NONE)
+        return;
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f3 = synth_frame_addr(b->img, 0, 3), code_a, code_u, interp;
+    memcpy(&code_a, synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8), 8);
+    memcpy(&code_u, synth_bytes(b->img, f3 + (uint64_t)l->fr_executable, 8), 8);
+    code_a &= ~l->executable_tag_mask;
+    code_u &= ~l->executable_tag_mask;
+    fp_target_desc td;
+    synth_target(b->img, &td);
+    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    generation_bumper g = {.rr = racing_over(b, f3, replace_and_bump),
+                           .generation_at = interp + (uint64_t)l->interp_code_generation,
+                           .qualname_at = code_u + (uint64_t)l->co_qualname};
+    memcpy(&g.qualname, synth_bytes(b->img, code_a + (uint64_t)l->co_qualname, 8), 8);
+    fp_reader racing = {&RACING_OPS, &g.rr};
+    reattach(b, &racing);
+    for (int k = 0; k < 3; k++) /* warm: both threads read ahead, every code object cached */
+        sample_is(id, b, 0, EXPECT_T1, 4);
+    g.rr.armed = true; /* the copy of the chunk that holds the bottom frame */
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    assert_false(g.rr.armed);
+    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    assert_int_equal(th->frame_count, 4);
+    const fp_frame *bottom = fp_sample_frame(b->sm, th->first_frame + 3);
+    if (strcmp(bottom->function, CODE_A.qualname) != 0)
+        fail_msg("%s: the replaced code object is named %s, expected %s", id, bottom->function, CODE_A.qualname);
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    reattach(b, &b->rd); /* the racing reader goes out of scope */
+}
+
+static void test_code_generation_checked(void **state)
+{
+    (void)state;
+    each_scene(code_generation_checked);
+}
+
 /* A code object first seen in a sample is read after the walk's read-back,
  * when its frame may have returned and the code object been freed and
  * replaced at its address.  Here the top frame returns just before its
@@ -1772,6 +1836,7 @@ int main(void)
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_read_back_ahead_ranges_moved),
         cmocka_unit_test(test_tlbc_array_moved),
         cmocka_unit_test(test_code_confirmed_per_walk),
+        cmocka_unit_test(test_code_generation_checked),
         cmocka_unit_test(test_late_code_read_back),
         cmocka_unit_test(test_late_code_read_back_batched),
         cmocka_unit_test(test_head_not_set_up),

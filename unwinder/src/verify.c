@@ -165,8 +165,9 @@ typedef struct fpi_verify_at {
 } verify_at;
 
 /* Appends the reads of one walk's read-back to s->verify_iov (*n of them so
- * far, *used bytes): the chunks and the other frames first, then the
- * generation, the link, the thread state and the cframe.  The copy read
+ * far, *used bytes): the chunks and the other frames first, then the link,
+ * the thread state and the cframe (the code-object generation is read once
+ * for all the walks, after them: plan_generation).  The copy read
  * the thread state before the chunks; reading it back after them makes a
  * thread that moved between the two reads show in one of them (a
  * seqlock's order), where the same order twice could meet the same mixed
@@ -233,12 +234,6 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         s->verify_iov[a] = s->verify_iov[b];
         s->verify_iov[b] = t;
     }
-    at->gen = *used;
-    if (w->generation_addr) {
-        if ((rc = add_iov(s, n, w->generation_addr, *used, WORD)))
-            return rc;
-        *used += WORD;
-    }
     at->link = *used;
     if ((rc = add_iov(s, n, w->link_addr, *used, WORD)))
         return rc;
@@ -252,6 +247,33 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         if ((rc = add_iov(s, n, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, WORD)))
             return rc;
         *used += WORD;
+    }
+    return FP_OK;
+}
+
+/* The interpreter's code-object generation (3.14+), read once after every
+ * walk of the read-back: a counter that only grows, it is unchanged there
+ * only if it was unchanged wherever a walk's own read would have found it
+ * (one read per walk was a remote range per thread, twice per sample).
+ * Walks of another interpreter (never batched together) get a read of
+ * their own. */
+static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t count, size_t *n, size_t *used,
+                           verify_at *at)
+{
+    uint64_t last = 0;
+    size_t last_at = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!ws[i].generation_addr)
+            continue;
+        if (ws[i].generation_addr != last) {
+            int rc = add_iov(s, n, ws[i].generation_addr, *used, WORD);
+            if (rc)
+                return rc;
+            last = ws[i].generation_addr;
+            last_at = *used;
+            *used += WORD;
+        }
+        at[i].gen = last_at;
     }
     return FP_OK;
 }
@@ -363,6 +385,8 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     int rc = FP_OK;
     for (size_t i = 0; !rc && i < count; i++)
         rc = plan(s, &ws[i], &us[i], &n, &used, &at[i]);
+    if (!rc)
+        rc = plan_generation(s, ws, count, &n, &used, at);
     /* With the last read-back, the headers of the cached code objects the
      * frames name (before 3.14, which has no code-object generation):
      * confirmed for the walks it proves in the same read, not in one of
