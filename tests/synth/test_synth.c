@@ -761,9 +761,9 @@ static void thread0_corrupt(const char *id, built *b, const char *what)
 }
 
 /* Bounds a damaged image found past the walker (fuzz_image_unwind): a
- * code object's first traceable instruction must be one of its units (a
+ * code object's first traceable instruction must not be negative (a
  * negative one made frames before their first instruction visible, with
- * offset -1), and a generator's frame never points before its first
+ * offset -1; one past the code's end is real: the __init__ shim's), and a generator's frame never points before its first
  * instruction (it is made at its RETURN_GENERATOR; such a frame was
  * returned with offset -1 and no position). */
 static void position_bounds(size_t layout, const char *id, built *b)

@@ -174,11 +174,12 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
                     (unsigned long long)addr, (long long)e->code_units);
         goto fail;
     }
-    /* The first traceable instruction is one of the code's units (or just
-     * past the last: a code object of no traceable instruction). */
-    if (e->firsttraceable < 0 || e->firsttraceable > e->code_units) {
-        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx: first traceable instruction %d of %lld units",
-                     (unsigned long long)addr, (int)e->firsttraceable, (long long)e->code_units);
+    /* The first traceable instruction is never before the code's start
+     * (it may lie past its end: 3.13+'s __init__ cleanup shim, 3 units,
+     * says 4, so that its frame is never traceable). */
+    if (e->firsttraceable < 0) {
+        rc = fpi_err(&s->err, FP_E_CORRUPT, "code object at 0x%llx: first traceable instruction %d",
+                     (unsigned long long)addr, (int)e->firsttraceable);
         goto fail;
     }
     if ((rc = fpi_read_str(s, fpi_load_u64(hdr, l->co_qualname), &e->qualname, NULL)) ||
