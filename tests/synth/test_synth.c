@@ -260,7 +260,8 @@ static void test_layouts_round_trip(void **state)
 enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
-    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_RESUME_CALLER, C_COUNT
+    C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_RESUME_CALLER,
+    C_RESUMING_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -272,7 +273,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a 3.11 caller at SEND, which reaches its callee through C",
     "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)",
     "a 3.11-3.13 top frame that is not running (a stack depth, not -1)",
-    "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)"};
+    "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)",
+    "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.13+)"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -485,6 +487,31 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
         return true;
     }
+    case C_RESUMING_CALLER: {
+        /* 3.13+: SEND and FOR_ITER push a frame only to resume a generator
+         * or coroutine.  Frame 2, a function's, at one of them under its
+         * directly linked callee, a function's frame (ci/live
+         * generator_pingpong, 3.13t: coro_b at the SEND of its `await`
+         * under the work_b it called on the line before).  (3.12's callers
+         * may point at a cache unit: not checked there.) */
+        fp_python_info py;
+        if (fp_session_python(b->s, &py) != FP_OK)
+            return false;
+        unsigned minor = (py.hexversion >> 16) & 0xffu;
+        const fpi_call_site_set *set = fpi_call_sites_for(3, minor);
+        if (minor < SUSPENDED_AT_INSTRUCTION_MINOR)
+            return false;
+        uint64_t start, unit, units;
+        wipe_code(b, f2, &start, &unit, &units);
+        int op = -1;
+        for (int v = 0; set && v < 256 && op < 0; v++)
+            if ((set->gen_callee_ops[v / 64] >> (v % 64)) & 1u)
+                op = v;
+        if (op < 0 || unit >= units)
+            return false;
+        *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
+        return true;
+    }
     case C_CLEARED_CALLER_3_13:
     case C_CLEARED_TOP_3_13: {
         /* 3.13 clears a returned frame's stack depth to 0 and leaves the
@@ -554,6 +581,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
+            if (c == C_RESUMING_CALLER)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "resuming a generator under a frame"));
             if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has returned: its stack was cleared"));
             if (c == C_STOPPED_TOP)

@@ -9,6 +9,13 @@
  * frame at RESUME has just been set up and has called nothing (ci/live
  * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the chain
  * before, still in the slot above).
+ * SEND and FOR_ITER push a frame only to resume a generator or coroutine:
+ * a caller at one of them (3.13+, which point at the instruction) under a
+ * directly linked frame that is no generator's had moved on from the call
+ * that pushed it (ci/live
+ * generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
+ * work_b it called on the line before, the three reads of one sample each
+ * meeting the coroutine between the two).
  * A frame that has returned, or one left over in a slot that a newer call
  * chain reused, is at another instruction (typically RETURN_VALUE, or the
  * caller's next statement): a walk that meets one has mixed two instants
@@ -46,22 +53,43 @@ static bool member(const fpi_call_site_set *set, uint8_t op, bool generator)
     return in_set(set->ops, op) && (generator || !in_set(set->gen_ops, op));
 }
 
-bool fpi_call_site_ok(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator)
+/* The frame-pushing instruction a caller of code `e` at `unit` is
+ * suspended at, or -1.  3.13+: the instruction itself.  3.11, 3.12: the
+ * instruction itself or its last cache unit (a frame-pushing instruction
+ * exactly its cache count before it). */
+static int pushing_op(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator)
 {
-    if (!set || !e->bytecode || unit < 0 || unit >= e->code_units)
-        return true;
-    /* 3.13+: the instruction itself.  3.11, 3.12: the instruction itself
-     * or its last cache unit (a frame-pushing instruction exactly its
-     * cache count before it). */
     uint8_t op = e->bytecode[2u * (size_t)unit];
     if (member(set, op, generator))
-        return true;
+        return op;
     if (set->minor >= SUSPENDED_AT_INSTRUCTION)
-        return false;
+        return -1;
     for (int32_t back = 1; back <= unit && back <= MAX_CACHE_UNITS; back++) {
         uint8_t prev = e->bytecode[2u * (size_t)(unit - back)];
         if (member(set, prev, generator) && set->caches[prev] == back)
-            return true;
+            return prev;
     }
-    return false;
+    return -1;
+}
+
+static bool checkable(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
+{
+    return set && e->bytecode && unit >= 0 && unit < e->code_units;
+}
+
+bool fpi_call_site_ok(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator)
+{
+    return !checkable(set, e, unit) || pushing_op(set, e, unit, generator) >= 0;
+}
+
+bool fpi_call_site_resumes_generator(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
+                                     bool generator)
+{
+    /* 3.11, 3.12: a caller may point at a cache unit, whose data byte can
+     * look like SEND or FOR_ITER while the instruction is a CALL (3.12
+     * Thread._bootstrap, parked): not told apart, so not checked. */
+    if (!checkable(set, e, unit) || set->minor < SUSPENDED_AT_INSTRUCTION)
+        return false;
+    int op = pushing_op(set, e, unit, generator);
+    return op >= 0 && in_set(set->gen_callee_ops, (uint8_t)op);
 }

@@ -18,4 +18,11 @@ const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned mino
  * when it can, or when it cannot be told (no bytecode kept, no table). */
 bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator);
 
+/* Is the frame of code `e`, suspended under a directly linked callee at
+ * `unit`, at an instruction that pushes only a generator's or coroutine's
+ * frame (SEND, FOR_ITER)?  False when it cannot be told (3.11, 3.12: a
+ * caller there may point at an inline cache unit). */
+bool fpi_call_site_resumes_generator(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
+                                     bool generator);
+
 #endif

@@ -432,6 +432,24 @@ static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_co
                    (unsigned long long)pf->addr, ce->qualname, (int)pf->stacktop);
 }
 
+/* A frame suspended at SEND or FOR_ITER under a directly linked callee
+ * pushed that callee to resume a generator or coroutine: a callee that is
+ * no generator's was pushed by an earlier call of that frame, which has
+ * moved on (call_sites.c).  Checked through the frame cache too: its key
+ * does not hold the callee's kind. */
+static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
+                            bool visible, int32_t unit)
+{
+    const fpi_pending_frame *pf = &pending[i];
+    if (!visible || !pf->called_directly || i == 0 || pending[i - 1].generator ||
+        !fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator))
+        return FP_OK;
+    return fpi_err(&s->err, FP_E_INCOMPLETE,
+                   "torn: frame 0x%llx (%s) is suspended resuming a generator under a frame that is no generator's "
+                   "(a callee of an earlier call)",
+                   (unsigned long long)pf->addr, ce->qualname);
+}
+
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
 int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
@@ -462,7 +480,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, &key) : NULL;
         if (hit) {
-            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->unit)))
+            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->unit)) ||
+                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->unit)))
                 return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
@@ -494,6 +513,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
                            (unsigned long long)pf->addr, ce->qualname);
+        if ((rc = callee_kind_fits(s, pending, i, ce, visible, unit)))
+            return rc;
         if (!visible && pf->called_directly && !ce->init_shim)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx (%s) is being set up under a frame it cannot have called yet "
