@@ -332,11 +332,14 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     put64(im, co + (uint64_t)l->co_linetable, lt);
     out->src = c;
     out->addr = co;
-    /* Every unit holds an instruction at which a caller can be suspended,
-     * so any unit a frame names passes the walker's call-site check. */
+    /* Every unit holds an instruction at which a caller can be suspended
+     * under any frame (not one of generators only, not one that pushes
+     * only generator frames), so any unit a frame names passes the
+     * walker's call-site checks. */
     const struct fpi_call_site_set *set = fpi_call_sites_for(FPI_PY_MAJOR, l->minor);
     for (int op = 0; set && op < 256; op++) {
-        if (!((set->ops[op / 64] >> (op % 64)) & 1u))
+        uint64_t bit = 1ull << (op % 64);
+        if (!(set->ops[op / 64] & bit) || (set->gen_ops[op / 64] & bit) || (set->gen_callee_ops[op / 64] & bit))
             continue;
         for (int u = 0; u < units; u++)
             put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)op);
