@@ -12,10 +12,11 @@
  * SEND and FOR_ITER push a frame only to resume a generator or coroutine:
  * a caller at one of them (3.13+, which point at the instruction) under a
  * directly linked frame that is no generator's had moved on from the call
- * that pushed it (ci/live
- * generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
- * work_b it called on the line before, the three reads of one sample each
- * meeting the coroutine between the two).
+ * that pushed it (ci/live generator_pingpong, 3.13t: coro_b at the SEND
+ * of its `await` under the work_b it called on the line before, the three
+ * reads of one sample each meeting the coroutine between the two).  The
+ * 3.12 row of that set is generated but unused (call sites there may name
+ * an inline cache unit).
  * A frame that has returned, or one left over in a slot that a newer call
  * chain reused, is at another instruction (typically RETURN_VALUE, or the
  * caller's next statement): a walk that meets one has mixed two instants
