@@ -274,7 +274,7 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)",
     "a 3.11-3.13 top frame that is not running (a stack depth, not -1)",
     "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)",
-    "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.13+)"};
+    "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.12+)"};
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -488,28 +488,32 @@ static bool corrupt(built *b, int what)
         return true;
     }
     case C_RESUMING_CALLER: {
-        /* 3.13+: SEND and FOR_ITER push a frame only to resume a generator
+        /* 3.12+: SEND and FOR_ITER push a frame only to resume a generator
          * or coroutine.  Frame 2, a function's, at one of them under its
          * directly linked callee, a function's frame (ci/live
          * generator_pingpong, 3.13t: coro_b at the SEND of its `await`
-         * under the work_b it called on the line before).  (3.12's callers
-         * may point at a cache unit: not checked there.) */
+         * under the work_b it called on the line before): at the
+         * instruction itself (3.13+), or at its inline cache unit (3.12,
+         * whose callers point there), the rest of the code being one-unit
+         * instructions (CACHE) as the instruction map decodes it. */
         fp_python_info py;
         if (fp_session_python(b->s, &py) != FP_OK)
             return false;
         unsigned minor = (py.hexversion >> 16) & 0xffu;
         const fpi_call_site_set *set = fpi_call_sites_for(3, minor);
-        if (minor < SUSPENDED_AT_INSTRUCTION_MINOR)
+        bool at_cache = minor < SUSPENDED_AT_INSTRUCTION_MINOR;
+        if (!set || minor < SEND_DIRECT_FIRST_MINOR)
             return false;
         uint64_t start, unit, units;
         wipe_code(b, f2, &start, &unit, &units);
         int op = -1;
-        for (int v = 0; set && v < 256 && op < 0; v++)
-            if ((set->gen_callee_ops[v / 64] >> (v % 64)) & 1u)
+        for (int v = 0; v < 256 && op < 0; v++)
+            if (((set->gen_callee_ops[v / 64] >> (v % 64)) & 1u) && (!at_cache || set->caches[v] > 0))
                 op = v;
-        if (op < 0 || unit >= units)
+        uint64_t back = at_cache && op >= 0 ? set->caches[op] : 0;
+        if (op < 0 || unit >= units || unit < back)
             return false;
-        *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
+        *synth_bytes(b->img, start + 2 * (unit - back), 1) = (uint8_t)op;
         return true;
     }
     case C_CLEARED_CALLER_3_13:
@@ -598,6 +602,47 @@ static void test_corruptions(void **state)
         }
     }
     print_message("# %d corrupted images rejected with an exact stack on the intact thread\n", checked);
+}
+
+/* 3.12: a caller at the last inline cache unit of a CALL, whose data byte
+ * equals SEND, under a function's frame is where a CALL waits (parked
+ * Thread._bootstrap and import_time frames): the instruction map tells the
+ * cache unit from a SEND, so the stack comes back whole. */
+static void cache_byte_like_send_passes(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    fp_python_info py;
+    assert_int_equal(fp_session_python(b->s, &py), FP_OK);
+    unsigned minor = (py.hexversion >> 16) & 0xffu;
+    const fpi_call_site_set *set = fpi_call_sites_for(3, minor);
+    if (!set || minor < SEND_DIRECT_FIRST_MINOR || minor >= SUSPENDED_AT_INSTRUCTION_MINOR)
+        return;
+    int call = -1, send = -1;
+    for (int v = 0; v < 256; v++) {
+        uint64_t bit = 1ull << (v % 64);
+        bool gen_callee = set->gen_callee_ops[v / 64] & bit;
+        if (call < 0 && (set->ops[v / 64] & bit) && !(set->gen_ops[v / 64] & bit) && !gen_callee && set->caches[v] > 0)
+            call = v;
+        if (send < 0 && gen_callee)
+            send = v;
+    }
+    assert_true(call >= 0 && send >= 0);
+    uint64_t start, unit, units;
+    wipe_code(b, synth_frame_addr(b->img, 1, 2), &start, &unit, &units);
+    assert_true(unit >= set->caches[call] && unit < units);
+    *synth_bytes(b->img, start + 2 * (unit - set->caches[call]), 1) = (uint8_t)call;
+    *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)send;
+    int rc = fp_session_sample(b->s, b->sm);
+    if (rc)
+        fail_msg("%s: a CALL's cache unit holding SEND's byte was refused: %s", id, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    print_message("# %s: a CALL's cache byte equal to SEND passes\n", id);
+}
+
+static void test_cache_byte_like_send(void **state)
+{
+    (void)state;
+    each_scene(cache_byte_like_send_passes);
 }
 
 /* The walk reads ahead the thread states the previous sample saw; a thread
@@ -1853,6 +1898,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_layouts_round_trip),
         cmocka_unit_test(test_corruptions),
+        cmocka_unit_test(test_cache_byte_like_send),
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),

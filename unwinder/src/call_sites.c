@@ -10,13 +10,18 @@
  * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the chain
  * before, still in the slot above).
  * SEND and FOR_ITER push a frame only to resume a generator or coroutine:
- * a caller at one of them (3.13+, which point at the instruction) under a
+ * a caller at one of them (3.12+) under a
  * directly linked frame that is no generator's had moved on from the call
  * that pushed it (ci/live generator_pingpong, 3.13t: coro_b at the SEND
  * of its `await` under the work_b it called on the line before, the three
- * reads of one sample each meeting the coroutine between the two).  The
- * 3.12 row of that set is generated but unused (call sites there may name
- * an inline cache unit).
+ * reads of one sample each meeting the coroutine between the two).  On
+ * 3.12, whose callers may name an inline cache unit (whose data byte can
+ * equal SEND while the instruction is a CALL), that is told only through
+ * the code object's instruction map: its bytecode decoded from the start,
+ * each instruction followed by its opcode's cache count (the families'
+ * lengths do not change when the interpreter specialises or instruments
+ * them; INSTRUMENTED_LINE and INSTRUMENTED_INSTRUCTION hide theirs, and a
+ * code object holding one is not checked).
  * A frame that has returned, or one left over in a slot that a newer call
  * chain reused, is at another instruction (typically RETURN_VALUE, or the
  * caller's next statement): a walk that meets one has mixed two instants
@@ -27,6 +32,7 @@
  * The opcode sets come from each version's own opcode tables
  * (call_sites_table.h, targets/layouts/gen_call_sites). */
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "call_sites.h"
 #include "call_sites_table.h"
@@ -34,6 +40,7 @@
 #define MAJOR 3u
 #define MAX_CACHE_UNITS 16    /* more inline cache units than any instruction has */
 #define SUSPENDED_AT_INSTRUCTION 13u /* the first minor version whose callers point at the instruction */
+#define UNITS_PER_MAP_BYTE 8u
 
 const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor)
 {
@@ -73,6 +80,47 @@ static int pushing_op(const fpi_call_site_set *set, const fpi_code_entry *e, int
     return -1;
 }
 
+int fpi_call_site_starts(const fpi_call_site_set *set, const uint8_t *bytecode, int64_t units, uint8_t **starts)
+{
+    *starts = NULL;
+    if (!set || set->minor >= SUSPENDED_AT_INSTRUCTION || !bytecode || units <= 0)
+        return FP_OK;
+    uint8_t *map = calloc(((size_t)units + UNITS_PER_MAP_BYTE - 1) / UNITS_PER_MAP_BYTE, 1);
+    if (!map)
+        return FP_E_NOMEM;
+    int64_t u = 0;
+    while (u < units) {
+        uint8_t n = set->caches[bytecode[2u * (size_t)u]];
+        if (n == FPI_CALL_SITE_OPAQUE_LENGTH)
+            break;
+        map[(size_t)u / UNITS_PER_MAP_BYTE] |= (uint8_t)(1u << ((size_t)u % UNITS_PER_MAP_BYTE));
+        u += 1 + (int64_t)n;
+    }
+    if (u != units) {
+        free(map);
+        return FP_OK;
+    }
+    *starts = map;
+    return FP_OK;
+}
+
+static bool starts_at(const uint8_t *map, int32_t unit)
+{
+    return (map[(size_t)unit / UNITS_PER_MAP_BYTE] >> ((size_t)unit % UNITS_PER_MAP_BYTE)) & 1u;
+}
+
+/* 3.11, 3.12, through the instruction map: the opcode of the instruction
+ * at `unit`, or of the one whose last inline cache unit `unit` is, or -1
+ * (a unit inside a cache, where no frame waits). */
+static int mapped_op(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
+{
+    int32_t at = unit;
+    while (at > 0 && !starts_at(e->starts, at))
+        at--;
+    uint8_t op = e->bytecode[2u * (size_t)at];
+    return at == unit || at + (int32_t)set->caches[op] == unit ? op : -1;
+}
+
 static bool checkable(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
 {
     return set && e->bytecode && unit >= 0 && unit < e->code_units;
@@ -88,9 +136,16 @@ bool fpi_call_site_resumes_generator(const fpi_call_site_set *set, const fpi_cod
 {
     /* 3.11, 3.12: a caller may point at a cache unit, whose data byte can
      * look like SEND or FOR_ITER while the instruction is a CALL (3.12
-     * Thread._bootstrap, parked): not told apart, so not checked. */
-    if (!checkable(set, e, unit) || set->minor < SUSPENDED_AT_INSTRUCTION)
+     * Thread._bootstrap, parked): told apart by the instruction map, and
+     * not checked without one. */
+    if (!checkable(set, e, unit))
         return false;
-    int op = pushing_op(set, e, unit, generator);
+    int op;
+    if (set->minor >= SUSPENDED_AT_INSTRUCTION)
+        op = pushing_op(set, e, unit, generator);
+    else if (e->starts)
+        op = mapped_op(set, e, unit);
+    else
+        return false;
     return op >= 0 && in_set(set->gen_callee_ops, (uint8_t)op);
 }

@@ -13,6 +13,14 @@
  * newer than the tables: no check). */
 const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor);
 
+/* 3.11, 3.12: decode `units` code units of `bytecode` from the start into
+ * *starts, a bit per unit that begins an instruction (the rest are inline
+ * cache units, whose bytes are data), or NULL when the bytecode does not
+ * tell (3.13+, which need no map; an opcode that hides its length or is
+ * none; an instruction running past the end).  FP_OK or FP_E_NOMEM. */
+int fpi_call_site_starts(const struct fpi_call_site_set *set, const uint8_t *bytecode, int64_t units,
+                         uint8_t **starts);
+
 /* Can the frame of code `e` (a generator's or coroutine's frame, or not)
  * be suspended under a directly linked callee at code unit `unit`?  True
  * when it can, or when it cannot be told (no bytecode kept, no table). */
@@ -21,7 +29,8 @@ bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry 
 /* Is the frame of code `e`, suspended under a directly linked callee at
  * `unit`, at an instruction that pushes only a generator's or coroutine's
  * frame (SEND, FOR_ITER)?  False when it cannot be told (3.11, 3.12: a
- * caller there may point at an inline cache unit). */
+ * caller there may point at an inline cache unit, told from one of its
+ * instruction only through the instruction map). */
 bool fpi_call_site_resumes_generator(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
                                      bool generator);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sites.h"
 #include "grow.h"
 #include "session.h"
 #include "verify.h"
@@ -29,6 +30,7 @@ static void entry_free(fpi_code_entry *e)
     free(e->filename);
     free(e->linetable);
     free(e->bytecode);
+    free(e->starts);
     free(e);
 }
 
@@ -226,6 +228,12 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         if (rc) {
             free(e->bytecode);
             e->bytecode = NULL;
+        }
+        rc = fpi_call_site_starts(s->call_sites, e->bytecode, e->code_units, &e->starts);
+        if (rc) {
+            rc = fpi_err(&s->err, rc, "out of memory: the instruction map of code object 0x%llx",
+                         (unsigned long long)addr);
+            goto fail;
         }
     }
     *out = e;

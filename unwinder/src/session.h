@@ -50,6 +50,8 @@ typedef struct fpi_code_entry {
     uint8_t *linetable;
     size_t linetable_len;
     uint8_t *bytecode;        /* co_code_adaptive when read (call_sites.c); NULL when over the limit */
+    uint8_t *starts;          /* 3.11, 3.12: a bit per code unit that begins an instruction, decoded from
+                               * bytecode (call_sites.c); NULL when it does not tell */
     int32_t firstlineno;
     int32_t firsttraceable;
     int32_t nlocalsplus;      /* 3.13: co_nlocalsplus (a frame's stack depth never goes under it while in use); else 0 */
