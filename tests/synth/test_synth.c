@@ -276,6 +276,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)",
     "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.12+)"};
 
+#define CYCLE_FOUND_WITHIN 16u /* frames walked before a three-frame loop is found */
+
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
 #define BINARY_OP_3_11 122u
@@ -578,8 +580,13 @@ static void test_corruptions(void **state)
             assert_int_not_equal(fp_sample_thread(b.sm, 1)->error, 0);
             assert_int_equal(fp_sample_thread(b.sm, 1)->frame_count, 0);
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
-            if (c == C_CYCLE)
+            if (c == C_CYCLE) {
                 assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+                /* found on its second lap, not after max_depth frames (and
+                 * as many reads where they lie outside the data stack) */
+                if (b.s->nseen > CYCLE_FOUND_WITHIN)
+                    fail_msg("%s: the cycle was found after %zu frames", id, b.s->nseen);
+            }
             if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER ||
                 c == C_SEND_CALLER_3_11 || c == C_RESUME_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));

@@ -295,9 +295,25 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     size_t chunk = 0; /* where frame_bytes looks first */
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     bool last_is_entry = false;   /* the frame just followed was entered from C code */
+    /* Brent's cycle detection: a frame passed at step 2^k - 1, compared
+     * with every later one until step 2^(k+1) - 1.  A chain read across
+     * instants can loop (3.12: generator frames, read one by one outside
+     * the data stack, each pointing back to a consumer that pointed on to
+     * them); the loop is found within twice its length plus its lead, not
+     * after max_depth frames and as many reads. */
+    uint64_t cycle_mark = 0;
+    uint64_t cycle_power = 1, cycle_steps = 0;
     s->npending = 0;
     s->nseen = 0;
     while (addr) {
+        if (addr == cycle_mark)
+            return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
+                          (unsigned long long)th->native_id, (unsigned long long)addr);
+        if (++cycle_steps == cycle_power) {
+            cycle_mark = addr;
+            cycle_power *= 2u;
+            cycle_steps = 0;
+        }
         if (depth >= s->opts.max_depth) {
             size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
             s->frame_addrs[n - 1] = addr;
