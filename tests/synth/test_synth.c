@@ -261,7 +261,7 @@ enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
     C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_RESUME_CALLER,
-    C_RESUMING_CALLER, C_COUNT
+    C_RESUMING_CALLER, C_RUNNING_CALLER, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -274,7 +274,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a 3.13 caller that has returned (its stack cleared)", "a 3.13 top frame that has returned (its stack cleared)",
     "a 3.11-3.13 top frame that is not running (a stack depth, not -1)",
     "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)",
-    "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.12+)"};
+    "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.12+)",
+    "a 3.11-3.13 caller that is running (stack depth -1) under a linked frame"};
 
 #define CYCLE_FOUND_WITHIN 16u /* frames walked before a three-frame loop is found */
 
@@ -518,6 +519,16 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, start + 2 * (unit - back), 1) = (uint8_t)op;
         return true;
     }
+    case C_RUNNING_CALLER: {
+        /* 3.11-3.13: frame 2 runs (stacktop -1) with frame 1 linked above
+         * it: frame 1 is a slot of an earlier chain that frame 2 has not
+         * pushed into yet (ci/live thread_churn, 3.11). */
+        if (l->fr_stacktop == FPI_OFF_NONE)
+            return false;
+        int32_t running = -1;
+        memcpy(synth_bytes(b->img, f2 + (uint64_t)l->fr_stacktop, 4), &running, 4);
+        return true;
+    }
     case C_CLEARED_CALLER_3_13:
     case C_CLEARED_TOP_3_13: {
         /* 3.13 clears a returned frame's stack depth to 0 and leaves the
@@ -594,6 +605,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
             if (c == C_RESUMING_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "resuming a generator under a frame"));
+            if (c == C_RUNNING_CALLER)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "is running under the frame linked above it"));
             if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "has returned: its stack was cleared"));
             if (c == C_STOPPED_TOP)
@@ -644,6 +657,31 @@ static void cache_byte_like_send_passes(size_t layout, const char *id, built *b)
         fail_msg("%s: a CALL's cache unit holding SEND's byte was refused: %s", id, fp_session_errmsg(b->s));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     print_message("# %s: a CALL's cache byte equal to SEND passes\n", id);
+}
+
+/* 3.11-3.13: gen.throw() links the delegating generator's frame straight
+ * under the frame that called it, which runs (stack depth -1): a running
+ * frame under a generator's frame is an instant Python has (parked
+ * yield_from), so the stack comes back whole. */
+static void running_under_generator_passes(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->fr_stacktop == FPI_OFF_NONE)
+        return;
+    int32_t running = -1;
+    memcpy(synth_bytes(b->img, synth_frame_addr(b->img, 0, 3) + (uint64_t)l->fr_stacktop, 4), &running, 4);
+    int rc = fp_session_sample(b->s, b->sm);
+    if (rc)
+        fail_msg("%s: a running frame under a generator's frame was refused: %s", id, fp_session_errmsg(b->s));
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    print_message("# %s: a running frame under a generator's frame passes\n", id);
+}
+
+static void test_running_under_generator(void **state)
+{
+    (void)state;
+    each_scene(running_under_generator_passes);
 }
 
 static void test_cache_byte_like_send(void **state)
@@ -1906,6 +1944,7 @@ int main(void)
         cmocka_unit_test(test_layouts_round_trip),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_cache_byte_like_send),
+        cmocka_unit_test(test_running_under_generator),
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),

@@ -490,6 +490,22 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            "torn: frame 0x%llx (%s) has returned: its stack was cleared (a slot its caller is "
                            "about to reuse)",
                            (unsigned long long)pf->addr, ce->qualname);
+        /* 3.11-3.13: a frame saves its stack depth before it links the
+         * callee it pushes (and runs with -1 from the moment it resumes),
+         * so a running frame has no directly linked function's frame above
+         * it: that frame is one it has not pushed yet, still in its slot
+         * from an earlier chain at the same depth (ci/live thread_churn,
+         * 3.11: c2 at its call of leaf_c under a leaf_d of the chain
+         * before).  A generator's frame can be: gen.throw() links the
+         * delegating generator straight under the frame that called it,
+         * which runs (parked yield_from, 3.12+).  Checked before the frame
+         * cache too: its key holds no depth. */
+        if (pf->called_directly && pf->stacktop == FPI_STACKTOP_RUNNING && s->layout.fr_stacktop != FPI_OFF_NONE &&
+            i > 0 && !pending[i - 1].generator)
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx (%s) is running under the frame linked above it (one it has not "
+                           "pushed: a slot of an earlier call)",
+                           (unsigned long long)pf->addr, ce->qualname);
         /* Thread-local bytecode (free-threaded 3.14+) can be replaced under
          * the same index: such frames are always resolved afresh. */
         bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;
