@@ -10,11 +10,11 @@
  * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the chain
  * before, still in the slot above).
  * SEND and FOR_ITER push a frame only to resume a generator or coroutine:
- * a caller at one of them (3.12+) under a
- * directly linked frame that is no generator's had moved on from the call
- * that pushed it (ci/live generator_pingpong, 3.13t: coro_b at the SEND
- * of its `await` under the work_b it called on the line before, the three
- * reads of one sample each meeting the coroutine between the two).  On
+ * a caller at one of them (3.12+) under a directly linked frame that is no
+ * generator's had moved on from the call that pushed it (ci/live
+ * generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
+ * work_b it called on the line before, the three reads of one sample each
+ * meeting the coroutine between the two).  On
  * 3.12, whose callers may name an inline cache unit (whose data byte can
  * equal SEND while the instruction is a CALL), that is told only through
  * the code object's instruction map: its bytecode decoded from the start,
