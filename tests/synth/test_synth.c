@@ -1589,6 +1589,68 @@ static void test_read_back_from_lowest_frame(void **state)
     each_scene(chunk_header_read_once);
 }
 
+/* A reader that keeps the ranges of its last batched read. */
+#define KEPT_RANGES 512u
+#define WORD_READ 8u
+typedef struct keeping_reader {
+    fp_reader inner;
+    fp_iov last[KEPT_RANGES];
+    size_t nlast;
+} keeping_reader;
+
+static int keeping_readv(void *ctx, const fp_iov *iov, size_t n)
+{
+    keeping_reader *r = ctx;
+    r->nlast = n < KEPT_RANGES ? n : KEPT_RANGES;
+    memcpy(r->last, iov, r->nlast * sizeof *iov);
+    return fp_reader_readv(&r->inner, iov, n);
+}
+
+static int keeping_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    fp_iov one = {addr, buf, len};
+    return keeping_readv(ctx, &one, 1);
+}
+
+static const fp_reader_ops KEEPING_OPS = {.name = "keeping synthetic image", .read = keeping_read,
+                                          .readv = keeping_readv};
+
+/* 3.14+: each read-back reads the code-object generation right after the
+ * interpreter's list head (the head thread's link), a few hundred bytes
+ * before it, so that process_vm_readv takes the two as one remote range;
+ * read after the thread states, it was a range of its own. */
+static void generation_beside_head(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->interp_code_generation == FPI_OFF_NONE)
+        return;
+    fp_target_desc td;
+    synth_target(b->img, &td);
+    uint64_t interp;
+    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    uint64_t head = interp + (uint64_t)l->interp_threads_head, gen = interp + (uint64_t)l->interp_code_generation;
+    keeping_reader kr = {.inner = b->rd};
+    fp_reader rd = {&KEEPING_OPS, &kr};
+    reattach(b, &rd);
+    for (int k = 0; k < 4; k++) /* the last one: the steady state's one read */
+        sample_is(id, b, 1, EXPECT_T2, 3);
+    unsigned beside = 0; /* the copy reads it among the interpreter's other words */
+    for (size_t i = 1; i < kr.nlast; i++)
+        if (kr.last[i].addr == gen && kr.last[i].len == WORD_READ && kr.last[i - 1].addr == head &&
+            kr.last[i - 1].len == WORD_READ)
+            beside++;
+    if (beside != 2) /* the two read-backs, taken with the first read */
+        fail_msg("%s: the generation was read back right after the list head %u times in a steady-state sample, "
+                 "expected 2", id, beside);
+}
+
+static void test_generation_read_beside_head(void **state)
+{
+    (void)state;
+    each_scene(generation_beside_head);
+}
+
 /* The top frame of the first thread runs another function from now on. */
 static void top_frame_replaced(racing_reader *r)
 {
@@ -2020,6 +2082,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),
         cmocka_unit_test(test_read_back_from_lowest_frame),
+        cmocka_unit_test(test_generation_read_beside_head),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);

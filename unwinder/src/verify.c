@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "reader_vm.h"
 #include "session.h"
 #include "verify.h"
 
@@ -187,16 +188,26 @@ typedef struct fpi_verify_at {
     size_t top_instr, chunks, frames, gen, link, ts, cframe;
 } verify_at;
 
+/* Where the code-object generation (3.14+) is read in a read-back. */
+typedef struct gen_read {
+    uint64_t addr;            /* 0: not planned yet */
+    size_t at;
+} gen_read;
+
 /* Appends the reads of one walk's read-back to s->verify_iov (*n of them so
  * far, *used bytes): the chunks and the other frames first, then the link,
- * the thread state and the cframe (the code-object generation is read once
- * for all the walks, after them: plan_generation).  The copy read
+ * the thread state and the cframe.  The code-object generation is read once
+ * for all the walks: right after the link of the walk whose link is the
+ * interpreter's list head, a few hundred bytes before it in the same
+ * structure, so that a reader joins the two into one remote range
+ * (reader_vm.c; read on its own, it cost a range in each read-back); else
+ * after every walk (plan_generation).  The copy read
  * the thread state before the chunks; reading it back after them makes a
  * thread that moved between the two reads show in one of them (a
  * seqlock's order), where the same order twice could meet the same mixed
  * state twice in a target that runs in step with the sampler. */
 static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u, size_t *n, size_t *used,
-                verify_at *at)
+                verify_at *at, gen_read *gen)
 {
     const fpi_layout *l = &s->layout;
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
@@ -264,6 +275,13 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     if ((rc = add_iov(s, n, w->link_addr, *used, WORD)))
         return rc;
     *used += WORD;
+    if (w->generation_addr && !gen->addr && w->generation_addr >= w->link_addr + WORD &&
+        w->generation_addr - (w->link_addr + WORD) <= FPI_VM_MERGE_GAP) {
+        if ((rc = add_iov(s, n, w->generation_addr, *used, WORD)))
+            return rc;
+        *gen = (gen_read){w->generation_addr, *used};
+        *used += WORD;
+    }
     at->ts = *used;
     if ((rc = add_iov(s, n, w->ts, *used, s->ts_read_len)))
         return rc;
@@ -277,17 +295,18 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     return FP_OK;
 }
 
-/* The interpreter's code-object generation (3.14+), read once after every
- * walk of the read-back: a counter that only grows, it is unchanged there
- * only if it was unchanged wherever a walk's own read would have found it
- * (one read per walk was a remote range per thread, twice per sample).
- * Walks of another interpreter (never batched together) get a read of
- * their own. */
+/* The interpreter's code-object generation (3.14+), read once in the
+ * read-back of all the walks: a counter that only grows, unchanged there
+ * since the copy read it, it was unchanged all along between, where every
+ * walk's frames held as copied (one read per walk was a remote range per
+ * thread, twice per sample).  Unless plan() placed it beside a link, it
+ * is read after every walk.  Walks of another interpreter (never batched
+ * together) get a read of their own. */
 static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t count, size_t *n, size_t *used,
-                           verify_at *at)
+                           verify_at *at, const gen_read *gen)
 {
-    uint64_t last = 0;
-    size_t last_at = 0;
+    uint64_t last = gen->addr;
+    size_t last_at = gen->at;
     for (size_t i = 0; i < count; i++) {
         if (!ws[i].generation_addr)
             continue;
@@ -409,10 +428,11 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of %zu walks", count);
     s->verify_at = at;
     int rc = FP_OK;
+    gen_read gen = {0, 0};
     for (size_t i = 0; !rc && i < count; i++)
-        rc = plan(s, &ws[i], &us[i], &n, &used, &at[i]);
+        rc = plan(s, &ws[i], &us[i], &n, &used, &at[i], &gen);
     if (!rc)
-        rc = plan_generation(s, ws, count, &n, &used, at);
+        rc = plan_generation(s, ws, count, &n, &used, at, &gen);
     /* With the last read-back, the headers of the cached code objects the
      * frames name (before 3.14, which has no code-object generation):
      * confirmed for the walks it proves in the same read, not in one of
