@@ -278,6 +278,7 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a 3.11-3.13 caller that is running (stack depth -1) under a linked frame"};
 
 #define CYCLE_FOUND_WITHIN 16u /* frames walked before a three-frame loop is found */
+#define CYCLE_CUT_DEPTH 4u     /* a max_depth at which Brent's check has not closed that loop */
 
 /* BINARY_OP's opcode and inline cache count in 3.11-3.13 (dis.opmap): an
  * instruction that never pushes a Python frame itself there. */
@@ -1538,6 +1539,28 @@ static void test_read_stats(void **state)
 
 #define BELOW_LOWEST_FRAME 8u /* an address this far below a chunk's lowest frame: its header */
 
+/* A loop that Brent's check has not closed when the walk reaches
+ * max_depth is still named a cycle, not a stack deeper than the limit:
+ * the frame there was followed before. */
+static void test_cycle_at_max_depth(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, CYCLE_CUT_DEPTH, &sc, &b);
+        assert_true(corrupt(&b, C_CYCLE));
+        (void)fp_session_sample(b.s, b.sm);
+        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        int err = fp_sample_thread(b.sm, 1)->error;
+        if (err != FP_E_CORRUPT) /* FP_E_LIMIT: "deeper than max_depth frames" */
+            fail_msg("%s: a loop met at max_depth (%u) was reported as error %d (%s)", id, CYCLE_CUT_DEPTH, err,
+                     fp_strerror(err));
+        unbuild(&b);
+    }
+}
+
 /* A reader that keeps the ranges of its last batched read. */
 #define KEPT_RANGES 512u
 #define WORD_READ 8u
@@ -2064,6 +2087,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),
         cmocka_unit_test(test_read_back_from_lowest_frame),
+        cmocka_unit_test(test_cycle_at_max_depth),
         cmocka_unit_test(test_generation_read_beside_head),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);

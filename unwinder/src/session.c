@@ -73,7 +73,6 @@ void fp_session_free(fp_session *s)
     fp_session_detach(s);
     free(s->stack_buf);
     free(s->chunks);
-    free(s->frame_addrs);
     free(s->pending);
     free(s->seen);
     free(s->verify_buf);

@@ -210,8 +210,6 @@ struct fp_session {
     fpi_thread_memo *cur_ts;  /* ... and of this sample, so far */
     size_t ncur_ts, cur_ts_cap;
     size_t spec_bytes;        /* bytes of chunk_bufs the sample's first read filled */
-    uint64_t *frame_addrs;    /* walk history for cycle reporting */
-    size_t frame_addrs_cap;
 };
 
 struct fp_sample {

@@ -254,11 +254,11 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
     return FP_OK;
 }
 
-static bool has_cycle(const uint64_t *addrs, size_t n)
+/* Has the walk followed the frame at addr already? */
+static bool followed(const fp_session *s, uint64_t addr)
 {
-    /* Does the last address appear earlier in the walk? */
-    for (size_t i = 0; i + 1 < n; i++)
-        if (addrs[i] == addrs[n - 1])
+    for (size_t i = 0; i < s->nseen; i++)
+        if (s->seen[i].addr == addr)
             return true;
     return false;
 }
@@ -315,16 +315,12 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             cycle_steps = 0;
         }
         if (depth >= s->opts.max_depth) {
-            size_t n = depth < s->frame_addrs_cap ? depth : s->frame_addrs_cap;
-            s->frame_addrs[n - 1] = addr;
-            if (has_cycle(s->frame_addrs, n))
+            if (followed(s, addr)) /* a loop longer than Brent's check could close in max_depth frames */
                 return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
                               (unsigned long long)th->native_id, (unsigned long long)addr);
             return fpi_err(&s->err, FP_E_LIMIT, "thread %llu: deeper than %u frames",
                           (unsigned long long)th->native_id, s->opts.max_depth);
         }
-        if (depth < s->frame_addrs_cap)
-            s->frame_addrs[depth] = addr;
         if (addr & (PTR_SIZE - 1))
             return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: unaligned", (unsigned long long)addr);
         if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
@@ -1277,13 +1273,6 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     s->ncur_ts = 0;
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
-    if (s->frame_addrs_cap < s->opts.max_depth) {
-        uint64_t *na = realloc(s->frame_addrs, s->opts.max_depth * sizeof *na);
-        if (!na)
-            return fpi_err(&s->err, FP_E_NOMEM, "out of memory: a walk history of %u frames", s->opts.max_depth);
-        s->frame_addrs = na;
-        s->frame_addrs_cap = s->opts.max_depth;
-    }
     uint64_t runtime = s->info.runtime_addr;
     /* interpreters.head and main_thread sit a few words apart: one read. */
     uint8_t rt[RUNTIME_SPAN_MAX];
