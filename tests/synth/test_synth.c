@@ -2058,6 +2058,68 @@ static void test_new_thread_with_main_ids(void **state)
     }
 }
 
+/* A reader that sets an 8-byte word at `watch` to `value` when the walk
+ * first reads that word alone (not within a larger range). */
+typedef struct word_flip_reader {
+    fp_reader inner;
+    synth_image *img;
+    uint64_t watch, value;
+    bool done;
+} word_flip_reader;
+
+static int word_flip_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    word_flip_reader *r = ctx;
+    if (!r->done && addr == r->watch && len == WORD_READ) {
+        r->done = true;
+        memcpy(synth_bytes(r->img, r->watch, WORD_READ), &r->value, WORD_READ);
+    }
+    return fp_reader_read(&r->inner, addr, buf, len);
+}
+
+static const fp_reader_ops WORD_FLIP_OPS = {.name = "word-flipping synthetic image", .read = word_flip_read};
+
+/* 3.11, 3.12 (the main thread known by its ids): a thread state made for
+ * a thread not started yet carries its creator's ids and no frames, and
+ * sits at the list's head, before the main thread's own.  A walk that
+ * does not reach the list's end (here: the thread after it fails, and its
+ * next link changes before the list is followed on) must not return that
+ * state as the main thread (ci/live thread_churn, 3.11: 4 wrong samples in
+ * 20 million, a frameless "main thread" beside a thread that exited). */
+static void test_unstarted_state_not_main(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame w_frames[] = {{&CODE_A, 0, false, false, 0}};
+        synth_frame main_frames[] = {{&CODE_LATIN1, 0, false, false, 0}};
+        synth_thread th[] = {{4242, 0x7f0000001000ull, false, NULL, 0},
+                             {4300, 0x7f0000003000ull, false, w_frames, 1},
+                             {4242, 0x7f0000001000ull, true, main_frames, 1}};
+        synth_desc d = {th, 3, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        const fpi_layout *l = synth_layout(b.img);
+        uint64_t w_ts = synth_thread_state_addr(b.img, 1), bogus = synth_thread_state_addr(b.img, 0);
+        /* The worker's frame names no code object: its walk fails. */
+        memcpy(synth_bytes(b.img, synth_frame_addr(b.img, 1, 0) + (uint64_t)l->fr_executable, 8), &bogus, 8);
+        word_flip_reader fr = {.inner = b.rd, .img = b.img, .watch = w_ts + (uint64_t)l->ts_next, .value = bogus};
+        fp_reader rd = {&WORD_FLIP_OPS, &fr};
+        reattach(&b, &rd);
+        int rc = fp_session_sample(b.s, b.sm);
+        if (rc != FP_E_INCOMPLETE)
+            fail_msg("%s: sampled as %d (%s), expected incomplete", id, rc, fp_session_errmsg(b.s));
+        assert_true(fr.done);
+        for (size_t k = 0; k < fp_sample_thread_count(b.sm); k++) {
+            const fp_thread *t = fp_sample_thread(b.sm, k);
+            if (t->main && t->frame_count != 1)
+                fail_msg("%s: thread %zu (%zu frames, error %d) returned as the main thread", id, k,
+                         t->frame_count, t->error);
+        }
+        unbuild(&b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -2086,6 +2148,7 @@ int main(void)
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),
+        cmocka_unit_test(test_unstarted_state_not_main),
         cmocka_unit_test(test_read_back_from_lowest_frame),
         cmocka_unit_test(test_cycle_at_max_depth),
         cmocka_unit_test(test_generation_read_beside_head),

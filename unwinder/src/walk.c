@@ -1246,7 +1246,18 @@ int fpi_check_main_listed(fp_session *s, const fp_sample *sm, size_t first, size
                    count);
 }
 
-static void one_main_thread(fp_sample *sm, const fp_interp *fi)
+/* Leaves the main flag on one thread of the interpreter at most.  With
+ * threads.main only that state carries it.  By the ids (3.11, 3.12, and
+ * finalisation) it is the last state with the main thread's ids: new
+ * states go to the list's head, the main thread's own is the oldest.  A
+ * state made for a thread that has not started yet carries its creator's
+ * ids (3.11: the native id too) and no frames; in a list the walk did not
+ * follow to its end (`cut`), the main thread's own state may lie beyond,
+ * and a frameless state with its ids is not taken for it (ci/live
+ * thread_churn, 3.11: a new thread's state returned as a frameless main
+ * thread, the list cut after a thread that exited under the walk, 4 of 20
+ * million samples). */
+static void one_main_thread(fp_sample *sm, const fp_interp *fi, bool by_ids, bool cut)
 {
     size_t last = SIZE_MAX;
     for (size_t i = 0; i < fi->thread_count; i++)
@@ -1254,6 +1265,9 @@ static void one_main_thread(fp_sample *sm, const fp_interp *fi)
             last = i;
     for (size_t i = 0; last != SIZE_MAX && i < last; i++)
         sm->threads[fi->first_thread + i].main = false;
+    fp_thread *t = last != SIZE_MAX ? &sm->threads[fi->first_thread + last] : NULL;
+    if (t && by_ids && cut && t->frame_count == 0)
+        t->main = false;
 }
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
@@ -1317,7 +1331,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             rc = fpi_walk_interp_batched(s, sm, &ii);
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc == FP_OK) {
-                one_main_thread(sm, &sm->interps[interp_index]);
+                one_main_thread(sm, &sm->interps[interp_index], !ii.threads_main, false);
                 interp = ii.next;
                 continue;
             }
@@ -1327,6 +1341,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         uint64_t ts = ii.threads_head, link = interp + (uint64_t)l->interp_threads_head;
         uint32_t nthreads = 0;
         unsigned restarts = 0;
+        bool cut = false; /* the list was not followed to its end */
         size_t threads0 = sm->nthreads, frames0 = sm->nframes, memo0 = s->ncur_ts;
         int result0 = result; /* a restart walks this interpreter's failed threads again too */
         fpi_errbuf err0 = first_err;
@@ -1385,13 +1400,15 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                  * (a torn list head can even point into the middle of a
                  * thread state): the list is followed on only if the
                  * link and that next link still hold. */
-                if (!list_link_holds(s, link, ts, next))
+                if (!list_link_holds(s, link, ts, next)) {
+                    cut = true;
                     break;
+                }
             }
             link = ts + (uint64_t)l->ts_next;
             ts = next;
         }
-        one_main_thread(sm, &sm->interps[interp_index]);
+        one_main_thread(sm, &sm->interps[interp_index], !ii.threads_main, cut);
         if (result == FP_OK &&
             (result = fpi_check_main_listed(s, sm, sm->interps[interp_index].first_thread,
                                             sm->interps[interp_index].thread_count, &ii)) != FP_OK)
