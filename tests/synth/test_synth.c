@@ -1434,6 +1434,19 @@ static void head_not_set_up(const char *id, int warm, built *b)
     if (rc != FP_E_INCOMPLETE)
         fail_msg("%s (after %d samples): %s with %zu threads, expected an incomplete sample", id, warm,
                  rc ? fp_strerror(rc) : "a good sample", fp_sample_thread_count(b->sm));
+    /* The state being set up is in the sample as a thread that failed, torn;
+     * a thread left without an error would read as good (ids 0/0, no frames). */
+    size_t unset = 0;
+    for (size_t k = 0; k < fp_sample_thread_count(b->sm); k++) {
+        const fp_thread *t = fp_sample_thread(b->sm, k);
+        if (t->native_id == 0 && t->thread_id == 0) {
+            unset++;
+            if (t->error != FP_E_INCOMPLETE)
+                fail_msg("%s (after %d samples): the state being set up is thread %zu with error %d, expected %d",
+                         id, warm, k, t->error, FP_E_INCOMPLETE);
+        }
+    }
+    assert_int_equal(unset, 1);
 }
 
 static void test_head_not_set_up(void **state)

@@ -683,11 +683,13 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
      * freed and its memory reused, reached through a stale link, fails so
      * too). */
     uint64_t owner = fpi_load_u64(buf, l->ts_interp);
-    if (owner != ii->addr)
+    if (owner != ii->addr) {
+        th->error = FP_E_INCOMPLETE; /* listed in the sample, and says why */
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                        "torn: thread state 0x%llx names interpreter 0x%llx, not 0x%llx: it is being added to the "
                        "list or taken off it",
                        (unsigned long long)ts, (unsigned long long)owner, (unsigned long long)ii->addr);
+    }
     /* The main thread is the interpreter's threads.main.  That is cleared
      * when finalisation starts (atexit handlers still run on the main
      * thread): only then does the runtime's main thread id decide.  The
@@ -720,8 +722,10 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     int exc = FP_NO;
     if (fpi_load_u64(buf, l->ts_current_exception) != 0)
         exc = FP_YES;
-    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fpi_walk_fatal(rc))
+    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fpi_walk_fatal(rc)) {
+        th->error = rc;
         return rc;
+    }
     th->exception = rc ? FP_UNKNOWN : exc;
     rc = FP_OK; /* an exception that could not be read only leaves it unknown */
 
