@@ -80,7 +80,6 @@ void fp_session_free(fp_session *s)
     fpi_walk_batch_free(s->batch);
     fpi_rb_ahead_free(&s->rb_ahead);
     free(s->verify_iov);
-    free(s->verify_floor);
     free(s->pf);
     free(s->ts_bufs);
     free(s->chunk_bufs);

@@ -81,6 +81,7 @@ typedef struct fpi_chunk_copy {
     uint64_t size;            /* bytes copied (header included): the live part */
     uint64_t alloc;           /* the chunk's allocated size */
     size_t local;             /* offset in the session's stack buffer */
+    uint64_t lowest;          /* the lowest frame the walk followed in it (remote + size: none yet) */
 } fpi_chunk_copy;
 
 /* Every frame a walk followed, with the fields that decide the stack; the
@@ -187,8 +188,6 @@ struct fp_session {
     size_t verify_iov_cap;
     struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
     size_t verify_at_cap;
-    uint64_t *verify_floor;      /* per chunk of a walk, its lowest followed frame (verify.c) */
-    size_t verify_floor_cap;
     struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */

@@ -27,7 +27,6 @@
 #include "verify.h"
 
 #define VERIFY_IOV_INITIAL 64u
-#define VERIFY_FLOOR_INITIAL 16u
 #define VERIFY_BUF_INITIAL 65536u
 #define WORD 8u
 #define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
@@ -133,33 +132,16 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
 
 /* Where the chain-ordered reads of a walk's chunks have got to, from the
  * top down: chunk k (0 the newest) is read below `hi`, every newer chunk
- * down to its floor. */
+ * down to its lowest followed frame (fpi_chunk_copy.lowest; its end when
+ * it holds none).  The bytes below that frame (the chunk's header) decide
+ * no frame and are not compared, so the read-back leaves them out: a
+ * thread entered from C has its entry frame between the header and its
+ * first frame, and reading the header cost a remote range of its own in
+ * each read-back. */
 typedef struct chain_cursor {
     int32_t k;
     uint64_t hi;
-    const uint64_t *floor;    /* per chunk, its lowest followed frame (or its end: none) */
 } chain_cursor;
-
-/* Each chunk's floor: the address of the lowest frame the walk followed in
- * it, or the end of its live part when it holds none.  The bytes below
- * (the chunk's header) decide no frame and are not compared, so the
- * read-back leaves them out: a thread entered from C has its entry frame
- * between the header and its first frame, and reading the header cost a
- * remote range of its own in each read-back. */
-static const uint64_t *chunk_floors(fp_session *s, const fpi_walk_used *u)
-{
-    uint64_t *fl = fpi_grow(s->verify_floor, &s->verify_floor_cap, u->nchunks ? u->nchunks : 1, sizeof *fl,
-                            VERIFY_FLOOR_INITIAL);
-    if (!fl)
-        return NULL;
-    s->verify_floor = fl;
-    for (size_t k = 0; k < u->nchunks; k++)
-        fl[k] = u->chunks[k].remote + u->chunks[k].size;
-    for (size_t i = 0; i < u->nseen; i++) /* top down: the last one met in a chunk is its lowest */
-        if (u->seen[i].chunk != FPI_OUTSIDE_CHUNKS)
-            fl[u->seen[i].chunk] = u->seen[i].addr;
-    return fl;
-}
 
 /* Adds the reads of the chunk bytes from the cursor down to address `a` of
  * chunk k (newest first, each piece from its top down; plan() reverses
@@ -169,7 +151,7 @@ static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, ch
 {
     for (;;) {
         const fpi_chunk_copy *c = &u->chunks[cur->k];
-        uint64_t lo = cur->k == k ? a : cur->floor[cur->k];
+        uint64_t lo = cur->k == k ? a : c->lowest;
         if (lo < cur->hi) {
             int rc = add_iov(s, n, lo, base + c->local + (size_t)(lo - c->remote), (size_t)(cur->hi - lo));
             if (rc)
@@ -244,10 +226,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     *used += total;
     at->frames = *used;
     size_t first = *n;
-    const uint64_t *floor = chunk_floors(s, u);
-    if (!floor)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of a walk (%zu chunks)", u->nchunks);
-    chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + u->chunks[0].size : 0, floor};
+    chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + u->chunks[0].size : 0};
     int32_t above_chunk = FPI_OUTSIDE_CHUNKS; /* the last frame met in a chunk, above the next */
     uint64_t above = 0;
     for (size_t i = 0; i < u->nseen; i++) { /* top down, then reversed */
@@ -264,7 +243,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         *used += pre + fsize;
     }
     if (u->nchunks && (rc = chunks_down_to(s, u, at->chunks, &cur, (int32_t)(u->nchunks - 1),
-                                          floor[u->nchunks - 1], n)))
+                                          u->chunks[u->nchunks - 1].lowest, n)))
         return rc;
     for (size_t a = first, b = *n; b-- > a + 1; a++) { /* bottom up */
         fp_iov t = s->verify_iov[a];

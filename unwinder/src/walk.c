@@ -168,7 +168,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
                               (unsigned long long)chunk, (unsigned long long)size);
         }
         prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
-        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, size, used};
+        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, size, used, chunk + want};
         used += (size_t)want;
         chunk = prev;
     }
@@ -281,6 +281,8 @@ static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t ch
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
     s->seen = ns;
     fpi_seen_fields(l, addr, fr, chunk, &s->seen[s->nseen++]);
+    if (chunk != FPI_OUTSIDE_CHUNKS) /* top down: the last one met in a chunk is its lowest */
+        s->chunks[chunk].lowest = addr;
     return FP_OK;
 }
 
