@@ -686,11 +686,11 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
      * too). */
     uint64_t owner = fpi_load_u64(buf, l->ts_interp);
     if (owner != ii->addr) {
-        th->error = FP_E_INCOMPLETE; /* listed in the sample, and says why */
-        return fpi_err(&s->err, FP_E_INCOMPLETE,
-                       "torn: thread state 0x%llx names interpreter 0x%llx, not 0x%llx: it is being added to the "
-                       "list or taken off it",
-                       (unsigned long long)ts, (unsigned long long)owner, (unsigned long long)ii->addr);
+        rc = fpi_err(&s->err, FP_E_INCOMPLETE,
+                     "torn: thread state 0x%llx names interpreter 0x%llx, not 0x%llx: it is being added to the "
+                     "list or taken off it",
+                     (unsigned long long)ts, (unsigned long long)owner, (unsigned long long)ii->addr);
+        goto fail;
     }
     /* The main thread is the interpreter's threads.main.  That is cleared
      * when finalisation starts (atexit handlers still run on the main
@@ -724,10 +724,8 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     int exc = FP_NO;
     if (fpi_load_u64(buf, l->ts_current_exception) != 0)
         exc = FP_YES;
-    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fpi_walk_fatal(rc)) {
-        th->error = rc;
-        return rc;
-    }
+    else if ((rc = thread_exception(s, ts, buf, fpi_load_u64(buf, l->ts_exc_info), &exc)) && fpi_walk_fatal(rc))
+        goto fail;
     th->exception = rc ? FP_UNKNOWN : exc;
     rc = FP_OK; /* an exception that could not be read only leaves it unknown */
 
@@ -740,18 +738,18 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
         if (cframe && pre && pre->has_cframe_top && pre->cframe == cframe)
             top = pre->cframe_top;
         else if (cframe && (rc = fpi_read(s, cframe + (uint64_t)l->cframe_current_frame, &top, sizeof top))) {
-            th->error = rc;
-            return fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+            rc = fpi_err_code(&s->err, rc, "cannot read the _PyCFrame of thread %llu", (unsigned long long)th->native_id);
+            goto fail;
         }
         /* Only the thread state's own _PyCFrame has no frame (no evaluation
          * running); an evaluation's has none only while it is being
          * entered (or through a _PyCFrame it has left). */
         if (cframe && !top && l->ts_root_cframe != FPI_OFF_NONE && cframe != ts + (uint64_t)l->ts_root_cframe) {
-            th->error = FP_E_INCOMPLETE;
-            return fpi_err(&s->err, FP_E_INCOMPLETE,
-                           "torn: thread %llu's current _PyCFrame at 0x%llx has no frame yet (an evaluation being "
-                           "entered)",
-                           (unsigned long long)th->native_id, (unsigned long long)cframe);
+            rc = fpi_err(&s->err, FP_E_INCOMPLETE,
+                         "torn: thread %llu's current _PyCFrame at 0x%llx has no frame yet (an evaluation being "
+                         "entered)",
+                         (unsigned long long)th->native_id, (unsigned long long)cframe);
+            goto fail;
         }
     }
     uint64_t base = l->ts_base_frame != FPI_OFF_NONE ? fpi_load_u64(buf, l->ts_base_frame) : 0;
@@ -786,13 +784,16 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
         fpi_code_cache_invalidate(&s->cc);
         s->code_generation = ii->generation = want.generation_seen;
     }
-    if (rc) {
-        /* th may have moved if frames grew the arrays: re-fetch. */
-        th = &sm->threads[sm->nthreads - 1];
-        sm->nframes = th->first_frame;
-        th->frame_count = 0;
-        th->error = rc;
-    }
+    if (!rc)
+        return FP_OK;
+fail:
+    /* The thread stays in the sample, failed, saying why (left without its
+     * error, it would read as a good thread).  th may have moved if frames
+     * grew the arrays: re-fetch. */
+    th = &sm->threads[sm->nthreads - 1];
+    sm->nframes = th->first_frame;
+    th->frame_count = 0;
+    th->error = rc;
     return rc;
 }
 
