@@ -33,7 +33,10 @@
 #include <string.h>
 
 #include "frame_cache.h"
+#include "grow.h"
 #include "frameproof/frameproof.h"
+
+#define RECENT_INITIAL 256u /* positions */
 
 static size_t mix(uint64_t a)
 {
@@ -70,22 +73,44 @@ void fpi_frame_cache_init(fpi_frame_cache *fc)
 void fpi_frame_cache_free(fpi_frame_cache *fc)
 {
     free(fc->resolved);
+    free(fc->recent);
     free(fc->spec);
     fpi_frame_cache_init(fc);
 }
 
-const fpi_resolved_frame *fpi_frame_cache_find(const fpi_frame_cache *fc, const fpi_frame_key *k)
+/* Keeps *r as the last resolution met at position `at` (best effort: past
+ * FPI_FRAME_CACHE_RECENT, or without memory, only the table keeps it). */
+static void remember_at(fpi_frame_cache *fc, size_t at, const fpi_resolved_frame *r)
 {
+    if (at >= FPI_FRAME_CACHE_RECENT)
+        return;
+    if (at >= fc->recent_cap) {
+        size_t old = fc->recent_cap;
+        fpi_resolved_frame *nr = fpi_grow(fc->recent, &fc->recent_cap, at + 1, sizeof *nr, RECENT_INITIAL);
+        if (!nr)
+            return;
+        fc->recent = nr;
+        memset(nr + old, 0, (fc->recent_cap - old) * sizeof *nr);
+    }
+    fc->recent[at] = *r;
+}
+
+const fpi_resolved_frame *fpi_frame_cache_find(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k)
+{
+    if (at < fc->recent_cap && fc->recent[at].used && same_key(&fc->recent[at].key, k))
+        return &fc->recent[at];
     if (!fc->resolved)
         return NULL;
     const fpi_resolved_frame *set = &fc->resolved[key_set(k)];
     for (size_t w = 0; w < FPI_FRAME_CACHE_WAYS; w++)
-        if (set[w].used && same_key(&set[w].key, k))
+        if (set[w].used && same_key(&set[w].key, k)) {
+            remember_at(fc, at, &set[w]);
             return &set[w];
+        }
     return NULL;
 }
 
-int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visible, int32_t unit,
+int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k, bool visible, int32_t unit,
                           const fpi_position *pos)
 {
     if (!fc->resolved && !(fc->resolved = calloc(FPI_FRAME_CACHE_SLOTS, sizeof *fc->resolved)))
@@ -96,6 +121,7 @@ int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visi
         w++;
     memmove(set + 1, set, w * sizeof *set); /* newest first; the way replaced (or the oldest) drops out */
     set[0] = (fpi_resolved_frame){.key = *k, .used = true, .visible = visible, .unit = unit, .pos = *pos};
+    remember_at(fc, at, &set[0]);
     return FP_OK;
 }
 

@@ -12,6 +12,7 @@
 #define FPI_SPEC_FRAME_SLOTS 1024u   /* frames outside the data stack kept (a power of two) */
 #define FPI_FRAME_CACHE_WAYS 4u      /* entries of either table one key may occupy (a power of two) */
 #define FPI_SPEC_FRAME_BYTES 128u    /* bytes of one such frame kept; larger frames are not kept */
+#define FPI_FRAME_CACHE_RECENT 65536u /* positions in a sample whose last resolution is also kept by position */
 
 /* What decides a resolved frame: the frame's address and the fields read
  * from it, and the code cache entry (by serial number, never by pointer)
@@ -38,6 +39,8 @@ typedef struct fpi_spec_frame {
 
 typedef struct fpi_frame_cache {
     fpi_resolved_frame *resolved;  /* FPI_FRAME_CACHE_SLOTS, NULL until first used */
+    fpi_resolved_frame *recent;    /* by a frame's position in the sample: the last resolution met there */
+    size_t recent_cap;
     fpi_spec_frame *spec;          /* FPI_SPEC_FRAME_SLOTS, NULL until first used */
     uint64_t hits, misses, spec_hits;
 } fpi_frame_cache;
@@ -45,12 +48,15 @@ typedef struct fpi_frame_cache {
 void fpi_frame_cache_init(fpi_frame_cache *fc);
 void fpi_frame_cache_free(fpi_frame_cache *fc);
 
-/* The resolved frame with exactly this key, or NULL. */
-const fpi_resolved_frame *fpi_frame_cache_find(const fpi_frame_cache *fc, const fpi_frame_key *k);
+/* The resolved frame with exactly this key, or NULL.  `at` is the frame's
+ * position among the frames the sample resolves: the entry last met there
+ * is compared first (a steady stack meets the same keys in the same order,
+ * and a key compared whole hands out nothing a hash lookup would not). */
+const fpi_resolved_frame *fpi_frame_cache_find(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k);
 
-/* Remembers a frame resolved (and checked) in a verified walk.  FP_OK or
- * FP_E_NOMEM (the cache is then simply not used). */
-int fpi_frame_cache_store(fpi_frame_cache *fc, const fpi_frame_key *k, bool visible, int32_t unit,
+/* Remembers a frame resolved (and checked) in a verified walk, at position
+ * `at` too.  FP_OK or FP_E_NOMEM (the cache is then simply not used). */
+int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k, bool visible, int32_t unit,
                           const fpi_position *pos);
 
 /* The bytes the last read-back saw at addr (len bytes), or NULL. */

@@ -4,7 +4,7 @@
 
 #include "grow.h"
 
-void *fpi_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t initial)
+void *fpi_grow_more(void *arr, size_t *cap, size_t need, size_t elem, size_t initial)
 {
     if (need <= *cap)
         return arr;

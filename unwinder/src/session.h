@@ -155,6 +155,7 @@ struct fp_session {
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
     bool spec_frames;         /* this walk may start from the frame cache's proven frame bytes */
+    size_t resolve_pos;       /* frames resolved so far in this sample (fpi_frame_cache_find's position) */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
     /* Bumped by every sample and every walk's last read-back: a cached code

@@ -508,7 +508,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * the same index: such frames are always resolved afresh. */
         bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
-        const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, &key) : NULL;
+        size_t at = s->resolve_pos++;
+        const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
             if ((rc = top_must_run(s, pf, ce, hit->visible, hit->unit)) ||
                 (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->unit)))
@@ -556,7 +557,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         fpi_position pos = {FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
         if (visible && (rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
-        if (cacheable && fpi_frame_cache_store(&s->fc, &key, visible, unit, &pos) == FP_OK)
+        if (cacheable && fpi_frame_cache_store(&s->fc, at, &key, visible, unit, &pos) == FP_OK)
             s->fc.misses++;
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
             return rc;
@@ -1294,6 +1295,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     s->ncur_ts = 0;
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
+    s->resolve_pos = 0;
     uint64_t runtime = s->info.runtime_addr;
     /* interpreters.head and main_thread sit a few words apart: one read. */
     uint8_t rt[RUNTIME_SPAN_MAX];
