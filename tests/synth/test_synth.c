@@ -1889,6 +1889,39 @@ static void test_stopped_top_from_cache(void **state)
     assert_int_equal(checked, 4); /* 3.11, 3.12, 3.13, 3.13t */
 }
 
+/* The callee-kind check holds for a caller taken from the frame cache,
+ * whose key does not hold its callee's kind: thread 1's frame 2 at SEND or
+ * FOR_ITER under frame 1 made a generator's frame is a generator resumed,
+ * sampled and cached; with frame 1 a function's frame again, frame 2's key
+ * is the same and the sample must still be refused (3.12+). */
+static void resuming_caller_refused_from_cache(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!corrupt(b, C_RESUMING_CALLER))
+        return;
+    const fpi_layout *l = synth_layout(b->img);
+    uint8_t *owner = synth_bytes(b->img, synth_frame_addr(b->img, 1, 1) + (uint64_t)l->fr_owner, 1);
+    uint8_t function_owner = *owner;
+    *owner = (uint8_t)l->owner_generator;
+    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_thread(b->sm, 1)->error != 0)
+        fail_msg("%s: a caller at SEND under a generator's frame was refused: %s", id, fp_session_errmsg(b->s));
+    uint64_t hits = b->s->fc.hits;
+    *owner = function_owner;
+    (void)fp_session_sample(b->s, b->sm);
+    if (fp_sample_thread(b->sm, 1)->error != FP_E_INCOMPLETE)
+        fail_msg("%s: a cached caller at SEND under a function's frame was not refused", id);
+    assert_non_null(strstr(fp_session_errmsg(b->s), "resuming a generator under a frame"));
+    assert_true(b->s->fc.hits > hits);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+    print_message("# %s: a cached caller at SEND under a function's frame is refused\n", id);
+}
+
+static void test_resuming_caller_from_cache(void **state)
+{
+    (void)state;
+    each_scene(resuming_caller_refused_from_cache);
+}
+
 /* A read-back takes a chain in its order from the bottom, every caller
  * just before its callee: in the first thread (its generator frame, frame
  * 2, outside the data stack, between frame 3 below it and frame 1 above it
@@ -2158,6 +2191,7 @@ int main(void)
         cmocka_unit_test(test_head_not_set_up),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
+        cmocka_unit_test(test_resuming_caller_from_cache),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),

@@ -24,6 +24,12 @@
 #define TABLE_ONLY FPI_FRAME_CACHE_RECENT /* a position not kept by position: the table alone */
 #define POSITION 7u           /* a position kept by position */
 
+static int store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k, int32_t unit, const fpi_position *pos)
+{
+    fpi_resolved_frame r = {.key = *k, .visible = true, .unit = unit, .pos = *pos};
+    return fpi_frame_cache_store(fc, at, &r);
+}
+
 static void frame_bytes(uint64_t addr, uint8_t *out)
 {
     for (size_t i = 0; i < KEPT_BYTES; i++)
@@ -66,8 +72,8 @@ static void test_resolved_frames_hashing_alike(void **state)
     fpi_frame_key ka = {FRAME_BASE, 0x7f0000100000ull, 0x7f0000100040ull, 1, false, true};
     for (uint64_t i = 1; i <= PAIRS; i++) {
         fpi_frame_key kb = {FRAME_BASE + i * FRAME_STRIDE, 0x7f0000200000ull, 0x7f0000200020ull, 2, false, true};
-        assert_int_equal(fpi_frame_cache_store(&fc, TABLE_ONLY, &ka, true, 32, &pa), FP_OK);
-        assert_int_equal(fpi_frame_cache_store(&fc, TABLE_ONLY, &kb, true, 16, &pb), FP_OK);
+        assert_int_equal(store(&fc, TABLE_ONLY, &ka, 32, &pa), FP_OK);
+        assert_int_equal(store(&fc, TABLE_ONLY, &kb, 16, &pb), FP_OK);
         const fpi_resolved_frame *ra = fpi_frame_cache_find(&fc, TABLE_ONLY, &ka),
                                  *rb = fpi_frame_cache_find(&fc, TABLE_ONLY, &kb);
         if (!ra || !rb || ra->unit != 32 || rb->unit != 16 || ra->pos.line != 10 || rb->pos.line != 20)
@@ -94,8 +100,8 @@ static void test_resolved_by_position_whole_key(void **state)
     fpi_position pa = {10, 10, 4, 9}, pb = {20, 21, 0, 2};
     fpi_frame_key ka = {FRAME_BASE, 0x7f0000100000ull, 0x7f0000100040ull, 1, false, true};
     fpi_frame_key kb = {FRAME_BASE + FRAME_STRIDE, 0x7f0000200000ull, 0x7f0000200020ull, 2, false, true};
-    assert_int_equal(fpi_frame_cache_store(&fc, POSITION, &ka, true, 32, &pa), FP_OK);
-    assert_int_equal(fpi_frame_cache_store(&fc, POSITION + 1, &kb, true, 16, &pb), FP_OK);
+    assert_int_equal(store(&fc, POSITION, &ka, 32, &pa), FP_OK);
+    assert_int_equal(store(&fc, POSITION + 1, &kb, 16, &pb), FP_OK);
     const fpi_resolved_frame *r = fpi_frame_cache_find(&fc, POSITION, &ka);
     assert_non_null(r);
     assert_int_equal(r->unit, 32);

@@ -110,9 +110,9 @@ const fpi_resolved_frame *fpi_frame_cache_find(fpi_frame_cache *fc, size_t at, c
     return NULL;
 }
 
-int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k, bool visible, int32_t unit,
-                          const fpi_position *pos)
+int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_resolved_frame *r)
 {
+    const fpi_frame_key *k = &r->key;
     if (!fc->resolved && !(fc->resolved = calloc(FPI_FRAME_CACHE_SLOTS, sizeof *fc->resolved)))
         return FP_E_NOMEM;
     fpi_resolved_frame *set = &fc->resolved[key_set(k)];
@@ -120,7 +120,8 @@ int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k
     while (w + 1 < FPI_FRAME_CACHE_WAYS && set[w].used && !same_key(&set[w].key, k))
         w++;
     memmove(set + 1, set, w * sizeof *set); /* newest first; the way replaced (or the oldest) drops out */
-    set[0] = (fpi_resolved_frame){.key = *k, .used = true, .visible = visible, .unit = unit, .pos = *pos};
+    set[0] = *r;
+    set[0].used = true;
     remember_at(fc, at, &set[0]);
     return FP_OK;
 }

@@ -26,6 +26,8 @@ typedef struct fpi_resolved_frame {
     fpi_frame_key key;
     bool used;
     bool visible;            /* at or past the code's first traceable instruction */
+    bool at_call;            /* its instruction can be suspended in a call (fpi_call_site_ok) */
+    bool resumes_generator;  /* ... at one that resumes a generator (fpi_call_site_resumes_generator) */
     int32_t unit;            /* instruction offset in code units */
     fpi_position pos;
 } fpi_resolved_frame;
@@ -54,10 +56,10 @@ void fpi_frame_cache_free(fpi_frame_cache *fc);
  * and a key compared whole hands out nothing a hash lookup would not). */
 const fpi_resolved_frame *fpi_frame_cache_find(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k);
 
-/* Remembers a frame resolved (and checked) in a verified walk, at position
- * `at` too.  FP_OK or FP_E_NOMEM (the cache is then simply not used). */
-int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_frame_key *k, bool visible, int32_t unit,
-                          const fpi_position *pos);
+/* Remembers a frame resolved (and checked) in a verified walk: *r, its key
+ * and what was derived from it (`used` is set here), at position `at`
+ * too.  FP_OK or FP_E_NOMEM (the cache is then simply not used). */
+int fpi_frame_cache_store(fpi_frame_cache *fc, size_t at, const fpi_resolved_frame *r);
 
 /* The bytes the last read-back saw at addr (len bytes), or NULL. */
 const uint8_t *fpi_frame_cache_spec(const fpi_frame_cache *fc, uint64_t addr, size_t len);

@@ -435,10 +435,10 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
  * leaf_y).  Refused with it: a frame in the instant it returns or yields,
  * or stopped for a C trace function. */
 static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible,
-                        int32_t unit)
+                        bool at_call)
 {
     if (!pf->top || pf->stacktop == FPI_STACKTOP_RUNNING || !visible || s->layout.fr_stacktop == FPI_OFF_NONE ||
-        fpi_call_site_ok(s->call_sites, ce, unit, pf->generator))
+        at_call)
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s), the top, is not running (stack depth %d) and not at a call: it has "
@@ -452,11 +452,10 @@ static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_co
  * moved on (call_sites.c).  Checked through the frame cache too: its key
  * does not hold the callee's kind. */
 static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
-                            bool visible, int32_t unit)
+                            bool visible, bool resumes_generator)
 {
     const fpi_pending_frame *pf = &pending[i];
-    if (!visible || !pf->called_directly || i == 0 || pending[i - 1].generator ||
-        !fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator))
+    if (!visible || !pf->called_directly || i == 0 || pending[i - 1].generator || !resumes_generator)
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s) is suspended resuming a generator under a frame that is no generator's "
@@ -511,8 +510,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         size_t at = s->resolve_pos++;
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
-            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->unit)) ||
-                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->unit)))
+            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call)) ||
+                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumes_generator)))
                 return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
@@ -537,14 +536,19 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * __init__ cleanup shim under the __init__ it pushed, or a frame
          * being set up, which has called nothing yet. */
         bool visible = pf->generator || unit >= ce->firsttraceable;
-        if ((rc = top_must_run(s, pf, ce, visible, unit)))
+        /* What the call-site checks derive from the key alone (the code
+         * cache entry's instructions, the unit, the generator flag): kept
+         * with the frame cache's entry for its hits. */
+        bool at_call = fpi_call_site_ok(s->call_sites, ce, unit, pf->generator);
+        bool resumes = fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator);
+        if ((rc = top_must_run(s, pf, ce, visible, at_call)))
             return rc;
-        if (visible && pf->called_directly && !fpi_call_site_ok(s->call_sites, ce, unit, pf->generator))
+        if (visible && pf->called_directly && !at_call)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
                            (unsigned long long)pf->addr, ce->qualname);
-        if ((rc = callee_kind_fits(s, pending, i, ce, visible, unit)))
+        if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumes)))
             return rc;
         if (!visible && pf->called_directly && !ce->init_shim)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -557,7 +561,9 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         fpi_position pos = {FP_POS_NONE, FP_POS_NONE, FP_POS_NONE, FP_POS_NONE};
         if (visible && (rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
-        if (cacheable && fpi_frame_cache_store(&s->fc, at, &key, visible, unit, &pos) == FP_OK)
+        fpi_resolved_frame res = {
+            .key = key, .visible = visible, .at_call = at_call, .resumes_generator = resumes, .unit = unit, .pos = pos};
+        if (cacheable && fpi_frame_cache_store(&s->fc, at, &res) == FP_OK)
             s->fc.misses++;
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
             return rc;
