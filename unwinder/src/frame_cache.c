@@ -14,6 +14,11 @@
  *    A hit is the same computation on the same inputs; the frame's fields
  *    themselves are always read in this sample.  A key that matched on
  *    the address alone would hand a frame of one chain to another.
+ *    Beside the table, each position in the sample (the n-th frame
+ *    resolved) keeps a copy of the entry it met last, compared whole
+ *    before the table is hashed: a steady stack meets the same keys in the
+ *    same order, and the table's scattered lines cost more than the rest
+ *    of a hit.
  *
  *  - Frames outside the data stack: their bytes as the last read-back of a
  *    verified walk saw them.  The walk may start from these bytes instead
