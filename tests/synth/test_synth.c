@@ -2162,6 +2162,11 @@ static void test_unstarted_state_not_main(void **state)
                 fail_msg("%s: thread %zu (%zu frames, error %d) returned as the main thread", id, k,
                          t->frame_count, t->error);
         }
+        /* Nor, known by the ids alone, as a good thread that is not the
+         * main one: it may be the main thread itself, frameless. */
+        const fp_thread *head = fp_sample_thread(b.sm, 0);
+        if (l->interp_threads_main == FPI_OFF_NONE && (head->native_id != 4242 || head->error != FP_E_INCOMPLETE))
+            fail_msg("%s: the frameless state with the main thread's ids came back with error %d", id, head->error);
         unbuild(&b);
     }
 }

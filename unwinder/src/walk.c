@@ -1267,10 +1267,12 @@ int fpi_check_main_listed(fp_session *s, const fp_sample *sm, size_t first, size
  * state made for a thread that has not started yet carries its creator's
  * ids (3.11: the native id too) and no frames; in a list the walk did not
  * follow to its end (`cut`), the main thread's own state may lie beyond,
- * and a frameless state with its ids is not taken for it (ci/live
- * thread_churn, 3.11: a new thread's state returned as a frameless main
- * thread, the list cut after a thread that exited under the walk, 4 of 20
- * million samples). */
+ * and a frameless state with its ids may be either: it is failed as torn,
+ * neither taken for the main thread (ci/live thread_churn, 3.11: a new
+ * thread's state returned as a frameless main thread, the list cut after a
+ * thread that exited under the walk, 4 of 20 million samples) nor returned
+ * as another thread (fuzz_live_consistency, 3.11: the main thread itself,
+ * frameless, returned as a good thread that is not the main one). */
 static void one_main_thread(fp_sample *sm, const fp_interp *fi, bool by_ids, bool cut)
 {
     size_t last = SIZE_MAX;
@@ -1280,8 +1282,11 @@ static void one_main_thread(fp_sample *sm, const fp_interp *fi, bool by_ids, boo
     for (size_t i = 0; last != SIZE_MAX && i < last; i++)
         sm->threads[fi->first_thread + i].main = false;
     fp_thread *t = last != SIZE_MAX ? &sm->threads[fi->first_thread + last] : NULL;
-    if (t && by_ids && cut && t->frame_count == 0)
+    if (t && by_ids && cut && t->frame_count == 0) {
         t->main = false;
+        if (!t->error)
+            t->error = FP_E_INCOMPLETE;
+    }
 }
 
 int fpi_walk_all(fp_session *s, fp_sample *sm)
