@@ -6,8 +6,6 @@
 
 void *fpi_grow_more(void *arr, size_t *cap, size_t need, size_t elem, size_t initial)
 {
-    if (need <= *cap)
-        return arr;
     size_t ncap = *cap ? *cap : (initial ? initial : 1);
     while (ncap < need) {
         if (ncap > SIZE_MAX / 2 / elem)

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-/* The growing part of fpi_grow (grow.c). */
+/* The growing part of fpi_grow (grow.c): called only when need > *cap. */
 void *fpi_grow_more(void *arr, size_t *cap, size_t need, size_t elem, size_t initial);
 
 /* Returns arr grown (doubling, from `initial` elements) so that it holds at

@@ -538,9 +538,11 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool visible = pf->generator || unit >= ce->firsttraceable;
         /* What the call-site checks derive from the key alone (the code
          * cache entry's instructions, the unit, the generator flag): kept
-         * with the frame cache's entry for its hits. */
-        bool at_call = fpi_call_site_ok(s->call_sites, ce, unit, pf->generator);
-        bool resumes = fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator);
+         * with the frame cache's entry for its hits, and decoded only when
+         * that entry or a check below reads them (the top, a direct caller). */
+        bool verdicts = cacheable || pf->top || pf->called_directly;
+        bool at_call = verdicts && fpi_call_site_ok(s->call_sites, ce, unit, pf->generator);
+        bool resumes = verdicts && fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator);
         if ((rc = top_must_run(s, pf, ce, visible, at_call)))
             return rc;
         if (visible && pf->called_directly && !at_call)
