@@ -99,8 +99,14 @@ def kill_all_targets():
 
 
 def start_target(interp, shape):
-    """Starts the target of one shape and waits for its "ready" line."""
-    script, args = ("running.py", ()) if shape == LIVE_SHAPE else ("parked.py", shape)
+    """Starts the target of one shape and waits for its "ready" line: a
+    parked (threads, frames), LIVE_SHAPE, or (LIVE_SHAPE, threads)."""
+    if shape == LIVE_SHAPE:
+        script, args = "running.py", ()
+    elif shape[0] == LIVE_SHAPE:
+        script, args = "running.py", shape[1:]
+    else:
+        script, args = "parked.py", shape
     name = "%s %s on %s" % (script, " ".join(map(str, args)), interp.id)
     p = subprocess.Popen(interp.command(script, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL)

@@ -1,10 +1,12 @@
 """ci/record_rate.py — the achieved rate of `frameproof record` (see
 ci/record-rate): on the provisioned CPython 3.15, parked targets of 1 thread
-x 8 frames and 16 threads x 32 frames (targets/bench/parked.py, started as
-ci/bench starts them), each recorded by pid for DURATION seconds at every
-rate of RATES and at MAX_PROBE_HZ (a rate no sample keeps up with: what it
-achieves is the maximum), with every thread's stack resolved; the achieved
-rate and the missed ticks come from record's own summary."""
+x 8 frames and 16 threads x 32 frames (targets/bench/parked.py) and running
+targets of 1 and 16 threads (targets/bench/running.py: every thread keeps
+changing its stack, and 16 threads contend for the GIL), started as ci/bench
+starts them, each recorded by pid for DURATION seconds at every rate of
+RATES and at MAX_PROBE_HZ (a rate no sample keeps up with: what it achieves
+is the maximum), with every thread's stack resolved; the achieved rate and
+the missed ticks come from record's own summary."""
 import argparse
 import importlib.util
 import os
@@ -20,7 +22,7 @@ spec.loader.exec_module(bench)
 sys.path.insert(0, os.path.join(bench.REPO, "facts"))
 import fpfacts  # noqa: E402
 
-SHAPES = ((1, 8), (16, 32))
+SHAPES = ((1, 8), (16, 32), (bench.LIVE_SHAPE, 1), (bench.LIVE_SHAPE, 16))
 RATES = (100, 1000)
 MAX_PROBE_HZ = 100000
 DEFAULT_DURATION_S = 10.0
@@ -28,6 +30,10 @@ RECORD_TIMEOUT_PAD_S = 60
 ACHIEVED = re.compile(r"([\d.]+) Hz achieved of ([\d.]+) requested \((\d+) ticks missed, ([\d.]+) %\)")
 KEPT = re.compile(r"thread samples kept: (\d+)")
 TORN = re.compile(r"walked again\): (\d+)")
+
+
+def shape_name(shape):
+    return "running %d" % shape[1] if shape[0] == bench.LIVE_SHAPE else "%dx%d" % shape
 
 
 def record(fp, pid, rate, duration, blocking):
@@ -65,15 +71,15 @@ def main():
                     for rate in RATES + (MAX_PROBE_HZ,):
                         bench.say(f"record {name} at {rate} Hz{' --blocking' if blocking else ''}")
                         row = record(args.frameproof, p.pid, rate, args.duration, blocking)
-                        row.update(shape="%dx%d" % shape, blocking=blocking)
+                        row.update(shape=shape_name(shape), blocking=blocking)
                         rows.append(row)
             finally:
                 bench.kill_target(p)
     finally:
         bench.kill_all_targets()
         interp.cleanup()
-    print(f"`frameproof record --pid PID --rate HZ --duration {args.duration:g}` on parked CPython "
-          f"{interp.version} targets (threads x frames); {MAX_PROBE_HZ} Hz = as fast as it goes\n")
+    print(f"`frameproof record --pid PID --rate HZ --duration {args.duration:g}` on CPython {interp.version} "
+          f"targets: parked (threads x frames) and running (threads); {MAX_PROBE_HZ} Hz = as fast as it goes\n")
     print("| shape | mode | requested Hz | achieved Hz | achieved % | missed ticks | thread samples |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for r in rows:

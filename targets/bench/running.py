@@ -1,8 +1,12 @@
-# running.py — the live target of ci/bench: one thread alternating two call
+# running.py — the live target of ci/bench and ci/record-rate: THREADS
+# threads (default 1, the main one included) each alternating two call
 # chains of the same depth (a1 -> a2 -> a3 -> leaf and b1 -> b2 -> b3 ->
-# leaf) for ever, so that its stack changes between any two samples.  Prints
-# "ready" on stdout after a warm-up.
-# usage: running.py
+# leaf) for ever, so that their stacks change between any two samples.
+# Prints "ready" on stdout after a warm-up.
+# usage: running.py [THREADS]
+import sys
+import threading
+
 WARMUP = 200      # rounds of both chains before "ready"
 WORK = 40         # loop iterations in each leaf
 
@@ -38,14 +42,21 @@ def b1(n):
     return b2(n) + 2
 
 
-def main():
+def spin(ready=None):
     rounds = 0
     while True:
         a1(WORK)
         b1(WORK)
         rounds += 1
-        if rounds == WARMUP:
-            print("ready", flush=True)
+        if rounds == WARMUP and ready:
+            ready()
+
+
+def main():
+    threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    for _ in range(threads - 1):
+        threading.Thread(target=spin, daemon=True).start()
+    spin(lambda: print("ready", flush=True))
 
 
 main()
