@@ -18,8 +18,9 @@
 #include "proc_state.h"
 
 #define DETACH_GRACE_MS 500L  /* a thread that missed its stop gets this long again */
-#define POLL_NS 1000000L
 #define SPIN_POLLS 256        /* polls that only yield the CPU before the first sleep (a stop takes microseconds) */
+#define POLL_MIN_NS 10000L    /* then sleeps, the first this long, each next one twice as long ... */
+#define POLL_MAX_NS 1000000L  /* ... up to this (a first sleep of 1 ms made stops of 16 threads overrun 1 kHz ticks) */
 #define NS_PER_MS 1000000L
 #define MAX_PASSES 64         /* passes over /proc/PID/task until no new thread appears */
 #define PATH_LEN 128
@@ -81,9 +82,9 @@ static int scan_tasks(fp_pause *p, size_t *added, char *err, size_t errlen)
     return rc;
 }
 
-static void sleep_poll(void)
+static void sleep_poll(long ns)
 {
-    struct timespec ts = {0, POLL_NS};
+    struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
 
@@ -91,6 +92,7 @@ static void sleep_poll(void)
  * 0 when it is gone, -1 on time-out. */
 static int wait_stop(pause_task *t, long timeout_ms)
 {
+    long sleep_ns = POLL_MIN_NS;
     for (long waited = 0, polls = 0; waited <= timeout_ms * NS_PER_MS; polls++) {
         int status;
         pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
@@ -111,8 +113,9 @@ static int wait_stop(pause_task *t, long timeout_ms)
         if (polls < SPIN_POLLS) {
             sched_yield();
         } else {
-            sleep_poll();
-            waited += POLL_NS;
+            sleep_poll(sleep_ns);
+            waited += sleep_ns;
+            sleep_ns = sleep_ns < POLL_MAX_NS / 2 ? sleep_ns * 2 : POLL_MAX_NS;
         }
     }
     return -1;
@@ -161,7 +164,14 @@ static int stop_all(fp_pause *p, char *err, size_t errlen)
                     continue;
                 return fpi_msg(err, errlen, FP_E_IO, "cannot interrupt thread %ld: %s", t->tid, strerror(errno));
             }
-            if (wait_stop(t, FP_PAUSE_STOP_TIMEOUT_MS) < 0)
+            t->interrupted = true;
+        }
+        /* Every thread is interrupted before any is waited for: a thread
+         * that must be scheduled to enter its stop then finds the CPUs of
+         * those already stopped free. */
+        for (size_t i = 0; i < p->n; i++) {
+            pause_task *t = &p->t[i];
+            if (t->interrupted && !t->stopped && wait_stop(t, FP_PAUSE_STOP_TIMEOUT_MS) < 0)
                 return fpi_msg(err, errlen, FP_E_IO, "thread %ld of process %d: not stopped within %ld ms", t->tid,
                                p->pid, FP_PAUSE_STOP_TIMEOUT_MS);
         }
@@ -177,11 +187,11 @@ static void resume_task(pause_task *t)
     if (!t->stopped && wait_stop(t, DETACH_GRACE_MS) != 1) {
         /* Gone, or still running: a running tracee cannot be detached;
          * the kernel releases it when this process exits. */
-        t->seized = false;
+        t->seized = t->interrupted = false;
         return;
     }
     ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
-    t->seized = t->stopped = false;
+    t->seized = t->stopped = t->interrupted = false;
 }
 
 static void resume_all(fp_pause *p)

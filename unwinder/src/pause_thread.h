@@ -15,6 +15,7 @@ typedef struct fpi_paused_thread {
     long tid;
     char state;       /* scheduler state before the stop, 0 if unknown */
     bool seized;
+    bool interrupted; /* the interrupt was sent (whole-process stop: waited for after all are sent) */
     bool stopped;
     int pending_sig;  /* signal to re-inject at detach */
 } fpi_paused_thread;
