@@ -5,11 +5,16 @@
 #include "sampler.h"
 
 #include <errno.h>
+#include <linux/sched.h>       /* SCHED_NORMAL */
+#include <linux/sched/types.h> /* struct sched_attr */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NS_PER_S 1000000000.0
 #define TIMER_SLACK_NS 1ul  /* the timer slack of a paced run (prctl PR_SET_TIMERSLACK) */
@@ -50,6 +55,30 @@ const char *fps_class_name(int cls)
 void fps_config_init(fps_config *c)
 {
     memset(c, 0, sizeof *c);
+}
+
+/* A paced run's thread asks the scheduler for a short time slice (a
+ * custom slice, Linux 6.12 on; earlier kernels ignore sched_runtime
+ * outside SCHED_DEADLINE): with the default one, of milliseconds, a
+ * sampler woken for its tick waits behind a CPU-bound target thread on its
+ * CPU until that thread's slice ends, and misses the tick.  Policy, nice
+ * and flags are kept as they are; *old gets what to restore.  False when
+ * nothing was changed (not SCHED_NORMAL, or the calls refused). */
+static bool shorten_slice(struct sched_attr *old)
+{
+    memset(old, 0, sizeof *old);
+    if (syscall(SYS_sched_getattr, 0, old, (unsigned)sizeof *old, 0u) != 0 || old->sched_policy != SCHED_NORMAL)
+        return false;
+    struct sched_attr a = *old;
+    a.size = sizeof a;
+    a.sched_runtime = FPS_SLICE_NS;
+    return syscall(SYS_sched_setattr, 0, &a, 0u) == 0;
+}
+
+static void restore_slice(struct sched_attr *old)
+{
+    old->size = sizeof *old;
+    syscall(SYS_sched_setattr, 0, old, 0u);
 }
 
 static int64_t now_ns(void)
@@ -148,6 +177,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
+    struct sched_attr old_sched;
+    const bool sliced = paced && shorten_slice(&old_sched);
     const int64_t t0 = now_ns();
     int64_t now = t0;
     for (uint64_t index = 0;; index++) {
@@ -197,6 +228,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     now = now_ns();
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+    if (sliced)
+        restore_slice(&old_sched);
     st->elapsed_s = (double)(now - t0) / NS_PER_S;
     if (paced) {
         /* The covered schedule ends at the first tick not sampled, or at

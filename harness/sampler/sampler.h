@@ -16,6 +16,7 @@
 /* Limits of a configuration (larger values are FP_E_INVALID_ARG). */
 #define FPS_MAX_RATE_HZ 1e6               /* one tick per microsecond, beyond any sample's cost */
 #define FPS_MAX_DURATION_S (7.0 * 86400.0) /* one week */
+#define FPS_SLICE_NS 100000ull            /* a paced run's time slice (sched_runtime; the kernel's least) */
 
 /* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
  * down to FP_E_STATE (-13); a code outside that range is only counted as
@@ -101,7 +102,11 @@ typedef struct fps_stats {
  * FP_E_IO if sleeping until a tick fails (first_fatal says so).  out
  * (may be NULL) receives the statistics in every case.  A paced run sets
  * the calling thread's timer slack to 1 ns while it runs (the default
- * 50 us would make every sleep overrun its tick) and restores it. */
+ * 50 us would make every sleep overrun its tick) and, when it is
+ * SCHED_NORMAL, asks the scheduler for a time slice of FPS_SLICE_NS (a
+ * custom slice, Linux 6.12 on: woken for a tick, it then preempts a
+ * CPU-bound thread instead of waiting for that thread's slice to end),
+ * its policy and nice untouched; it restores both. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

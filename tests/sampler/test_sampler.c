@@ -1,7 +1,8 @@
 /* test_sampler.c — the sampling API (harness/sampler) against a real
  * interpreter: count, duration and rate bounds, the callback stopping a
  * run, a target killed under it, invalid configurations, the error
- * classification, missed ticks without catch-up and Poisson spacing.
+ * classification, missed ticks without catch-up and Poisson spacing, and
+ * a paced run's timer slack and time slice, given back afterwards.
  * usage: test_sampler PYTHON (empty: skipped) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <linux/sched/types.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,8 +112,15 @@ typedef struct record {
     bool in_order;           /* every index was the previous one plus one */
     bool sample_ok;          /* the sample pointer was set exactly when it should be */
     int slack_ns;            /* the thread's timer slack during the first callback */
+    struct sched_attr sched; /* its scheduling attributes then */
     int64_t t_ns[MAX_RECORDED];
 } record;
+
+static void get_sched(struct sched_attr *a)
+{
+    memset(a, 0, sizeof *a);
+    assert_int_equal(syscall(SYS_sched_getattr, 0, a, (unsigned)sizeof *a, 0u), 0);
+}
 
 static void record_init(record *r)
 {
@@ -129,8 +139,10 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->sample_ok = false;
     if (o->index < MAX_RECORDED)
         r->t_ns[o->index] = o->t_ns;
-    if (r->calls++ == 0)
+    if (r->calls++ == 0) {
         r->slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+        get_sched(&r->sched);
+    }
     if (o->index == r->stall_at) {
         struct timespec ts = {.tv_sec = r->stall_ns / 1000000000, .tv_nsec = r->stall_ns % 1000000000};
         nanosleep(&ts, NULL);
@@ -199,10 +211,23 @@ static void test_rate(void **state)
     record_init(&r);
     fps_stats st;
     int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+    struct sched_attr before, after;
+    get_sched(&before);
     run(t, &c, &r, &st, FP_OK);
     /* A paced run sleeps with a 1 ns timer slack and gives the caller's back. */
     assert_int_equal(r.slack_ns, 1);
     assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), slack);
+    /* It runs with a 100 us time slice where the kernel reports slices
+     * (6.12 on: a fair task's sched_runtime; 0 before), its policy and nice
+     * untouched, and gives the caller's slice back. */
+    get_sched(&after);
+    if (before.sched_runtime != 0)
+        assert_int_equal(r.sched.sched_runtime, FPS_SLICE_NS);
+    assert_int_equal(r.sched.sched_policy, before.sched_policy);
+    assert_int_equal(r.sched.sched_nice, before.sched_nice);
+    assert_int_equal(after.sched_runtime, before.sched_runtime);
+    assert_int_equal(after.sched_policy, before.sched_policy);
+    assert_int_equal(after.sched_nice, before.sched_nice);
     assert_int_equal(st.stop_reason, FPS_STOP_DURATION);
     assert_in_range(st.attempts, RATE_MIN_ATTEMPTS, RATE_TICKS);
     /* Every tick before the deadline was either sampled or missed. */
