@@ -195,7 +195,9 @@ def unwinder_reads(interp, pid, samples, cache):
 # Shapes
 
 def shape_name(shape):
-    return "live (running.py)" if shape == LIVE_SHAPE else "%d×%d" % shape
+    if shape == LIVE_SHAPE:
+        return "live (running.py)"
+    return "running %d" % shape[1] if shape[0] == LIVE_SHAPE else "%d×%d" % shape
 
 
 def median_of(runs, key):

@@ -32,10 +32,6 @@ KEPT = re.compile(r"thread samples kept: (\d+)")
 TORN = re.compile(r"walked again\): (\d+)")
 
 
-def shape_name(shape):
-    return "running %d" % shape[1] if shape[0] == bench.LIVE_SHAPE else "%dx%d" % shape
-
-
 def record(fp, pid, rate, duration, blocking):
     cmd = [fp, "record", "--no-progress", "--pid", str(pid), "--rate", str(rate), "--duration", str(duration),
            "-o", os.devnull]
@@ -71,7 +67,7 @@ def main():
                     for rate in RATES + (MAX_PROBE_HZ,):
                         bench.say(f"record {name} at {rate} Hz{' --blocking' if blocking else ''}")
                         row = record(args.frameproof, p.pid, rate, args.duration, blocking)
-                        row.update(shape=shape_name(shape), blocking=blocking)
+                        row.update(shape=bench.shape_name(shape), blocking=blocking)
                         rows.append(row)
             finally:
                 bench.kill_target(p)
