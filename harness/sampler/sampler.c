@@ -5,7 +5,7 @@
 #include "sampler.h"
 
 #include <errno.h>
-#include <linux/sched.h>       /* SCHED_NORMAL */
+#include <linux/sched.h>       /* SCHED_NORMAL, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
 #include <linux/sched/types.h> /* struct sched_attr */
 #include <math.h>
 #include <stdbool.h>
@@ -75,10 +75,39 @@ static bool shorten_slice(struct sched_attr *old)
     return syscall(SYS_sched_setattr, 0, &a, 0u) == 0;
 }
 
-static void restore_slice(struct sched_attr *old)
+/* A real-time run's thread runs at SCHED_FIFO priority FPS_RT_PRIORITY
+ * (sampler.h); *old gets what to restore.  FP_OK, or FP_E_PERMISSION /
+ * FP_E_IO with the reason in msg. */
+static int go_realtime(struct sched_attr *old, char *msg, size_t msglen)
+{
+    memset(old, 0, sizeof *old);
+    struct sched_attr a = {.size = sizeof a,
+                           .sched_policy = SCHED_FIFO,
+                           .sched_flags = SCHED_FLAG_RESET_ON_FORK,
+                           .sched_priority = FPS_RT_PRIORITY};
+    if (syscall(SYS_sched_getattr, 0, old, (unsigned)sizeof *old, 0u) == 0 &&
+        syscall(SYS_sched_setattr, 0, &a, 0u) == 0)
+        return FP_OK;
+    int e = errno;
+    snprintf(msg, msglen,
+             "cannot sample at real-time priority (SCHED_FIFO %d): %s%s", FPS_RT_PRIORITY, strerror(e),
+             e == EPERM ? " (it needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least 1)" : "");
+    return e == EPERM ? FP_E_PERMISSION : FP_E_IO;
+}
+
+static void restore_sched(struct sched_attr *old)
 {
     old->size = sizeof *old;
     syscall(SYS_sched_setattr, 0, old, 0u);
+}
+
+int fps_realtime_check(char *msg, size_t msglen)
+{
+    struct sched_attr old;
+    int rc = go_realtime(&old, msg, msglen);
+    if (rc == FP_OK)
+        restore_sched(&old);
+    return rc;
 }
 
 static int64_t now_ns(void)
@@ -139,7 +168,7 @@ static int check_config(const fp_session *s, const fp_sample *sm, const fps_conf
 {
     if (!s || !sm || !c || bad_amount(c->rate_hz, FPS_MAX_RATE_HZ) || bad_amount(c->duration_s, FPS_MAX_DURATION_S))
         return FP_E_INVALID_ARG;
-    if (c->poisson && c->rate_hz == 0)
+    if ((c->poisson || c->realtime) && c->rate_hz == 0)
         return FP_E_INVALID_ARG;
     if (!c->count && c->duration_s == 0 && !cb)
         return FP_E_INVALID_ARG;
@@ -178,7 +207,18 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
     struct sched_attr old_sched;
-    const bool sliced = paced && shorten_slice(&old_sched);
+    bool sched_changed = false;
+    if (c->realtime) {
+        if ((ret = go_realtime(&old_sched, st->first_fatal, sizeof st->first_fatal)) != FP_OK) {
+            if (old_slack > 0)
+                prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
+            st->stop_reason = FPS_STOP_FATAL;
+            return ret;
+        }
+        sched_changed = true;
+    } else {
+        sched_changed = paced && shorten_slice(&old_sched);
+    }
     const int64_t t0 = now_ns();
     int64_t now = t0;
     for (uint64_t index = 0;; index++) {
@@ -228,8 +268,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     now = now_ns();
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
-    if (sliced)
-        restore_slice(&old_sched);
+    if (sched_changed)
+        restore_sched(&old_sched);
     st->elapsed_s = (double)(now - t0) / NS_PER_S;
     if (paced) {
         /* The covered schedule ends at the first tick not sampled, or at

@@ -9,6 +9,7 @@
 #define FPS_SAMPLER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "frameproof/frameproof.h"
@@ -17,6 +18,7 @@
 #define FPS_MAX_RATE_HZ 1e6               /* one tick per microsecond, beyond any sample's cost */
 #define FPS_MAX_DURATION_S (7.0 * 86400.0) /* one week */
 #define FPS_SLICE_NS 100000ull            /* a paced run's time slice (sched_runtime; the kernel's least) */
+#define FPS_RT_PRIORITY 1                 /* a real-time run's SCHED_FIFO priority: the lowest */
 
 /* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
  * down to FP_E_STATE (-13); a code outside that range is only counted as
@@ -46,9 +48,10 @@ typedef struct fps_config {
     uint64_t count;    /* stop after this many attempts; 0 = no count bound */
     bool poisson;      /* exponential gaps of mean 1/rate_hz (needs rate_hz) instead of fixed ones */
     uint64_t seed;     /* seeds the gaps of a Poisson schedule: equal seeds, equal schedules */
+    bool realtime;     /* a paced run (needs rate_hz) at SCHED_FIFO priority FPS_RT_PRIORITY, see fps_run */
 } fps_config;
 
-/* Back to back, unbounded, fixed spacing, seed 0. */
+/* Back to back, unbounded, fixed spacing, seed 0, not real-time. */
 void fps_config_init(fps_config *c);
 
 /* One attempt, as the callback sees it. */
@@ -93,20 +96,36 @@ typedef struct fps_stats {
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;
 
+/* Can the calling thread run at real-time priority (a realtime run)?  It
+ * tries and steps back at once: FP_OK, or FP_E_PERMISSION / FP_E_IO with
+ * the reason in msg (msglen bytes). */
+int fps_realtime_check(char *msg, size_t msglen);
+
 /* Samples session s into sm as config c says, calling cb (may be NULL)
  * after each attempt.  Returns FP_OK when the run stopped on its count,
  * duration or callback; the FP_E_* code of the fatal attempt that stopped
  * it (fp_session_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
  * s, sm or c, a negative, non-finite or too large rate or duration,
- * poisson without a rate, or neither count nor duration without cb;
- * FP_E_IO if sleeping until a tick fails (first_fatal says so).  out
+ * poisson or realtime without a rate, or neither count nor duration
+ * without cb; FP_E_PERMISSION when realtime was asked for and the kernel
+ * refused it (no CAP_SYS_NICE and RLIMIT_RTPRIO below FPS_RT_PRIORITY;
+ * FP_E_IO for any other failure: nothing was sampled) and FP_E_IO if
+ * sleeping until a tick fails (for both, first_fatal says so).  out
  * (may be NULL) receives the statistics in every case.  A paced run sets
  * the calling thread's timer slack to 1 ns while it runs (the default
  * 50 us would make every sleep overrun its tick) and, when it is
  * SCHED_NORMAL, asks the scheduler for a time slice of FPS_SLICE_NS (a
  * custom slice, Linux 6.12 on: woken for a tick, it then preempts a
  * CPU-bound thread instead of waiting for that thread's slice to end),
- * its policy and nice untouched; it restores both. */
+ * its policy and nice untouched; it restores both.  A realtime run
+ * instead runs the calling thread at SCHED_FIFO priority FPS_RT_PRIORITY
+ * (children it forks start as SCHED_NORMAL: SCHED_FLAG_RESET_ON_FORK) and
+ * restores its policy, nice and slice afterwards: a CPU-bound target
+ * thread can then neither delay a tick nor take the CPU from a sample
+ * (a blocking sample's resume wakes the target's threads, which otherwise
+ * preempt the sampler in the middle of it).  The time such a run takes
+ * must stay below the kernel's real-time share (sched_rt_runtime_us of
+ * sched_rt_period_us, 95 % by default), which throttles it beyond. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

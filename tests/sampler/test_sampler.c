@@ -2,7 +2,8 @@
  * interpreter: count, duration and rate bounds, the callback stopping a
  * run, a target killed under it, invalid configurations, the error
  * classification, missed ticks without catch-up and Poisson spacing, and
- * a paced run's timer slack and time slice, given back afterwards.
+ * a paced run's timer slack and time slice, given back afterwards, and a
+ * real-time run's priority, given back too, or refused with its reason.
  * usage: test_sampler PYTHON (empty: skipped) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
 #include <linux/sched/types.h>
 #include <math.h>
 #include <poll.h>
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -113,6 +117,8 @@ typedef struct record {
     bool sample_ok;          /* the sample pointer was set exactly when it should be */
     int slack_ns;            /* the thread's timer slack during the first callback */
     struct sched_attr sched; /* its scheduling attributes then */
+    int child_policy;        /* the policy a child forked then started with (-1: none forked) */
+    bool fork_child;         /* fork that child */
     int64_t t_ns[MAX_RECORDED];
 } record;
 
@@ -122,9 +128,31 @@ static void get_sched(struct sched_attr *a)
     assert_int_equal(syscall(SYS_sched_getattr, 0, a, (unsigned)sizeof *a, 0u), 0);
 }
 
+/* The calling thread's scheduling policy, or -1 (no cmocka assertion:
+ * also called in forked children). */
+static int policy_now(void)
+{
+    struct sched_attr a;
+    memset(&a, 0, sizeof a);
+    return syscall(SYS_sched_getattr, 0, &a, (unsigned)sizeof a, 0u) == 0 ? (int)a.sched_policy : -1;
+}
+
+/* The scheduling policy a child forked now starts with. */
+static int child_policy(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(policy_now() & 0x7f);
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return -2;
+    return WEXITSTATUS(status);
+}
+
 static void record_init(record *r)
 {
     memset(r, 0, sizeof *r);
+    r->child_policy = -1;
     r->stop_at = r->stall_at = UINT64_MAX;
     r->in_order = r->sample_ok = true;
 }
@@ -142,6 +170,8 @@ static int on_sample(void *ctx, const fps_outcome *o)
     if (r->calls++ == 0) {
         r->slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
         get_sched(&r->sched);
+        if (r->fork_child)
+            r->child_policy = child_policy();
     }
     if (o->index == r->stall_at) {
         struct timespec ts = {.tv_sec = r->stall_ns / 1000000000, .tv_nsec = r->stall_ns % 1000000000};
@@ -239,6 +269,82 @@ static void test_rate(void **state)
     for (uint64_t i = 0; i < st.attempts; i++)
         assert_true(r.t_ns[i] >= (int64_t)i * PERIOD_NS);
     assert_counts_add_up(&st);
+}
+
+#define RT_COUNT 20
+#define RT_HZ 1000.0
+
+/* A realtime run samples at SCHED_FIFO priority FPS_RT_PRIORITY, a child
+ * it forks starts as SCHED_NORMAL, and the caller's policy, nice and
+ * slice are given back. */
+static void test_realtime(void **state)
+{
+    target *t = *state;
+    char msg[FPS_ERRMSG_MAX];
+    if (fps_realtime_check(msg, sizeof msg) != FP_OK) {
+        print_message("# skipped: %s\n", msg);
+        skip();
+    }
+    fps_config c = config(RT_HZ, 0, RT_COUNT);
+    c.realtime = true;
+    record r;
+    record_init(&r);
+    r.fork_child = true;
+    fps_stats st;
+    struct sched_attr before, after;
+    get_sched(&before);
+    run(t, &c, &r, &st, FP_OK);
+    get_sched(&after);
+    assert_int_equal(st.attempts, RT_COUNT);
+    assert_int_equal(r.sched.sched_policy, SCHED_FIFO);
+    assert_int_equal(r.sched.sched_priority, FPS_RT_PRIORITY);
+    assert_true(r.sched.sched_flags & SCHED_FLAG_RESET_ON_FORK);
+    assert_int_equal(r.child_policy, SCHED_NORMAL);
+    assert_int_equal(after.sched_policy, before.sched_policy);
+    assert_int_equal(after.sched_priority, before.sched_priority);
+    assert_int_equal(after.sched_nice, before.sched_nice);
+    assert_int_equal(after.sched_runtime, before.sched_runtime);
+    assert_int_equal(after.sched_flags, before.sched_flags);
+    assert_counts_add_up(&st);
+}
+
+/* Refused real-time priority (no CAP_SYS_NICE, RLIMIT_RTPRIO 0) ends the
+ * run before its first attempt with FP_E_PERMISSION and the reason, the
+ * policy untouched.  Run in a child, which gives up the capability. */
+static void test_realtime_refused(void **state)
+{
+    target *t = *state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+        struct rlimit rl = {0, 0};
+        if (syscall(SYS_capget, &h, d) != 0)
+            _exit(10);
+        d[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
+        d[CAP_TO_INDEX(CAP_SYS_NICE)].permitted &= ~CAP_TO_MASK(CAP_SYS_NICE);
+        if (syscall(SYS_capset, &h, d) != 0 || setrlimit(RLIMIT_RTPRIO, &rl) != 0)
+            _exit(11);
+        fps_config c = config(RT_HZ, 0, RT_COUNT);
+        c.realtime = true;
+        record r;
+        record_init(&r);
+        fps_stats st;
+        char msg[FPS_ERRMSG_MAX];
+        if (fps_realtime_check(msg, sizeof msg) != FP_E_PERMISSION)
+            _exit(12);
+        if (fps_run(t->s, t->sm, &c, on_sample, &r, &st) != FP_E_PERMISSION)
+            _exit(13);
+        if (st.attempts != 0 || r.calls != 0 || st.stop_reason != FPS_STOP_FATAL ||
+            !strstr(st.first_fatal, "CAP_SYS_NICE") || policy_now() != SCHED_NORMAL)
+            _exit(14);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 #define STALL_INDEX 2
@@ -348,12 +454,14 @@ static void test_invalid(void **state)
         {"NaN duration", 0, NAN, 1, false, true},
         {"duration above the limit", 0, FPS_MAX_DURATION_S * 2, 1, false, true},
         {"poisson without rate", 0, 0, 1, true, true},
+        {"realtime without rate", 0, 0, 1, false, true},
         {"unbounded without callback", 0, 0, 0, false, false},
     };
     record r;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         fps_config c = config(bad[i].rate, bad[i].duration, bad[i].count);
         c.poisson = bad[i].poisson;
+        c.realtime = strcmp(bad[i].what, "realtime without rate") == 0;
         record_init(&r);
         fps_stats st;
         memset(&st, 0xff, sizeof st);
@@ -419,6 +527,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_poisson, setup, teardown),
         cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_realtime, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_realtime_refused, setup, teardown),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
