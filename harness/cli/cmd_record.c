@@ -44,7 +44,7 @@ static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
-    "                         [--blocking | --pause-torn]\n"
+    "                         [--blocking | --pause-torn] [--realtime]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -76,6 +76,10 @@ static const char RECORD_USAGE[] =
     "  -o, --output F   write the profile to F (default: standard output)\n"
     FP_CLI_BLOCKING_HELP
     FP_CLI_PAUSE_TORN_HELP
+    "  --realtime       sample at real-time priority (SCHED_FIFO "RECORD_XSTR(FPS_RT_PRIORITY)", restored at\n"
+    "                   the end; needs root or CAP_SYS_NICE): a busy target can\n"
+    "                   then neither delay a tick nor preempt a sample, which\n"
+    "                   keeps the rate with --blocking on many running threads\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
@@ -181,6 +185,7 @@ static int on_sample(void *ctx, const fps_outcome *o)
     return cf_interrupted() ? 1 : 0;
 }
 
+/* 0, 1 for --help, -1 on a usage error, -2 when --realtime is refused. */
 static int parse_args(int argc, char **argv, record_opts *o)
 {
     static const struct option opts[] = {
@@ -194,6 +199,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"output", required_argument, NULL, 'o'},
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
+        {"realtime", no_argument, NULL, 'X'},
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-progress", no_argument, NULL, 'N'},
@@ -252,6 +258,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         case 'o': o->output = optarg; break;
         case 'B': o->lib.blocking = true; break;
         case 'T': o->lib.pause_torn = true; break;
+        case 'X': o->sampling.realtime = true; break;
         case 'r':
             if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
                 return -1;
@@ -287,6 +294,11 @@ static int parse_args(int argc, char **argv, record_opts *o)
     if (seed && !o->sampling.poisson) {
         fputs("frameproof record: --seed needs --poisson\n", stderr);
         return -1;
+    }
+    char msg[FPS_ERRMSG_MAX];
+    if (o->sampling.realtime && fps_realtime_check(msg, sizeof msg) != FP_OK) {
+        fprintf(stderr, "frameproof record: --realtime: %s\n", msg);
+        return -2;
     }
     return 0;
 }
@@ -456,7 +468,7 @@ int fp_cmd_record(int argc, char **argv)
     o.sampling.rate_hz = RECORD_DEFAULT_RATE_HZ;
     int pr = parse_args(argc, argv, &o);
     if (pr)
-        return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
+        return pr > 0 ? FP_EXIT_OK : pr == -2 ? FP_EXIT_ERROR : FP_EXIT_USAGE;
     /* Only --mode cpu needs each thread's scheduler state: one /proc read
      * per thread and sample, which would double a 16-thread sample's cost. */
     o.lib.thread_cpu_state = o.mode == FPR_MODE_CPU;
@@ -494,7 +506,8 @@ int fp_cmd_record(int argc, char **argv)
     }
     record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO)};
     fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
-                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking};
+                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
+                    .realtime = o.sampling.realtime};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
         if (!(out = open_output(&o)))
@@ -525,7 +538,8 @@ int fp_cmd_record(int argc, char **argv)
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
     fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
-                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking, .stats = &st, .torn_walks = rs.torn,
+                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
+                    .realtime = o.sampling.realtime, .stats = &st, .torn_walks = rs.torn,
                     .paused_walks = rs.paused,
                     .mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0};
     summarize(&st, p, &o, &info);

@@ -59,6 +59,8 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_bool(&j, run->poisson);
     fp_json_key(&j, "blocking");
     fp_json_bool(&j, run->blocking);
+    fp_json_key(&j, "realtime");
+    fp_json_bool(&j, run->realtime);
     end(&j, out);
 }
 

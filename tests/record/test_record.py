@@ -19,7 +19,8 @@ usage: test_record.py FRAMEPROOF_BINARY
    record per kept thread sample);
 3. --pid on a running target for a duration leaves it running; SIGINT
    during an open-ended run still writes the profile and exits 0 and the
-   launched command is ended;
+   launched command is ended; --realtime --blocking gives the same chains,
+   and a --realtime the kernel refuses is a one-line error;
 4. usage and runtime errors are one-line messages with the documented
    exit status."""
 import json
@@ -491,6 +492,44 @@ def by_pid_and_interrupt(entry, tmp):
         it.close()
 
 
+def json_header(path):
+    with open(path, encoding="utf-8") as f:
+        return json.loads(f.readline())
+
+
+def realtime(entry, tmp):
+    """--realtime --blocking --pid: the same chains, the target left running,
+    the JSON header saying realtime (and not without it); refused (no
+    CAP_SYS_NICE, RLIMIT_RTPRIO 0): one line, status 1, nothing sampled."""
+    it = Interp(entry)
+    target = subprocess.Popen(it.argv(LONG_SECONDS), stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(STARTUP_S)
+        r = record("--pid", target.pid, "--rate", RATE, *SHARE_SAMPLING, "--duration", RUN_SECONDS,
+                   "--blocking", "--realtime")
+        check_collapsed("record --realtime --blocking --pid", r, it.script)
+        check("record --realtime: the target is left running", alive(target.pid))
+        heads = []
+        for flags in (("--realtime",), ()):
+            js = os.path.join(tmp, "realtime.jsonl")
+            r = record("--pid", target.pid, "--duration", STARTUP_S, "--format", "json", "-o", js, *flags)
+            heads.append(json_header(js).get("realtime") if r.returncode == 0 else r.stderr)
+        check("record --realtime: the JSON header says so", heads == [True, False], heads)
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            skip("error: --realtime refused", "no setpriv (util-linux)")
+            return
+        r = subprocess.run(["sh", "-c", 'ulimit -r 0 && exec "$@"', "sh", setpriv, "--inh-caps=-sys_nice",
+                            "--bounding-set=-sys_nice", FP, "record", "--no-progress", "--pid", str(target.pid),
+                            "--duration", str(RUN_SECONDS), "--realtime"], capture_output=True, timeout=TIMEOUT)
+        ok, detail = one_line_error(r, 1, "--realtime: cannot sample at real-time priority")
+        check("error: --realtime refused", ok and r.stdout == b"", detail)
+    finally:
+        target.kill()
+        target.wait()
+        it.close()
+
+
 def errors(provisioned):
     r = record("--pid", "12x")
     check("error: invalid pid", *one_line_error(r, 2, "invalid pid"))
@@ -534,10 +573,12 @@ def main():
             skip("formats", "no interpreter provisioned")
             skip("--pid and SIGINT", "no interpreter provisioned")
             skip("json streamed", "no interpreter provisioned")
+            skip("record --realtime", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
             json_streamed(first)
             by_pid_and_interrupt(first, tmp)
+            realtime(first, tmp)
         errors(provisioned)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
