@@ -6,7 +6,8 @@ changing its stack, and 16 threads contend for the GIL), started as ci/bench
 starts them, each recorded by pid for DURATION seconds at every rate of
 RATES and at MAX_PROBE_HZ (a rate no sample keeps up with: what it achieves
 is the maximum), with every thread's stack resolved; the achieved rate and
-the missed ticks come from record's own summary."""
+the missed ticks come from record's own summary.  --realtime measures each
+mode again with `record --realtime` (SCHED_FIFO; at RATES only)."""
 import argparse
 import importlib.util
 import os
@@ -32,11 +33,13 @@ KEPT = re.compile(r"thread samples kept: (\d+)")
 TORN = re.compile(r"walked again\): (\d+)")
 
 
-def record(fp, pid, rate, duration, blocking):
+def record(fp, pid, rate, duration, blocking, realtime):
     cmd = [fp, "record", "--no-progress", "--pid", str(pid), "--rate", str(rate), "--duration", str(duration),
            "-o", os.devnull]
     if blocking:
         cmd.append("--blocking")
+    if realtime:
+        cmd.append("--realtime")
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + RECORD_TIMEOUT_PAD_S)
     m, k, t = ACHIEVED.search(r.stderr), KEPT.search(r.stderr), TORN.search(r.stderr)
     if r.returncode != 0 or not m:
@@ -46,10 +49,19 @@ def record(fp, pid, rate, duration, blocking):
             "torn_walks": int(t.group(1)) if t else 0}
 
 
+def modes(args):
+    """(blocking, realtime) pairs to measure, default mode first."""
+    return [(b, rt) for rt in ((False, True) if args.realtime else (False,))
+            for b in ((False, True) if args.blocking else (False,))]
+
+
 def main():
     ap = argparse.ArgumentParser(prog="ci/record-rate", description=__doc__.split("\n\n")[0])
     ap.add_argument("--duration", type=float, default=DEFAULT_DURATION_S)
     ap.add_argument("--blocking", action="store_true", help="also measure record --blocking")
+    ap.add_argument("--realtime", action="store_true",
+                    help="also measure each mode with record --realtime (at RATES only: as fast as it goes at "
+                         "real-time priority would hold a CPU for the whole duration)")
     ap.add_argument("--frameproof", default=os.path.join(bench.REPO, "build", "frameproof"))
     args = ap.parse_args()
     facts = fpfacts.load()
@@ -63,11 +75,12 @@ def main():
         for shape in SHAPES:
             p, name = bench.start_target(interp, shape)
             try:
-                for blocking in (False, True) if args.blocking else (False,):
-                    for rate in RATES + (MAX_PROBE_HZ,):
-                        bench.say(f"record {name} at {rate} Hz{' --blocking' if blocking else ''}")
-                        row = record(args.frameproof, p.pid, rate, args.duration, blocking)
-                        row.update(shape=bench.shape_name(shape), blocking=blocking)
+                for blocking, realtime in modes(args):
+                    for rate in RATES + (() if realtime else (MAX_PROBE_HZ,)):
+                        bench.say(f"record {name} at {rate} Hz{' --blocking' if blocking else ''}"
+                                  f"{' --realtime' if realtime else ''}")
+                        row = record(args.frameproof, p.pid, rate, args.duration, blocking, realtime)
+                        row.update(shape=bench.shape_name(shape), blocking=blocking, realtime=realtime)
                         rows.append(row)
             finally:
                 bench.kill_target(p)
@@ -81,7 +94,8 @@ def main():
     for r in rows:
         req = "max" if r["requested_hz"] == MAX_PROBE_HZ else "%g" % r["requested_hz"]
         pct = "" if req == "max" else "%.2f" % (100.0 * r["achieved_hz"] / r["requested_hz"])
-        print(f"| {r['shape']} | {'blocking' if r['blocking'] else 'default'} | {req} | {r['achieved_hz']:.1f} | "
+        mode = ("blocking" if r["blocking"] else "default") + (", realtime" if r["realtime"] else "")
+        print(f"| {r['shape']} | {mode} | {req} | {r['achieved_hz']:.1f} | "
               f"{pct} | {r['missed'] if req != 'max' else ''} | {r['thread_samples']} |")
     return 0
 
