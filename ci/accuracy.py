@@ -85,10 +85,10 @@ def samplers(args, entry):
     """(name, schedule, record's extra flags; None: CPython's sampler)."""
     out = []
     for schedule in args.schedule:
-        out.append(("frameproof", schedule, []))
-        for flag in ("--blocking", "--pause-torn"):
-            if getattr(args, flag[2:].replace("-", "_")):
-                out.append((f"frameproof {flag}", schedule, [flag]))
+        modes = [[]] + [[flag] for flag in ("--blocking", "--pause-torn")
+                        if getattr(args, flag[2:].replace("-", "_"))]
+        for flags in modes + ([m + ["--realtime"] for m in modes] if args.realtime else []):
+            out.append((" ".join(["frameproof"] + flags), schedule, flags))
     minor = int(entry.get("version", entry["id"]).split(".")[1].rstrip("t").split("-")[0]) \
         if "." in entry["id"] else 0
     if not args.no_cpython and minor >= CPYTHON_MINOR and not entry["id"].endswith("t"):
@@ -109,6 +109,8 @@ def main():
                     help="sampling schedule of frameproof (repeatable; default both)")
     ap.add_argument("--blocking", action="store_true", help="also run frameproof record --blocking")
     ap.add_argument("--pause-torn", action="store_true", help="also run frameproof record --pause-torn")
+    ap.add_argument("--realtime", action="store_true",
+                    help="also run each frameproof mode with record --realtime (SCHED_FIFO)")
     ap.add_argument("--no-cpython", action="store_true", help="do not run CPython's profiling.sampling on 3.15")
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_SAMPLES} samples at {QUICK_RATE} Hz (a smoke test, not the reference)")
