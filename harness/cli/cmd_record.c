@@ -185,7 +185,7 @@ static int on_sample(void *ctx, const fps_outcome *o)
     return cf_interrupted() ? 1 : 0;
 }
 
-/* 0, 1 for --help, -1 on a usage error, -2 when --realtime is refused. */
+/* 0, 1 for --help, -1 on a usage error. */
 static int parse_args(int argc, char **argv, record_opts *o)
 {
     static const struct option opts[] = {
@@ -295,12 +295,18 @@ static int parse_args(int argc, char **argv, record_opts *o)
         fputs("frameproof record: --seed needs --poisson\n", stderr);
         return -1;
     }
-    char msg[FPS_ERRMSG_MAX];
-    if (o->sampling.realtime && fps_realtime_check(msg, sizeof msg) != FP_OK) {
-        fprintf(stderr, "frameproof record: --realtime: %s\n", msg);
-        return -2;
-    }
     return 0;
+}
+
+/* Whether the kernel grants --realtime, asked before anything is launched;
+ * false with a one-line error. */
+static bool realtime_granted(const record_opts *o)
+{
+    char msg[FPS_ERRMSG_MAX];
+    if (!o->sampling.realtime || fps_realtime_check(msg, sizeof msg) == FP_OK)
+        return true;
+    fprintf(stderr, "frameproof record: --realtime: %s\n", msg);
+    return false;
 }
 
 /* Launches o->command; its pid, or -1 with a message. */
@@ -468,7 +474,9 @@ int fp_cmd_record(int argc, char **argv)
     o.sampling.rate_hz = RECORD_DEFAULT_RATE_HZ;
     int pr = parse_args(argc, argv, &o);
     if (pr)
-        return pr > 0 ? FP_EXIT_OK : pr == -2 ? FP_EXIT_ERROR : FP_EXIT_USAGE;
+        return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
+    if (!realtime_granted(&o))
+        return FP_EXIT_ERROR;
     /* Only --mode cpu needs each thread's scheduler state: one /proc read
      * per thread and sample, which would double a 16-thread sample's cost. */
     o.lib.thread_cpu_state = o.mode == FPR_MODE_CPU;
@@ -537,11 +545,11 @@ int fp_cmd_record(int argc, char **argv)
                 to_stdout(&o) ? "standard output" : o.output, strerror(run.write_errno));
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
-    fpr_run info = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
-                    .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
-                    .realtime = o.sampling.realtime, .stats = &st, .torn_walks = rs.torn,
-                    .paused_walks = rs.paused,
-                    .mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0};
+    fpr_run info = head; /* the header, and what the run measured */
+    info.stats = &st;
+    info.torn_walks = rs.torn;
+    info.paused_walks = rs.paused;
+    info.mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0;
     summarize(&st, p, &o, &info);
     if (write_profile(&o, p, &info, stream, out) == 0 && ended_ok)
         status = FP_EXIT_OK;
