@@ -200,18 +200,10 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     const bool paced = c->rate_hz > 0;
     const double deadline = c->duration_s * NS_PER_S; /* ns after the start; 0 = none */
     schedule sc = {.rate_hz = c->rate_hz, .poisson = c->poisson, .rng = c->seed};
-    /* The kernel lets a timed sleep overrun by the thread's timer slack
-     * (50 us by default), which alone would cap a paced run near 20 kHz
-     * and skew every tick: a paced run asks for 1 ns and restores it. */
-    const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
-    if (old_slack > 0)
-        prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
     struct sched_attr old_sched;
     bool sched_changed = false;
     if (c->realtime) {
         if ((ret = go_realtime(&old_sched, st->first_fatal, sizeof st->first_fatal)) != FP_OK) {
-            if (old_slack > 0)
-                prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
             st->stop_reason = FPS_STOP_FATAL;
             return ret;
         }
@@ -219,6 +211,12 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     } else {
         sched_changed = paced && shorten_slice(&old_sched);
     }
+    /* The kernel lets a timed sleep overrun by the thread's timer slack
+     * (50 us by default), which alone would cap a paced run near 20 kHz
+     * and skew every tick: a paced run asks for 1 ns and restores it. */
+    const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
+    if (old_slack > 0)
+        prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
     const int64_t t0 = now_ns();
     int64_t now = t0;
     for (uint64_t index = 0;; index++) {
