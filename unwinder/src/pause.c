@@ -184,13 +184,10 @@ static void resume_task(pause_task *t)
 {
     if (!t->seized)
         return;
-    if (!t->stopped && wait_stop(t, DETACH_GRACE_MS) != 1) {
-        /* Gone, or still running: a running tracee cannot be detached;
-         * the kernel releases it when this process exits. */
-        t->seized = t->interrupted = false;
-        return;
-    }
-    ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
+    /* Gone, or still running, it is not detached: a running tracee cannot
+     * be, and the kernel releases it when this process exits. */
+    if (t->stopped || wait_stop(t, DETACH_GRACE_MS) == 1)
+        ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
     t->seized = t->stopped = t->interrupted = false;
 }
 
