@@ -25,7 +25,8 @@ TARGET_FILES = ("parked.py", "running.py", "remote_unwinder_bench.py")
 REFERENCE_ID = "3.15"                       # the interpreter compared with CPython's unwinder
 PARKED_SHAPES = ((1, 8), (1, 64), (1, 512), (16, 32))
 OTHERS_SHAPE = (1, 64)                      # the shape measured on every other interpreter
-LIVE_SHAPE = "live"
+LIVE = "live"                               # a shape's tag: a running target
+LIVE_SHAPE = (LIVE,)                        # running.py with its default threads
 DEFAULT_ROUNDS = 3
 DEFAULT_SAMPLES = 5000
 QUICK_SAMPLES = 300
@@ -100,13 +101,8 @@ def kill_all_targets():
 
 def start_target(interp, shape):
     """Starts the target of one shape and waits for its "ready" line: a
-    parked (threads, frames), LIVE_SHAPE, or (LIVE_SHAPE, threads)."""
-    if shape == LIVE_SHAPE:
-        script, args = "running.py", ()
-    elif shape[0] == LIVE_SHAPE:
-        script, args = "running.py", shape[1:]
-    else:
-        script, args = "parked.py", shape
+    parked (threads, frames), LIVE_SHAPE, or (LIVE, threads)."""
+    script, args = ("running.py", shape[1:]) if shape[0] == LIVE else ("parked.py", shape)
     name = "%s %s on %s" % (script, " ".join(map(str, args)), interp.id)
     p = subprocess.Popen(interp.command(script, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          stdin=subprocess.DEVNULL)
@@ -197,7 +193,7 @@ def unwinder_reads(interp, pid, samples, cache):
 def shape_name(shape):
     if shape == LIVE_SHAPE:
         return "live (running.py)"
-    return "running %d" % shape[1] if shape[0] == LIVE_SHAPE else "%d×%d" % shape
+    return "running %d" % shape[1] if shape[0] == LIVE else "%d×%d" % shape
 
 
 def median_of(runs, key):

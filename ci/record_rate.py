@@ -23,7 +23,7 @@ spec.loader.exec_module(bench)
 sys.path.insert(0, os.path.join(bench.REPO, "facts"))
 import fpfacts  # noqa: E402
 
-SHAPES = ((1, 8), (16, 32), (bench.LIVE_SHAPE, 1), (bench.LIVE_SHAPE, 16))
+SHAPES = ((1, 8), (16, 32), (bench.LIVE, 1), (bench.LIVE, 16))
 RATES = (100, 1000)
 MAX_PROBE_HZ = 100000
 DEFAULT_DURATION_S = 10.0
