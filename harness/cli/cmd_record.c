@@ -35,6 +35,9 @@
 /* A share of thread walks torn by the target's progress from which the
  * summary warns that short-lived stacks are under-represented. */
 #define RECORD_TORN_NOTE 0.05
+/* A share of missed ticks from which the summary of a --realtime run warns
+ * that the rate was beyond the sampler, which then held its CPU. */
+#define RECORD_REALTIME_MISSED_NOTE 0.05
 #define NS_PER_S 1000000000LL
 
 #define RECORD_STR(x) #x
@@ -393,13 +396,12 @@ static void describe_child(int status)
 static void summarize(const fps_stats *st, const fpr_profile *p, const record_opts *o, const fpr_run *run)
 {
     const fpr_dropped *d = fpr_profile_dropped(p);
+    const uint64_t ticks = st->attempts + st->missed_ticks;
+    const double missed = ticks ? (double)st->missed_ticks / (double)ticks : 0.0;
     fprintf(stderr, "frameproof record: %" PRIu64 " attempts in %.2f s", st->attempts, st->elapsed_s);
     if (o->sampling.rate_hz > 0)
         fprintf(stderr, ", %.1f Hz achieved of %g requested (%" PRIu64 " ticks missed, %.2f %%)",
-                st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks,
-                st->attempts + st->missed_ticks ? 100.0 * (double)st->missed_ticks /
-                                                      (double)(st->attempts + st->missed_ticks)
-                                                : 0.0);
+                st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks, 100.0 * missed);
     else
         fprintf(stderr, ", %.1f Hz back to back", st->achieved_rate_hz);
     fprintf(stderr, "\n  ok %" PRIu64 ", transient %" PRIu64 ", fatal %" PRIu64 "\n", st->ok, st->transient, st->fatal);
@@ -426,6 +428,12 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
                 "  stacks that last about that long or less are under-represented; --blocking samples them\n"
                 "  exactly, pausing the target for each sample\n",
                 run->mean_sample_us);
+    if (o->sampling.realtime && missed >= RECORD_REALTIME_MISSED_NOTE)
+        fprintf(stderr,
+                "  note: --realtime could not hold %g Hz: the sampler ran without a pause at real-time\n"
+                "  priority, taking its CPU from everything else on it up to the kernel's real-time\n"
+                "  limit (sched_rt_runtime_us); a rate it holds leaves that CPU free between ticks\n",
+                o->sampling.rate_hz);
 }
 
 /* Writes the profile; 0, or -1 with a message. */

@@ -57,6 +57,8 @@ RATE = 200
 SHARE_SAMPLING = ("--poisson", "--seed", 11)
 INTERRUPT_AFTER_S = 1.5
 STARTUP_S = 1.0          # time for a --pid target's runtime to come up
+UNHOLDABLE_RATE = 100000 # Hz, --rate's maximum: above any sample's cost, so --realtime misses ticks
+UNHOLDABLE_SECONDS = 0.3 # short: such a run holds one CPU at real-time priority
 KEPT = re.compile(rb"thread samples kept: (\d+)")
 SPIN_SHARE = 0.9         # the least share of hot()/cold() samples inside spin()
 
@@ -515,6 +517,9 @@ def realtime(entry, tmp):
             r = record("--pid", target.pid, "--duration", STARTUP_S, "--format", "json", "-o", js, *flags)
             heads.append(json_header(js).get("realtime") if r.returncode == 0 else r.stderr)
         check("record --realtime: the JSON header says so", heads == [True, False], heads)
+        r = record("--pid", target.pid, "--rate", UNHOLDABLE_RATE, "--duration", UNHOLDABLE_SECONDS, "--realtime")
+        check("record --realtime: a rate it cannot hold is noted",
+              r.returncode == 0 and b"note: --realtime could not hold" in r.stderr, r.stderr)
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             skip("error: --realtime refused", "no setpriv (util-linux)")
