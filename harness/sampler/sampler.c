@@ -5,7 +5,7 @@
 #include "sampler.h"
 
 #include <errno.h>
-#include <linux/sched.h>       /* SCHED_NORMAL, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
+#include <linux/sched.h>       /* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
 #include <linux/sched/types.h> /* struct sched_attr */
 #include <math.h>
 #include <stdbool.h>
@@ -95,10 +95,29 @@ static int go_realtime(struct sched_attr *old, char *msg, size_t msglen)
     return e == EPERM ? FP_E_PERMISSION : FP_E_IO;
 }
 
+static bool fair_policy(unsigned policy)
+{
+    return policy == SCHED_NORMAL || policy == SCHED_BATCH || policy == SCHED_IDLE;
+}
+
+/* Gives back what *old holds.  A fair task's slice written as a number
+ * becomes a custom one, which stays put when the kernel's default
+ * changes; written as 0 it is the default again.  The kernel reports
+ * both alike, so the caller's slice is written back as 0 first, and as
+ * itself only when that is not the default it then reports. */
 static void restore_sched(struct sched_attr *old)
 {
     old->size = sizeof *old;
-    syscall(SYS_sched_setattr, 0, old, 0u);
+    const uint64_t slice = old->sched_runtime;
+    if (fair_policy(old->sched_policy))
+        old->sched_runtime = 0;
+    if (syscall(SYS_sched_setattr, 0, old, 0u) != 0 || old->sched_runtime == slice)
+        return;
+    struct sched_attr now = {0};
+    if (syscall(SYS_sched_getattr, 0, &now, (unsigned)sizeof now, 0u) == 0 && now.sched_runtime != slice) {
+        old->sched_runtime = slice;
+        syscall(SYS_sched_setattr, 0, old, 0u);
+    }
 }
 
 int fps_realtime_check(char *msg, size_t msglen)

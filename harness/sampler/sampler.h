@@ -117,7 +117,8 @@ int fps_realtime_check(char *msg, size_t msglen);
  * SCHED_NORMAL, asks the scheduler for a time slice of FPS_SLICE_NS (a
  * custom slice, Linux 6.12 on: woken for a tick, it then preempts a
  * CPU-bound thread instead of waiting for that thread's slice to end),
- * its policy and nice untouched; it restores both.  A realtime run
+ * its policy and nice untouched; it restores both (a default slice as
+ * the default, a caller's own as itself).  A realtime run
  * instead runs the calling thread at SCHED_FIFO priority FPS_RT_PRIORITY
  * (children it forks start as SCHED_NORMAL: SCHED_FLAG_RESET_ON_FORK) and
  * restores its policy, nice and slice afterwards: a CPU-bound target

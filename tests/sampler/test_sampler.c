@@ -2,8 +2,9 @@
  * interpreter: count, duration and rate bounds, the callback stopping a
  * run, a target killed under it, invalid configurations, the error
  * classification, missed ticks without catch-up and Poisson spacing, and
- * a paced run's timer slack and time slice, given back afterwards, and a
- * real-time run's priority, given back too, or refused with its reason.
+ * a paced run's timer slack and time slice, given back afterwards (a
+ * caller's own slice too), and a real-time run's priority, given back
+ * too, or refused with its reason.
  * usage: test_sampler PYTHON (empty: skipped) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -347,6 +348,46 @@ static void test_realtime_refused(void **state)
     assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+#define CUSTOM_SLICE_NS 3000000ull /* a caller's own time slice, unlike the kernel's default */
+
+static void set_slice(uint64_t ns)
+{
+    struct sched_attr a;
+    get_sched(&a);
+    a.size = sizeof a;
+    a.sched_runtime = ns;
+    assert_int_equal(syscall(SYS_sched_setattr, 0, &a, 0u), 0);
+}
+
+/* A caller that set its own time slice gets it back from a paced run and
+ * from a realtime one (restore_sched writes a default slice back as 0,
+ * which the kernel reports like any other: a custom one must not go). */
+static void test_custom_slice_kept(void **state)
+{
+    target *t = *state;
+    struct sched_attr a;
+    get_sched(&a);
+    if (a.sched_runtime == 0) {
+        print_message("# skipped: this kernel reports no fair time slice (before 6.12)\n");
+        skip();
+    }
+    set_slice(CUSTOM_SLICE_NS);
+    char msg[FPS_ERRMSG_MAX];
+    for (int realtime = 0; realtime <= 1; realtime++) {
+        if (realtime && fps_realtime_check(msg, sizeof msg) != FP_OK)
+            break;
+        fps_config c = config(RT_HZ, 0, RT_COUNT);
+        c.realtime = realtime;
+        record r;
+        record_init(&r);
+        fps_stats st;
+        run(t, &c, &r, &st, FP_OK);
+        get_sched(&a);
+        assert_int_equal(a.sched_runtime, CUSTOM_SLICE_NS);
+    }
+    set_slice(0); /* the default again */
+}
+
 #define STALL_INDEX 2
 #define STALL_NS (6 * PERIOD_NS + PERIOD_NS / 2) /* runs past six ticks */
 #define STALL_COUNT 8
@@ -529,6 +570,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown(test_realtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_realtime_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_custom_slice_kept, setup, teardown),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
