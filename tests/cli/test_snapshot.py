@@ -274,7 +274,7 @@ def failures(tmp):
     with open("/proc/sys/kernel/pid_max") as f:
         unused = next(p for p in range(int(f.read()) - 1, 1, -1) if not os.path.exists(f"/proc/{p}"))
     r = fp("snapshot", "--pid", unused, "-o", os.path.join(tmp, "none.fpimg"))
-    check("no such pid: one-line error", *one_line_error(r, 1, "frameproof snapshot:"))
+    check("no such pid: one-line error", *one_line_error(r, 1, "does not exist or exited"))
 
     p = subprocess.Popen(["sleep", "60"])
     try:

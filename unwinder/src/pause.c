@@ -49,8 +49,9 @@ static int scan_tasks(fp_pause *p, size_t *added, char *err, size_t errlen)
     DIR *d = opendir(path);
     if (!d) {
         int e = errno;
-        return fpi_msg(err, errlen, e == ENOENT ? FP_E_PROCESS_GONE : FP_E_IO, "cannot list %s: %s", path,
-                       strerror(e));
+        if (e == ENOENT)
+            return fpi_msg(err, errlen, FP_E_PROCESS_GONE, "process %d: does not exist or exited", p->pid);
+        return fpi_msg(err, errlen, FP_E_IO, "cannot list %s: %s", path, strerror(e));
     }
     int rc = FP_OK;
     struct dirent *de;
