@@ -3,6 +3,7 @@
  * the target exits or Ctrl-C, and write the profile in one of the formats
  * of harness/record.  Progress on a terminal, a summary at the end. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -76,7 +77,9 @@ static const char RECORD_USAGE[] =
     "                   json (JSON Lines records for tools, streamed: each\n"
     "                   sample's records as it is taken) or gecko (the Firefox\n"
     "                   Profiler's processed format); see docs/record-formats.md\n"
-    "  -o, --output F   write the profile to F (default: standard output)\n"
+    "  -o, --output F   write the profile to F (default: standard output); F is\n"
+    "                   opened before the target is launched or attached, and an\n"
+    "                   existing F is only replaced once the profile is written\n"
     FP_CLI_BLOCKING_HELP
     FP_CLI_PAUSE_TORN_HELP
     "  --realtime       sample at real-time priority (SCHED_FIFO "RECORD_XSTR(FPS_RT_PRIORITY)", restored at\n"
@@ -436,41 +439,96 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
                 o->sampling.rate_hz);
 }
 
-/* Writes the profile; 0, or -1 with a message. */
 static bool to_stdout(const record_opts *o)
 {
     return !o->output || strcmp(o->output, "-") == 0;
 }
 
-static FILE *open_output(const record_opts *o)
+/* The output, opened before the target is launched or attached to, so that
+ * a path that cannot be written fails at once rather than after the
+ * recording.  An existing file keeps its contents until the profile starts
+ * to be written; a file this run created is removed again when no profile
+ * was written into it. */
+typedef struct record_out {
+    FILE *f;
+    bool created; /* the file did not exist before this run */
+    bool started; /* truncated: the profile is being written into it */
+} record_out;
+
+static const char *out_name(const record_opts *o)
 {
-    FILE *out = to_stdout(o) ? stdout : fopen(o->output, "w");
-    if (!out)
-        fprintf(stderr, "frameproof record: cannot write %s: %s\n", o->output, strerror(errno));
-    return out;
+    return to_stdout(o) ? "standard output" : o->output;
 }
 
-/* Ends the output: the streamed json's summary (out already open), or the
- * whole profile in the other formats. */
-static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run, fpr_json_stream *stream,
-                         FILE *out)
+/* 0, or -1 with a message. */
+static int open_output(const record_opts *o, record_out *ro)
 {
-    bool std = to_stdout(o);
-    if (!out && !(out = open_output(o)))
+    *ro = (record_out){0};
+    if (to_stdout(o)) {
+        ro->f = stdout;
+        return 0;
+    }
+    int fd = open(o->output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ro->created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(o->output, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || !(ro->f = fdopen(fd, "w"))) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        if (ro->created)
+            unlink(o->output);
+        fprintf(stderr, "frameproof record: cannot write %s: %s\n", o->output, strerror(e));
         return -1;
+    }
+    return 0;
+}
+
+/* Empties an existing regular file before the profile goes into it (a pipe
+ * or a device has nothing to empty).  0, or -1 with a message. */
+static int start_output(const record_opts *o, record_out *ro)
+{
+    struct stat sb;
+    if (!ro->started && ro->f != stdout && fstat(fileno(ro->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
+        ftruncate(fileno(ro->f), 0) != 0) {
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", o->output, strerror(errno));
+        return -1;
+    }
+    ro->started = true;
+    return 0;
+}
+
+/* Closes the output; a file created for a profile never written is removed. */
+static void close_output(const record_opts *o, record_out *ro)
+{
+    if (ro->f && ro->f != stdout) {
+        fclose(ro->f);
+        if (ro->created && !ro->started)
+            unlink(o->output);
+    }
+    ro->f = NULL;
+}
+
+/* Ends the output: the streamed json's summary (already started), or the
+ * whole profile in the other formats.  0, or -1 with a message. */
+static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run, fpr_json_stream *stream,
+                         record_out *ro)
+{
+    if (start_output(o, ro))
+        return -1;
+    FILE *out = ro->f;
+    ro->f = NULL;
     int rc = stream ? fpr_json_stream_close(stream, p, run) : fpr_write(out, o->format, p, run);
     int err = errno;
-    if (!std && fclose(out) != 0 && rc == 0) {
+    if (out != stdout && fclose(out) != 0 && rc == 0) {
         rc = -1;
         err = errno;
     }
     if (rc) {
-        fprintf(stderr, "frameproof record: writing %s failed: %s\n", std ? "standard output" : o->output,
-                strerror(err));
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(o), strerror(err));
         return -1;
     }
-    fprintf(stderr, "frameproof record: wrote %s profile to %s\n", fpr_format_name(o->format),
-            std ? "standard output" : o->output);
+    fprintf(stderr, "frameproof record: wrote %s profile to %s\n", fpr_format_name(o->format), out_name(o));
     return 0;
 }
 
@@ -497,11 +555,15 @@ int fp_cmd_record(int argc, char **argv)
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     fpr_profile *p = NULL;
-    FILE *out = NULL;        /* --format json: opened before sampling */
+    record_out ro;
     fpr_json_stream *stream = NULL;
-    pid_t pid = o.command ? launch(o.command) : (pid_t)o.pid;
-    if (pid < 0)
+    if (open_output(&o, &ro))
         return FP_EXIT_ERROR;
+    pid_t pid = o.command ? launch(o.command) : (pid_t)o.pid;
+    if (pid < 0) {
+        close_output(&o, &ro);
+        return FP_EXIT_ERROR;
+    }
     int target = (int)pid;
     int rc = fp_session_new(&o.lib, &s);
     if (rc == FP_OK)
@@ -526,13 +588,12 @@ int fp_cmd_record(int argc, char **argv)
                     .realtime = o.sampling.realtime};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
-        if (!(out = open_output(&o)))
+        if (start_output(&o, &ro))
             goto out;
         struct stat sb;
-        bool flush_each = fstat(fileno(out), &sb) != 0 || !S_ISREG(sb.st_mode);
-        if (fpr_json_stream_open(out, p, &head, flush_each, &stream) != 0) {
-            fprintf(stderr, "frameproof record: writing %s failed: %s\n",
-                    to_stdout(&o) ? "standard output" : o.output, strerror(errno));
+        bool flush_each = fstat(fileno(ro.f), &sb) != 0 || !S_ISREG(sb.st_mode);
+        if (fpr_json_stream_open(ro.f, p, &head, flush_each, &stream) != 0) {
+            fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(&o), strerror(errno));
             goto out;
         }
         run.stream = stream;
@@ -549,8 +610,8 @@ int fp_cmd_record(int argc, char **argv)
     if (run.oom)
         fputs("frameproof record: out of memory: sampling stopped early\n", stderr);
     if (run.write_failed)
-        fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n",
-                to_stdout(&o) ? "standard output" : o.output, strerror(run.write_errno));
+        fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n", out_name(&o),
+                strerror(run.write_errno));
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
     fpr_run info = head; /* the header, and what the run measured */
@@ -559,10 +620,9 @@ int fp_cmd_record(int argc, char **argv)
     info.paused_walks = rs.paused;
     info.mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0;
     summarize(&st, p, &o, &info);
-    if (write_profile(&o, p, &info, stream, out) == 0 && ended_ok)
+    if (write_profile(&o, p, &info, stream, &ro) == 0 && ended_ok)
         status = FP_EXIT_OK;
-    stream = NULL; /* closed by write_profile, with out */
-    out = NULL;
+    stream = NULL; /* closed by write_profile, with the output */
 out:
     if (o.command && !child_gone) {
         end_child(pid, &child_status);
@@ -571,8 +631,7 @@ out:
     if (o.command)
         describe_child(child_status);
     fpr_json_stream_free(stream); /* sampling never started: no summary */
-    if (out && !to_stdout(&o))
-        fclose(out);
+    close_output(&o, &ro);
     fpr_profile_free(p);
     fp_sample_free(sm);
     fp_session_free(s);

@@ -59,6 +59,7 @@ INTERRUPT_AFTER_S = 1.5
 STARTUP_S = 1.0          # time for a --pid target's runtime to come up
 UNHOLDABLE_RATE = 100000 # Hz, --rate's maximum: above any sample's cost, so --realtime misses ticks
 UNHOLDABLE_SECONDS = 0.3 # short: such a run holds one CPU at real-time priority
+STALE_BYTES = 1 << 20   # an earlier file at -o, longer than any profile of these runs
 KEPT = re.compile(rb"thread samples kept: (\d+)")
 SPIN_SHARE = 0.9         # the least share of hot()/cold() samples inside spin()
 
@@ -407,6 +408,11 @@ def formats(facts, entry, tmp):
     schema = schema_path(facts)
     try:
         ss = os.path.join(tmp, "p.speedscope.json")
+        js = os.path.join(tmp, "p.jsonl")
+        # Existing files longer than any profile: each must be replaced whole.
+        for stale in (ss, js):
+            with open(stale, "w") as f:
+                f.write("x" * STALE_BYTES)
         r = record("--rate", RATE, "--format", "speedscope", "-o", ss, "--", *it.argv(RUN_SECONDS))
         if r.returncode != 0:
             check(f"{name}: speedscope", False, r.stderr.decode(errors="replace"))
@@ -419,7 +425,6 @@ def formats(facts, entry, tmp):
             check(f"{name}: gecko", False, r.stderr.decode(errors="replace"))
         else:
             check_gecko(name, gk, r.stderr, facts)
-        js = os.path.join(tmp, "p.jsonl")
         r = record("--rate", RATE, "--format", "json", "-o", js, "--poisson", "--seed", 7, "--", *it.argv(RUN_SECONDS))
         if r.returncode != 0:
             check(f"{name}: json", False, r.stderr.decode(errors="replace"))
@@ -535,6 +540,31 @@ def realtime(entry, tmp):
         it.close()
 
 
+def out_errors():
+    """-o is opened before the target is launched or attached: an unwritable
+    path fails at once, an existing file keeps its contents and a file the
+    run created is removed when no profile was written."""
+    with tempfile.TemporaryDirectory(prefix="fp-record-o-") as tmp:
+        mark = os.path.join(tmp, "launched")
+        r = record("-o", os.path.join(tmp, "no-such-dir", "p.txt"), "--", "sh", "-c", f"touch {mark}")
+        ok, detail = one_line_error(r, 1, "cannot write")
+        check("error: unwritable -o fails before launching", ok and not os.path.exists(mark), detail)
+        r = record("-o", tmp, "--pid", 1)
+        check("error: -o a directory", *one_line_error(r, 1, "Is a directory"))
+        kept = os.path.join(tmp, "kept.txt")
+        with open(kept, "w") as f:
+            f.write("earlier profile\n")
+        r = record("-o", kept, "--pid", 999999999)
+        with open(kept) as f:
+            body = f.read()
+        check("error: an existing -o is kept when attaching fails",
+              r.returncode == 1 and body == "earlier profile\n", f"status {r.returncode}, file {body!r}")
+        new = os.path.join(tmp, "new.txt")
+        r = record("-o", new, "--format", "json", "--pid", 999999999)
+        check("error: a new -o is removed when attaching fails",
+              r.returncode == 1 and not os.path.exists(new), f"status {r.returncode}, {r.stderr!r}")
+
+
 def errors(provisioned):
     r = record("--pid", "12x")
     check("error: invalid pid", *one_line_error(r, 2, "invalid pid"))
@@ -546,6 +576,7 @@ def errors(provisioned):
     check("error: exited pid", r.returncode == 1 and b"frameproof record:" in r.stderr, r.stderr)
     r = record("--", "/nonexistent/python")
     check("error: command not found", r.returncode == 1 and b"cannot run '/nonexistent/python'" in r.stderr, r.stderr)
+    out_errors()
     r = record("--pid", 1, "--", "python3")
     check("error: --pid and a command", r.returncode == 2 and b"either --pid PID or -- COMMAND" in r.stderr, r.stderr)
     r = record("--pid", 1, "--rate", 0)
