@@ -102,6 +102,11 @@ int main(void)
 #endif
 #endif
     P("frame.localsplus", offsetof(_PyInterpreterFrame, localsplus));
+#if PY_VERSION_HEX < 0x030C0000
+    P("frame.funcobj", offsetof(_PyInterpreterFrame, f_func));
+#else
+    P("frame.funcobj", offsetof(_PyInterpreterFrame, f_funcobj));
+#endif
     P("code.size", sizeof(PyCodeObject));
     P("code.flags", offsetof(PyCodeObject, co_flags));
     P("code.firstlineno", offsetof(PyCodeObject, co_firstlineno));

@@ -679,6 +679,100 @@ static void running_under_generator_passes(size_t layout, const char *id, built 
     print_message("# %s: a running frame under a generator's frame passes\n", id);
 }
 
+/* Function objects a synthetic frame and its caller's stack name (compared,
+ * never read). */
+#define FUNC_CALLED 0x7f0000a00000ull
+#define FUNC_OTHER 0x7f0000b00000ull
+
+/* The standard scene with thread 1's __init__ shim taken out: its frame 2
+ * (Outer.method) then calls its frame 1 (Outer.method again) directly. */
+static void build_direct_call_scene(const char *id, scene *sc, built *b)
+{
+    describe(id, sc);
+    sc->t2[1] = sc->t2[2];
+    sc->t2[1].entry_below = false;
+    sc->t2[2] = sc->t2[3];
+    sc->th[1].nframes = 3;
+    build(id, &sc->d, 0, b);
+}
+
+/* 3.11-3.13: thread 1's frame 2 suspended in a CALL under frame 1, whose
+ * function is FUNC_CALLED, with `slot0` and `slot1` at its saved stack
+ * depth (that of every stopped synthetic frame, read from it).  False
+ * on a layout without them. */
+static bool call_with_slots(built *b, uint64_t slot0, uint64_t slot1)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    fp_python_info py;
+    if (l->fr_localsplus == FPI_OFF_NONE || fp_session_python(b->s, &py) != FP_OK)
+        return false;
+    const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
+    int call = -1;
+    for (int v = 0; set && v < 256 && call < 0; v++)
+        if (((set->callable_ops[v / 64] >> (v % 64)) & 1u) && ((set->ops[v / 64] >> (v % 64)) & 1u))
+            call = v;
+    assert_true(call >= 0);
+    uint64_t back = set->minor < SUSPENDED_AT_INSTRUCTION_MINOR ? set->caches[call] : 0;
+    uint64_t f1 = synth_frame_addr(b->img, 1, 1), f2 = synth_frame_addr(b->img, 1, 2);
+    uint64_t start, unit1, unit2, units;
+    wipe_code(b, f1, &start, &unit1, &units); /* frames 1 and 2 run the same code */
+    wipe_code(b, f2, &start, &unit2, &units);
+    assert_true(unit1 >= back && unit2 >= back && unit1 < units && unit2 < units);
+    *synth_bytes(b->img, start + 2 * (unit1 - back), 1) = (uint8_t)call; /* frame 1 calls frame 0 */
+    *synth_bytes(b->img, start + 2 * (unit2 - back), 1) = (uint8_t)call;
+    int32_t depth;
+    memcpy(&depth, synth_bytes(b->img, f2 + (uint64_t)l->fr_stacktop, 4), 4);
+    assert_true(depth >= 0);
+    uint64_t func = FUNC_CALLED, at = f2 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth;
+    memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_funcobj, 8), &func, 8);
+    memcpy(synth_bytes(b->img, at, 8), &slot0, 8);
+    memcpy(synth_bytes(b->img, at + 8, 8), &slot1, 8);
+    return true;
+}
+
+/* 3.11-3.13: a caller suspended in a CALL holds the function it called at
+ * its stack depth (3.11, 3.12: or NULL there and the function above it)
+ * until the call returns.  Holding another one, it had moved on from the
+ * call that pushed the frame above it: a slot of another chain (ci/live
+ * thread_churn, 3.13: churn_worker at its call of d1 under c1).  Refused
+ * on a cold walk and through the frame cache; the callable where CPython
+ * leaves it passes. */
+static void callee_was_called_checked(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!call_with_slots(b, FUNC_CALLED, 0))
+        return;
+    sample_is(id, b, 1, EXPECT_T2, 3);
+    assert_true(call_with_slots(b, 0, FUNC_CALLED)); /* 3.11, 3.12: no method call */
+    sample_is(id, b, 1, EXPECT_T2, 3);
+    for (int warm = 0; warm < 2; warm++) {
+        if (!warm)
+            reattach(b, &b->rd); /* a new session: no frame cache entry yet */
+        assert_true(call_with_slots(b, FUNC_OTHER, FUNC_CALLED));
+        int rc = fp_session_sample(b->s, b->sm);
+        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "in a call of another function"))
+            fail_msg("%s: a caller holding another function was not refused (%s frame cache): %d %s", id,
+                     warm ? "warm" : "cold", rc, fp_session_errmsg(b->s));
+        assert_int_equal(fp_sample_thread(b->sm, 1)->frame_count, 0);
+        check_thread(id, b->sm, 0, EXPECT_T1, 4);
+        assert_true(call_with_slots(b, FUNC_CALLED, 0));
+        sample_is(id, b, 1, EXPECT_T2, 3); /* warms the frame cache for the next round */
+    }
+    print_message("# %s: a caller holding another function than its callee's is refused\n", id);
+}
+
+static void test_callee_was_called(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        scene sc;
+        built b;
+        build_direct_call_scene(LAYOUTS[i], &sc, &b);
+        callee_was_called_checked(i, LAYOUTS[i], &b);
+        unbuild(&b);
+    }
+}
+
 static void test_running_under_generator(void **state)
 {
     (void)state;
@@ -2178,6 +2272,7 @@ int main(void)
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_cache_byte_like_send),
         cmocka_unit_test(test_running_under_generator),
+        cmocka_unit_test(test_callee_was_called),
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),

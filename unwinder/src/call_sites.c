@@ -29,6 +29,11 @@
  * names the instruction (3.13+), or the instruction or its last inline
  * cache unit (3.11, 3.12); 3.13+ accept the instruction only, as the cache
  * units hold data that a scan back from any unit could take for an opcode.
+ * CALL and CALL_KW leave the function they call at the caller's saved
+ * stack depth (3.11, 3.12: NULL there when it was no method call, and the
+ * function in the slot above), where it stays until the call returns: a
+ * caller in one of them under a frame of another function had moved on
+ * from the call that pushed that frame (walk.c, 3.11-3.13).
  * The opcode sets come from each version's own opcode tables
  * (call_sites_table.h, targets/layouts/gen_call_sites). */
 #include <stddef.h>
@@ -131,6 +136,25 @@ bool fpi_call_site_ok(const fpi_call_site_set *set, const fpi_code_entry *e, int
     return !checkable(set, e, unit) || pushing_op(set, e, unit, generator) >= 0;
 }
 
+/* The opcode of the instruction a caller of code `e` at `unit` is
+ * suspended in, from any of the families: the unit's own (3.13+), or
+ * through the instruction map (3.11, 3.12, whose callers may name an inline
+ * cache unit); -1 when it cannot be told. */
+static int suspended_op(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator)
+{
+    if (set->minor >= SUSPENDED_AT_INSTRUCTION)
+        return pushing_op(set, e, unit, generator);
+    return e->starts ? mapped_op(set, e, unit) : -1;
+}
+
+bool fpi_call_site_passes_callable(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
+{
+    if (!checkable(set, e, unit))
+        return false;
+    int op = suspended_op(set, e, unit, false);
+    return op >= 0 && in_set(set->callable_ops, (uint8_t)op);
+}
+
 bool fpi_call_site_resumes_generator(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
                                      bool generator)
 {
@@ -140,12 +164,6 @@ bool fpi_call_site_resumes_generator(const fpi_call_site_set *set, const fpi_cod
      * not checked without one. */
     if (!checkable(set, e, unit))
         return false;
-    int op;
-    if (set->minor >= SUSPENDED_AT_INSTRUCTION)
-        op = pushing_op(set, e, unit, generator);
-    else if (e->starts)
-        op = mapped_op(set, e, unit);
-    else
-        return false;
+    int op = suspended_op(set, e, unit, generator);
     return op >= 0 && in_set(set->gen_callee_ops, (uint8_t)op);
 }

@@ -34,4 +34,11 @@ bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry 
 bool fpi_call_site_resumes_generator(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
                                      bool generator);
 
+/* Is the frame of code `e`, suspended under a directly linked callee at
+ * `unit`, in a CALL or CALL_KW, which leave the function they call at the
+ * caller's saved stack depth (or NULL there and the function in the slot
+ * above)?  False when it cannot be told (no table, no bytecode kept; 3.11,
+ * 3.12 without an instruction map). */
+bool fpi_call_site_passes_callable(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit);
+
 #endif

@@ -28,6 +28,7 @@ typedef struct fpi_resolved_frame {
     bool visible;            /* at or past the code's first traceable instruction */
     bool at_call;            /* its instruction can be suspended in a call (fpi_call_site_ok) */
     bool resumes_generator;  /* ... at one that resumes a generator (fpi_call_site_resumes_generator) */
+    bool passes_callable;    /* ... in a CALL that keeps its callable (fpi_call_site_passes_callable) */
     int32_t unit;            /* instruction offset in code units */
     fpi_position pos;
 } fpi_resolved_frame;

@@ -75,6 +75,11 @@ typedef struct fpi_layout {
      * frame in use never goes below.  FPI_OFF_NONE from 3.14 (which
      * clears a returned frame's f_executable instead). */
     int32_t fr_stacktop;
+    /* 3.11-3.13: the frame's function object (3.11 f_func, then f_funcobj)
+     * and its localsplus array, whose slot at a suspended caller's stack
+     * depth holds the function its CALL called (call_sites.c);
+     * FPI_OFF_NONE from 3.14 (tagged stack references, a stack pointer). */
+    int32_t fr_funcobj, fr_localsplus;
     bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
     uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */
     int owner_thread, owner_generator, owner_frame_object;

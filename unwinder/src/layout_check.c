@@ -70,6 +70,8 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     need(&c, "fr_owner", l->fr_owner, U8, fr);
     need(&c, "fr_tlbc_index", l->fr_tlbc_index, U32, fr);
     need(&c, "fr_stacktop", l->fr_stacktop, U32, fr);
+    need(&c, "fr_funcobj", l->fr_funcobj, PTR, fr);
+    need(&c, "fr_localsplus", l->fr_localsplus, PTR, fr);
 
     /* Code object: the cache copies [0, co_code_adaptive) (≤ 4096 and
      * within co_size) and reads every identity field from that copy. */

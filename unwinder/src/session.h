@@ -109,6 +109,9 @@ typedef struct fpi_pending_frame {
     bool top;                 /* the frame the thread names as its top */
     bool generator;
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
+    bool slots_known;         /* 3.11-3.13: `slots` were in the walk's copy */
+    uint64_t funcobj;         /* 3.11-3.13: its function object (0: not known) */
+    uint64_t slots[2];        /* the two stack slots at its saved depth (a CALL's callable) */
 } fpi_pending_frame;
 
 /* A thread as the last sample saw it: where the next sample's first read

@@ -286,6 +286,24 @@ static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t ch
     return FP_OK;
 }
 
+/* 3.11-3.13: the two stack slots at a suspended frame's saved depth, where
+ * a CALL leaves the function it called (call_sites.c), into out; false
+ * when they do not lie in this walk's copy of the frame's chunk. */
+static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int32_t depth, uint64_t out[2])
+{
+    const fpi_layout *l = &s->layout;
+    if (l->fr_localsplus == FPI_OFF_NONE || depth < 0 || chunk >= s->nchunks)
+        return false;
+    const fpi_chunk_copy *c = &s->chunks[chunk];
+    uint64_t at = addr + (uint64_t)l->fr_localsplus + PTR_SIZE * (uint64_t)depth, end = c->remote + c->size;
+    if (at < addr || at < c->remote || at > end || end - at < 2u * PTR_SIZE)
+        return false;
+    const uint8_t *p = s->stack_buf + c->local + (at - c->remote);
+    out[0] = fpi_load_u64(p, 0);
+    out[1] = fpi_load_u64(p, PTR_SIZE);
+    return true;
+}
+
 /* Phase 1: follow the chain from the thread's top frame, recording every
  * frame followed (for the read-back check) and every Python frame (entry
  * and shim frames are skipped). */
@@ -366,7 +384,9 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             .top = addr == top,
             .generator = owner == l->owner_generator,
             .called_directly = above_is_python,
+            .funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) : 0,
         };
+        pf.slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf.stacktop, pf.slots);
         if ((rc = push_pending(s, &pf)))
             return rc;
         /* 3.11 marks a frame entered from C code on the frame itself. */
@@ -463,11 +483,41 @@ static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, siz
                    (unsigned long long)pf->addr, ce->qualname);
 }
 
+/* 3.11-3.13: a caller suspended in a CALL or CALL_KW keeps the function it
+ * called at its saved stack depth (3.11, 3.12: or NULL there and the
+ * function in the slot above) until that call returns.  Under a directly
+ * linked frame of another function it had moved on from the call that
+ * pushed that frame, a slot of another chain at the same depth (ci/live
+ * thread_churn, 3.13: churn_worker at its call of d1 under c1 -> c2 ->
+ * leaf_c, read so by the copy and both read-backs: 2 samples in 11.6
+ * million).  Not checked where it cannot be told: the slots not in the
+ * copy, no function recorded, a generator's frame above (resumed, not
+ * called), the __init__ shim above (3.13: the callable is the class).
+ * Checked through the frame cache too: its key holds neither frame's
+ * function. */
+static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
+                             bool callee_is_shim, bool visible, bool passes_callable)
+{
+    const fpi_pending_frame *pf = &pending[i];
+    if (!visible || !passes_callable || !pf->called_directly || i == 0 || !pf->slots_known)
+        return FP_OK;
+    const fpi_pending_frame *up = &pending[i - 1];
+    if (up->generator || up->funcobj == 0 || callee_is_shim)
+        return FP_OK;
+    if (pf->slots[0] == up->funcobj || (pf->slots[0] == 0 && pf->slots[1] == up->funcobj))
+        return FP_OK;
+    return fpi_err(&s->err, FP_E_INCOMPLETE,
+                   "torn: frame 0x%llx (%s) is suspended in a call of another function than that of the frame "
+                   "above it (0x%llx: a slot of another call chain)",
+                   (unsigned long long)pf->addr, ce->qualname, (unsigned long long)up->addr);
+}
+
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
 int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
 {
     fpi_code_prevalidate(s, pending, n);
+    bool callee_is_shim = false; /* frame i - 1 runs the __init__ cleanup shim */
     for (size_t i = 0; i < n; i++) {
         const fpi_pending_frame *pf = &pending[i];
         fpi_code_entry *ce;
@@ -511,11 +561,13 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
             if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call)) ||
-                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumes_generator)))
+                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumes_generator)) ||
+                (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable)))
                 return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
                 return rc;
+            callee_is_shim = ce->init_shim;
             continue;
         }
         uint64_t start;
@@ -543,6 +595,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool verdicts = cacheable || pf->top || pf->called_directly;
         bool at_call = verdicts && fpi_call_site_ok(s->call_sites, ce, unit, pf->generator);
         bool resumes = verdicts && fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator);
+        bool passes = verdicts && s->layout.fr_localsplus != FPI_OFF_NONE &&
+                      fpi_call_site_passes_callable(s->call_sites, ce, unit);
         if ((rc = top_must_run(s, pf, ce, visible, at_call)))
             return rc;
         if (visible && pf->called_directly && !at_call)
@@ -550,7 +604,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
                            (unsigned long long)pf->addr, ce->qualname);
-        if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumes)))
+        if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumes)) ||
+            (rc = callee_was_called(s, pending, i, ce, callee_is_shim, visible, passes)))
             return rc;
         if (!visible && pf->called_directly && !ce->init_shim)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -564,11 +619,13 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         if (visible && (rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         fpi_resolved_frame res = {
-            .key = key, .visible = visible, .at_call = at_call, .resumes_generator = resumes, .unit = unit, .pos = pos};
+            .key = key, .visible = visible, .at_call = at_call, .resumes_generator = resumes,
+            .passes_callable = passes, .unit = unit, .pos = pos};
         if (cacheable && fpi_frame_cache_store(&s->fc, at, &res) == FP_OK)
             s->fc.misses++;
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
             return rc;
+        callee_is_shim = ce->init_shim;
     }
     return FP_OK;
 }
