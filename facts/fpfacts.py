@@ -41,3 +41,10 @@ def provisioned(facts, path=None):
     except FileNotFoundError:
         entries = []
     return path, {e["id"]: e for e in entries}
+
+
+def matrix(facts, path=None):
+    """(manifest path, [(id, entry or None)]): every id of the provisioning
+    matrix in its order, with its manifest entry when it is provisioned."""
+    path, have = provisioned(facts, path)
+    return path, [(ident, have.get(ident)) for ident in facts["MATRIX_IDS"].split()]

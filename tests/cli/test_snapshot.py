@@ -177,11 +177,9 @@ def heartbeat_advances(path, seconds=HEARTBEAT_WAIT_S):
 
 
 def parked_interpreters(cap, tmp):
-    facts = fpfacts.load()
-    manifest, provisioned = fpfacts.provisioned(facts)
-    for ident in facts["MATRIX_IDS"].split():
+    manifest, every = fpfacts.matrix(fpfacts.load())
+    for ident, interp in every:
         name = f"parked {ident}"
-        interp = provisioned.get(ident)
         if interp is None:
             skip(name, f"not provisioned (no entry in {manifest})")
             continue

@@ -29,7 +29,8 @@
  * names the instruction (3.13+), or the instruction or its last inline
  * cache unit (3.11, 3.12); 3.13+ accept the instruction only, as the cache
  * units hold data that a scan back from any unit could take for an opcode.
- * CALL and CALL_KW leave the function they call at the caller's saved
+ * CALL and CALL_KW, and CALL_FUNCTION_EX where it pushes the frame itself
+ * (3.12, 3.13), leave the function they call at the caller's saved
  * stack depth (3.11, 3.12: NULL there when it was no method call, and the
  * function in the slot above), where it stays until the call returns: a
  * caller in one of them under a frame of another function had moved on

@@ -35,7 +35,7 @@ bool fpi_call_site_resumes_generator(const struct fpi_call_site_set *set, const 
                                      bool generator);
 
 /* Is the frame of code `e`, suspended under a directly linked callee at
- * `unit`, in a CALL or CALL_KW, which leave the function they call at the
+ * `unit`, in a CALL, CALL_KW or (3.12, 3.13) CALL_FUNCTION_EX, which leave the function they call at the
  * caller's saved stack depth (or NULL there and the function in the slot
  * above)?  False when it cannot be told (no table, no bytecode kept; 3.11,
  * 3.12 without an instruction map). */

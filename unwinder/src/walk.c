@@ -483,7 +483,8 @@ static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, siz
                    (unsigned long long)pf->addr, ce->qualname);
 }
 
-/* 3.11-3.13: a caller suspended in a CALL or CALL_KW keeps the function it
+/* 3.11-3.13: a caller suspended in a CALL or CALL_KW (3.12, 3.13: or a
+ * CALL_FUNCTION_EX that pushed the frame itself) keeps the function it
  * called at its saved stack depth (3.11, 3.12: or NULL there and the
  * function in the slot above) until that call returns.  Under a directly
  * linked frame of another function it had moved on from the call that

@@ -1,0 +1,120 @@
+"""probe_callable_slots.py — where a 3.11-3.13 caller keeps the function it called.
+
+Run by the interpreter under test (python3.X probe_callable_slots.py): every
+callee below reads, through ctypes, its own _PyInterpreterFrame and its
+caller's, and records whether it was pushed by its caller directly (its
+`previous` is the caller's frame, and on 3.11 it is no entry frame), whether its f_func / f_funcobj is the
+function called, and what the caller holds at its saved stack depth
+(`stacktop`): the function there, or NULL there and the function in the
+slot above.  The walk's callee-function check (unwinder/src/walk.c,
+callee_was_called) and the CALLABLE_AT_DEPTH set of gen_call_sites rely on
+it for CALL, CALL_KW and CALL_FUNCTION_EX.  Prints one line per form (version, form, verdict, tab-separated) and
+exits 1 when a form pushed directly leaves neither.
+"""
+import ctypes
+import sys
+
+# _PyInterpreterFrame offsets per minor version: f_func / f_funcobj,
+# previous, frame_obj, is_entry (3.11: a frame its caller reached through C;
+# 3.12+ put an entry frame between them instead); stacktop and localsplus are
+# at 64 and 72 in all three.
+OFFSETS = {11: (0, 48, 40, 68), 12: (16, 8, 48, None), 13: (16, 8, 48, None)}
+STACKTOP, LOCALSPLUS, WORD = 64, 72, 8
+MAX_HEADER = 80  # PyFrameObject bytes searched for its f_frame pointer
+
+if sys.version_info[:2] not in {(3, m) for m in OFFSETS}:
+    sys.exit("probe_callable_slots: CPython 3.11-3.13 only, not %d.%d" % sys.version_info[:2])
+FUNCOBJ, PREVIOUS, FRAME_OBJ, IS_ENTRY = OFFSETS[sys.version_info[1]]
+
+
+def u64(addr):
+    return ctypes.c_uint64.from_address(addr).value
+
+
+def i32(addr):
+    return ctypes.c_int32.from_address(addr).value
+
+
+def iframe(frame_object):
+    """The _PyInterpreterFrame a frame object stands for (its f_frame)."""
+    for off in range(2 * WORD, MAX_HEADER, WORD):
+        p = u64(id(frame_object) + off)
+        if p and p % WORD == 0 and u64(p + FRAME_OBJ) == id(frame_object):
+            return p
+    sys.exit("probe_callable_slots: no f_frame found in the frame object")
+
+
+seen = {}
+
+
+def probe(form, callee):
+    me, caller = iframe(sys._getframe(1)), iframe(sys._getframe(2))
+    depth = i32(caller + STACKTOP)
+    at = caller + LOCALSPLUS + WORD * depth
+    s0, s1 = u64(at), u64(at + WORD)
+    entry = IS_ENTRY is not None and ctypes.c_uint8.from_address(me + IS_ENTRY).value != 0
+    seen[form] = {"direct": u64(me + PREVIOUS) == caller and not entry, "funcobj": u64(me + FUNCOBJ) == id(callee),
+                  "at_depth": s0 == id(callee), "null_then_above": s0 == 0 and s1 == id(callee)}
+
+
+def plain(a, b):
+    probe("CALL f(a, b)", plain)
+
+
+def keywords(a, b=0):
+    probe("CALL_KW f(a, b=1)", keywords)
+
+
+def defaults(a, b=2):
+    probe("CALL f(a) with a default", defaults)
+
+
+def star_args(*a):
+    probe("CALL_FUNCTION_EX f(*args)", star_args)
+
+
+def star_kwargs(**k):
+    probe("CALL_FUNCTION_EX f(**kwargs)", star_kwargs)
+
+
+def fixed_star(a, b):
+    probe("CALL_FUNCTION_EX f(*args) of fixed parameters", fixed_star)
+
+
+class Klass:
+    def method(self):
+        probe("CALL obj.method()", Klass.method)
+
+    def method_star(self, *a):
+        probe("CALL_FUNCTION_EX obj.method(*args)", Klass.method_star)
+
+    @staticmethod
+    def static_star(*a):
+        probe("CALL_FUNCTION_EX Klass.static(*args)", Klass.static_star)
+
+
+def caller():
+    t = (1, 2)
+    plain(1, 2)
+    keywords(1, b=1)
+    defaults(1)
+    star_args(*t)
+    star_kwargs(**{"k": 1})
+    fixed_star(*t)
+    Klass().method()
+    Klass().method_star(*t)
+    Klass.static_star(*t)
+
+
+caller()
+bad = 0
+for form, r in seen.items():
+    if not r["direct"]:
+        verdict = "through C (not checked)"
+    elif r["funcobj"] and (r["at_depth"] or r["null_then_above"]):
+        verdict = "function at the depth" if r["at_depth"] else "NULL at the depth, function above it"
+    else:
+        verdict = "NEITHER"
+        bad += 1
+    print("%d.%d\t%s\t%s" % (sys.version_info[0], sys.version_info[1], form, verdict))
+sys.exit(1 if bad else 0)

@@ -1,0 +1,66 @@
+"""test_callable_slots — the callee-function check's premise, on every
+provisioned 3.11-3.13 interpreter: targets/layouts/probe_callable_slots.py,
+run by the interpreter itself, must find every form of call that pushes its
+callee directly (CALL, CALL_KW, and on 3.12 and 3.13 CALL_FUNCTION_EX)
+leaving the function where the walk looks for it.  One case per id of the
+provisioning matrix; 3.14+ and ids not provisioned are skipped."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "facts"))
+from tap_results import check, report, skip  # noqa: E402
+import fpfacts  # noqa: E402
+
+PROBE = os.path.join(HERE, "..", "..", "targets", "layouts", "probe_callable_slots.py")
+CHECKED_MINORS = (11, 12, 13)
+TIMEOUT = 60
+# The forms each version must report as checked (pushed directly, the
+# function where the walk looks): a probe that stopped seeing one would
+# otherwise pass by calling it "through C".
+DIRECT = {
+    11: ["CALL f(a, b)", "CALL_KW f(a, b=1)", "CALL obj.method()"],
+    12: ["CALL f(a, b)", "CALL_KW f(a, b=1)", "CALL obj.method()", "CALL_FUNCTION_EX f(*args)",
+         "CALL_FUNCTION_EX f(**kwargs)"],
+    13: ["CALL f(a, b)", "CALL_KW f(a, b=1)", "CALL obj.method()", "CALL_FUNCTION_EX f(*args)",
+         "CALL_FUNCTION_EX f(**kwargs)"],
+}
+
+
+def run(entry):
+    root = entry.get("root", "/")
+    tmp = tempfile.mkdtemp(prefix="fp-slots-", dir=os.path.join(root, "tmp"))
+    try:
+        shutil.copy(PROBE, tmp)
+        script = os.path.join(tmp, os.path.basename(PROBE))
+        argv = list(entry["argv"]) + ["-I", script[len(root.rstrip("/")):] if root != "/" else script]
+        if root != "/":
+            argv = ["chroot", root] + argv
+        return subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    for iid, entry in fpfacts.matrix(fpfacts.load())[1]:
+        name = f"{iid}: callers keep the function they called"
+        if entry is None:
+            skip(name, "not provisioned")
+            continue
+        minor = int(entry["version"].split(".")[1])
+        if minor not in CHECKED_MINORS:
+            skip(name, "3.14+: no callee-function check")
+            continue
+        r = run(entry)
+        lines = dict(ln.split("\t")[1:3] for ln in r.stdout.splitlines() if ln.count("\t") == 2)
+        missing = [f for f in DIRECT[minor] if not lines.get(f, "").startswith(("function", "NULL"))]
+        check(name, r.returncode == 0 and not missing,
+              f"status {r.returncode}, not checked: {missing}, output {r.stdout!r} {r.stderr!r}")
+    report()
+
+
+main()
