@@ -700,7 +700,7 @@ static void build_direct_call_scene(const char *id, scene *sc, built *b)
  * function is FUNC_CALLED, with `slot0` and `slot1` at its saved stack
  * depth (that of every stopped synthetic frame, read from it).  False
  * on a layout without them. */
-static bool call_with_slots(built *b, uint64_t slot0, uint64_t slot1)
+static bool call_with_slots_on(built *b, size_t t, uint64_t slot0, uint64_t slot1)
 {
     const fpi_layout *l = synth_layout(b->img);
     fp_python_info py;
@@ -713,7 +713,7 @@ static bool call_with_slots(built *b, uint64_t slot0, uint64_t slot1)
             call = v;
     assert_true(call >= 0);
     uint64_t back = set->minor < SUSPENDED_AT_INSTRUCTION_MINOR ? set->caches[call] : 0;
-    uint64_t f1 = synth_frame_addr(b->img, 1, 1), f2 = synth_frame_addr(b->img, 1, 2);
+    uint64_t f1 = synth_frame_addr(b->img, t, 1), f2 = synth_frame_addr(b->img, t, 2);
     uint64_t start, unit1, unit2, units;
     wipe_code(b, f1, &start, &unit1, &units); /* frames 1 and 2 run the same code */
     wipe_code(b, f2, &start, &unit2, &units);
@@ -728,6 +728,11 @@ static bool call_with_slots(built *b, uint64_t slot0, uint64_t slot1)
     memcpy(synth_bytes(b->img, at, 8), &slot0, 8);
     memcpy(synth_bytes(b->img, at + 8, 8), &slot1, 8);
     return true;
+}
+
+static bool call_with_slots(built *b, uint64_t slot0, uint64_t slot1)
+{
+    return call_with_slots_on(b, 1, slot0, slot1);
 }
 
 /* 3.11-3.13: a caller suspended in a CALL holds the function it called at
@@ -1649,6 +1654,91 @@ static void test_read_stats(void **state)
 /* A loop that Brent's check has not closed when the walk reaches
  * max_depth is still named a cycle, not a stack deeper than the limit:
  * the frame there was followed before. */
+#define CALL_UNIT_APART 4u /* a caller's unit past the widest CALL's cache units (3.11) */
+
+/* How many ranges of the steady state's one read hold the lowest frame
+ * of the scene's only thread: its copy and each read-back. */
+static unsigned lowest_frame_reads(built *b)
+{
+    read_log *lr = calloc(1, sizeof *lr);
+    assert_non_null(lr);
+    counting_reader cr = {.inner = b->rd, .log = lr};
+    fp_reader rd = {&COUNTING_OPS, &cr};
+    reattach(b, &rd);
+    for (int k = 0; k < 4; k++) /* the last one: the steady state's one read */
+    {
+        lr->n = 0;
+        assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
+    }
+    uint64_t f2 = synth_frame_addr(b->img, 0, 2);
+    unsigned hits = 0;
+    for (size_t i = 0; i < lr->n; i++)
+        if (lr->addr[i] <= f2 && f2 - lr->addr[i] < lr->len[i])
+            hits++;
+    reattach(b, &b->rd);
+    free(lr);
+    return hits;
+}
+
+/* Where the callee-function check applies (3.11-3.13), a walk whose every
+ * link between shown frames it compared is read back once; one with a link
+ * it did not compare (here: the top frame's function unknown), and every
+ * walk on a layout without the check, twice.  A thread of three frames,
+ * each suspended in a CALL of the frame above it. */
+static void read_backs_per_link(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    bool checked = l->fr_localsplus != FPI_OFF_NONE;
+    if (checked) {
+        /* Frame 2 moved to the CALL at unit 4 (3.11: 4 cache units after
+         * it), so that its instruction and frame 1's do not overlap. */
+        uint64_t start, unit, units, f2 = synth_frame_addr(b->img, 0, 2);
+        wipe_code(b, f2, &start, &unit, &units);
+        uint64_t ip = start + 2u * CALL_UNIT_APART;
+        memcpy(synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), &ip, 8);
+        assert_true(call_with_slots_on(b, 0, FUNC_CALLED, 0));
+        uint64_t f0 = synth_frame_addr(b->img, 0, 0), f1 = synth_frame_addr(b->img, 0, 1), func = FUNC_OTHER;
+        int32_t depth;
+        memcpy(&depth, synth_bytes(b->img, f1 + (uint64_t)l->fr_stacktop, 4), 4);
+        assert_true(depth >= 0);
+        memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_funcobj, 8), &func, 8);
+        memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth, 8), &func, 8);
+    }
+    unsigned want = 1 + (checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS), got = lowest_frame_reads(b);
+    if (got != want)
+        fail_msg("%s: every link compared: the lowest frame read %u times in a steady-state sample, expected %u "
+                 "(its copy and %u read-backs)", id, got, want, want - 1);
+    if (!checked)
+        return;
+    uint64_t unknown = 0;
+    memcpy(synth_bytes(b->img, synth_frame_addr(b->img, 0, 0) + (uint64_t)l->fr_funcobj, 8), &unknown, 8);
+    want = 1 + FPI_VERIFY_READS;
+    if ((got = lowest_frame_reads(b)) != want)
+        fail_msg("%s: a link not compared: the lowest frame read %u times in a steady-state sample, expected %u",
+                 id, got, want);
+    print_message("# %s: read back once when every link was compared, twice otherwise\n", id);
+}
+
+static void test_read_backs_per_link(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        scene sc;
+        built b;
+        describe(LAYOUTS[i], &sc);
+        sc.t2[1] = sc.t2[2]; /* thread 1's frames, without the shim, as the only thread */
+        sc.t2[1].entry_below = false;
+        sc.t2[2] = sc.t2[3];
+        sc.th[0].frames = sc.t2;
+        sc.th[0].nframes = 3;
+        sc.d.nthreads = 1;
+        build(LAYOUTS[i], &sc.d, 0, &b);
+        read_backs_per_link(i, LAYOUTS[i], &b);
+        unbuild(&b);
+    }
+}
+
 static void test_cycle_at_max_depth(void **state)
 {
     (void)state;
@@ -2273,6 +2363,7 @@ int main(void)
         cmocka_unit_test(test_cache_byte_like_send),
         cmocka_unit_test(test_running_under_generator),
         cmocka_unit_test(test_callee_was_called),
+        cmocka_unit_test(test_read_backs_per_link),
         cmocka_unit_test(test_thread_list_changes),
         cmocka_unit_test(test_untested_version),
         cmocka_unit_test(test_frame_cache_aba),

@@ -1,8 +1,8 @@
 /* readback_ahead.c — the last sample's read-backs, taken again with the
  * next sample's first read.
  *
- * A walk is proven by reading back, twice, everything it used (verify.c):
- * the copy and its two read-backs were three reads, and the thread had
+ * A walk is proven by reading back everything it used, once or twice
+ * (verify.c): the copy and its read-backs were two or three reads, and the thread had
  * all the time between them (the walk, the code lookups, two system
  * calls) to change, which tore most samples of a target whose stack
  * changes every microsecond or two.  In steady state a sample's

@@ -29,6 +29,7 @@
 #define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
 #define FPI_THREAD_LIST_RESTARTS 2u                  /* walks of an interpreter's threads again from its head */
 #define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
+#define FPI_VERIFY_READS_CHECKED 1u                  /* ... before its frames where the callee check applies */
 #define FPI_MAX_READ_AHEAD_BYTES (8u * 1024u * 1024u) /* the last sample's read-backs read again with a first read */
 #define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FPI_CODE_FINGERPRINT_WORDS 8
@@ -172,6 +173,10 @@ struct fp_session {
      * seen, or confirmed after the read-back): the walk is then read back
      * once more (fpi_verify_want.code_strict) before its frames stand. */
     uint64_t code_late;
+    /* Links between two shown frames that the callee-function check did
+     * not compare (fpi_emit_frames): a walk read back only once before its
+     * frames (fpi_verify_reads_first) is read back again when it has one. */
+    uint64_t links_unchecked;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */

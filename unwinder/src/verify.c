@@ -36,6 +36,20 @@ size_t fpi_outside_prefix(const fpi_layout *l)
     return l->gen_state_before_frame != FPI_OFF_NONE ? OUTSIDE_PREFIX : 0;
 }
 
+/* Two read-backs are there for a copy torn by a thread switching call
+ * chains at the same depth and read back torn the same way (ci/live
+ * many_threads, 3.11 and 3.12, one read-back: x2 under leaf_y, 9 samples in
+ * 33 000).  Where a caller keeps its stack depth and the function it
+ * called (3.11-3.13), that mixture is refused by structure (walk.c: the
+ * depth checks, callee_was_called), so one read-back comes first and the
+ * second only for a walk with a link the callee check could not compare
+ * (a generator's frame, a call through C, the __init__ shim). */
+unsigned fpi_verify_reads_first(const fpi_layout *l)
+{
+    bool checked = l->fr_funcobj != FPI_OFF_NONE && l->fr_localsplus != FPI_OFF_NONE;
+    return checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS;
+}
+
 /* 3.11: gi_frame_state of a generator whose frame (outside the data
  * stack) is at fr; -1 for any other frame. */
 static int16_t gen_state(const fpi_layout *l, const uint8_t *fr, bool outside)

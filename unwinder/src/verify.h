@@ -21,7 +21,7 @@ typedef struct fpi_verify_want {
     uint64_t generation;       /* its value when the code cache was last trusted */
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
     bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
-    bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_late_code) */
+    bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_after_frames) */
     /* out, set by the last read-back: the top frame's instruction pointer
      * as that read-back found it, in a read of its own before everything
      * else it reads (the walk's own copy's is ignored there: the top frame
@@ -42,6 +42,12 @@ void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int3
  * 3.11 for the generator's gi_frame_state): fr[-1..-prefix] are valid for
  * such a frame. */
 size_t fpi_outside_prefix(const fpi_layout *l);
+
+/* How many times a walk is read back before its frames are resolved:
+ * FPI_VERIFY_READS_CHECKED where the callee-function check applies (a walk
+ * with a link it did not compare is then read back once more after its
+ * frames, up to FPI_VERIFY_READS in all), FPI_VERIFY_READS elsewhere. */
+unsigned fpi_verify_reads_first(const fpi_layout *l);
 
 /* What one walk used besides its want: its chunk copies and every frame it
  * followed. */

@@ -497,14 +497,16 @@ static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, siz
  * Checked through the frame cache too: its key holds neither frame's
  * function. */
 static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
-                             bool callee_is_shim, bool visible, bool passes_callable)
+                             bool callee_is_shim, bool visible, bool passes_callable, bool *compared)
 {
     const fpi_pending_frame *pf = &pending[i];
+    *compared = false;
     if (!visible || !passes_callable || !pf->called_directly || i == 0 || !pf->slots_known)
         return FP_OK;
     const fpi_pending_frame *up = &pending[i - 1];
     if (up->generator || up->funcobj == 0 || callee_is_shim)
         return FP_OK;
+    *compared = true;
     if (pf->slots[0] == up->funcobj || (pf->slots[0] == 0 && pf->slots[1] == up->funcobj))
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -513,12 +515,23 @@ static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, si
                    (unsigned long long)pf->addr, ce->qualname, (unsigned long long)up->addr);
 }
 
+/* A shown frame under another shown frame is a link of the stack; one the
+ * callee check did not compare is counted (s->links_unchecked): the walk is
+ * then read back once more (fpi_verify_reads_first). */
+static void count_link(fp_session *s, bool visible, bool *shown_above, bool compared)
+{
+    if (visible && *shown_above && !compared)
+        s->links_unchecked++;
+    *shown_above = *shown_above || visible;
+}
+
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
 int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
 {
     fpi_code_prevalidate(s, pending, n);
     bool callee_is_shim = false; /* frame i - 1 runs the __init__ cleanup shim */
+    bool shown_above = false;    /* a frame above i is shown */
     for (size_t i = 0; i < n; i++) {
         const fpi_pending_frame *pf = &pending[i];
         fpi_code_entry *ce;
@@ -557,17 +570,20 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         /* Thread-local bytecode (free-threaded 3.14+) can be replaced under
          * the same index: such frames are always resolved afresh. */
         bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;
+        bool compared;
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
         size_t at = s->resolve_pos++;
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
             if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call)) ||
                 (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumes_generator)) ||
-                (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable)))
+                (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable,
+                                        &compared)))
                 return rc;
             s->fc.hits++;
             if (hit->visible && (rc = push_frame(s, sm, th, pf, ce, hit->unit, &hit->pos)))
                 return rc;
+            count_link(s, hit->visible, &shown_above, compared);
             callee_is_shim = ce->init_shim;
             continue;
         }
@@ -606,7 +622,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            "(a frame that had returned)",
                            (unsigned long long)pf->addr, ce->qualname);
         if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumes)) ||
-            (rc = callee_was_called(s, pending, i, ce, callee_is_shim, visible, passes)))
+            (rc = callee_was_called(s, pending, i, ce, callee_is_shim, visible, passes, &compared)))
             return rc;
         if (!visible && pf->called_directly && !ce->init_shim)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -626,6 +642,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
             s->fc.misses++;
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
             return rc;
+        count_link(s, visible, &shown_above, compared);
         callee_is_shim = ce->init_shim;
     }
     return FP_OK;
@@ -653,31 +670,37 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
     /* Two read-backs: a copy torn by a thread switching chains between its
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
-     * with the reads). */
+     * with the reads); where the callee check refuses such a mixture, the
+     * second only for a walk with a link it did not compare (verify.c). */
     fpi_walk_used used = {s->chunks, s->nchunks, s->seen, s->nseen};
     size_t failed;
-    for (unsigned i = 0; !rc && i < FPI_VERIFY_READS; i++) {
-        want->last = i + 1 == FPI_VERIFY_READS;
+    unsigned first = fpi_verify_reads_first(&s->layout);
+    for (unsigned i = 0; !rc && i < first; i++) {
+        want->last = i + 1 == first;
         rc = fpi_verify_batch(s, want, &used, 1, &failed);
     }
     if (rc)
         return rc;
     fpi_take_top_instr(s->pending, s->npending, &used, want);
-    uint64_t late = s->code_late;
+    uint64_t late = s->code_late, unchecked = s->links_unchecked;
     rc = fpi_emit_frames(s, sm, th, s->pending, s->npending);
-    if (!rc && s->code_late != late)
-        rc = fpi_verify_late_code(s, want, &used, 1);
+    if (!rc && (s->code_late != late || (first < FPI_VERIFY_READS && s->links_unchecked != unchecked)))
+        rc = fpi_verify_after_frames(s, want, &used, 1, s->code_late != late);
     return rc;
 }
 
-int fpi_verify_late_code(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count)
+int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,
+                            bool code_strict)
 {
     /* A code object read after the walk's read-back may have been freed
      * and replaced at its address in between, its frame gone: one more
      * read-back, its confirmation strict, proves the frames still there
-     * (and so their code objects alive) after those reads. */
-    for (size_t i = 0; i < count; i++)
-        ws[i].last = ws[i].code_strict = true;
+     * (and so their code objects alive) after those reads.  Without
+     * code_strict: the read-back a walk with an unchecked link still owes. */
+    for (size_t i = 0; i < count; i++) {
+        ws[i].last = true;
+        ws[i].code_strict = code_strict;
+    }
     size_t failed;
     int rc = fpi_verify_batch(s, ws, us, count, &failed);
     for (size_t i = 0; i < count; i++)

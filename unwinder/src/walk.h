@@ -44,10 +44,12 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
 /* After a walk's last read-back (u, w): its top frame is reported at the
  * instruction that read-back found (fpi_verify_want.top_instr). */
 void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w);
-/* After frames whose code objects were read outside the walks' read-back
- * (s->code_late moved): the walks ws/us read back once more, a cached code
- * object that changed tearing them; FP_OK when they still hold. */
-int fpi_verify_late_code(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count);
+/* After the walks' frames: the walks ws/us read back once more; FP_OK when
+ * they still hold.  code_strict, after frames whose code objects were read
+ * outside the walks' read-back (s->code_late moved): a cached code object
+ * that changed tears them too. */
+int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,
+                            bool code_strict);
 
 /* Notes that the interpreter had the thread state ts in this sample;
  * FP_E_INCOMPLETE when it already had it (the list changed under the walk). */

@@ -121,9 +121,10 @@ static int verify_batch(fp_session *s)
         us[i] = (fpi_walk_used){b->chunks + d->chunks, d->nchunks, b->seen + d->seen, d->nseen};
     }
     int rc = FP_OK;
-    for (unsigned r = 0; !rc && r < FPI_VERIFY_READS; r++) {
+    unsigned first = fpi_verify_reads_first(&s->layout);
+    for (unsigned r = 0; !rc && r < first; r++) {
         for (size_t i = 0; i < b->n; i++)
-            ws[i].last = r + 1 == FPI_VERIFY_READS;
+            ws[i].last = r + 1 == first;
         size_t failed;
         rc = fpi_verify_batch(s, ws, us, b->n, &failed);
         if (rc != FP_E_INCOMPLETE || failed >= b->n)
@@ -163,7 +164,8 @@ static int emit_batch(fp_session *s, fp_sample *sm)
 
 /* The fast path for an interpreter whose threads were all read ahead:
  * every thread's walk from its read-ahead copy, one batched read-back of
- * all of them (twice), then the frames.  FP_OK: the interpreter's threads
+ * all of them (twice, or once and again after the frames: verify.c), then
+ * the frames.  FP_OK: the interpreter's threads
  * are in the sample, proven together.  Any other outcome but a fatal one
  * (a thread not read ahead, torn, failed, the batch changed) leaves the
  * sample and the thread list as they were, for the thread-by-thread walk,
@@ -195,13 +197,14 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     b->on = false;
     if (!rc)
         rc = verify_batch(s);
-    uint64_t late = s->code_late;
+    uint64_t late = s->code_late, unchecked = s->links_unchecked;
     if (!rc)
         rc = emit_batch(s, sm);
     if (!rc)
         rc = fpi_check_main_listed(s, sm, nthreads0, sm->nthreads - nthreads0, ii);
-    if (!rc && s->code_late != late)
-        rc = fpi_verify_late_code(s, b->wants, b->used, b->n);
+    bool owed = fpi_verify_reads_first(l) < FPI_VERIFY_READS && s->links_unchecked != unchecked;
+    if (!rc && (s->code_late != late || owed))
+        rc = fpi_verify_after_frames(s, b->wants, b->used, b->n, s->code_late != late);
     if (rc && !fpi_walk_fatal(rc)) {
         sm->nthreads = nthreads0;
         sm->nframes = nframes0;
