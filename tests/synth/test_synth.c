@@ -1657,8 +1657,8 @@ static void test_read_stats(void **state)
 #define CALL_UNIT_APART 4u /* a caller's unit past the widest CALL's cache units (3.11) */
 
 /* How many ranges of the steady state's one read hold the lowest frame
- * of the scene's only thread: its copy and each read-back. */
-static unsigned lowest_frame_reads(built *b)
+ * of thread t: its copy and each read-back. */
+static unsigned lowest_frame_reads(built *b, size_t t)
 {
     read_log *lr = calloc(1, sizeof *lr);
     assert_non_null(lr);
@@ -1670,7 +1670,7 @@ static unsigned lowest_frame_reads(built *b)
         lr->n = 0;
         assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
     }
-    uint64_t f2 = synth_frame_addr(b->img, 0, 2);
+    uint64_t f2 = synth_frame_addr(b->img, t, 2);
     unsigned hits = 0;
     for (size_t i = 0; i < lr->n; i++)
         if (lr->addr[i] <= f2 && f2 - lr->addr[i] < lr->len[i])
@@ -1678,6 +1678,38 @@ static unsigned lowest_frame_reads(built *b)
     reattach(b, &b->rd);
     free(lr);
     return hits;
+}
+
+/* 3.11-3.13: thread t's three frames, each suspended in a CALL of the
+ * frame above it, every link comparable by the callee check; false on a
+ * layout without it.  Frame 2 moved to the CALL at unit 4 (3.11: 4 cache
+ * units after it), so that its instruction and frame 1's do not overlap. */
+static bool every_link_comparable(built *b, size_t t)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->fr_localsplus == FPI_OFF_NONE)
+        return false;
+    uint64_t start, unit, units, f2 = synth_frame_addr(b->img, t, 2);
+    wipe_code(b, f2, &start, &unit, &units);
+    uint64_t ip = start + 2u * CALL_UNIT_APART;
+    memcpy(synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), &ip, 8);
+    assert_true(call_with_slots_on(b, t, FUNC_CALLED, 0));
+    uint64_t f0 = synth_frame_addr(b->img, t, 0), f1 = synth_frame_addr(b->img, t, 1), func = FUNC_OTHER;
+    int32_t depth;
+    memcpy(&depth, synth_bytes(b->img, f1 + (uint64_t)l->fr_stacktop, 4), 4);
+    assert_true(depth >= 0);
+    memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_funcobj, 8), &func, 8);
+    memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth, 8), &func, 8);
+    return true;
+}
+
+/* Thread t's top frame with its function unknown: the link under it is
+ * not compared. */
+static void top_function_unknown(built *b, size_t t)
+{
+    uint64_t unknown = 0;
+    memcpy(synth_bytes(b->img, synth_frame_addr(b->img, t, 0) + (uint64_t)synth_layout(b->img)->fr_funcobj, 8),
+           &unknown, 8);
 }
 
 /* Where the callee-function check applies (3.11-3.13), a walk whose every
@@ -1688,54 +1720,67 @@ static unsigned lowest_frame_reads(built *b)
 static void read_backs_per_link(size_t layout, const char *id, built *b)
 {
     (void)layout;
-    const fpi_layout *l = synth_layout(b->img);
-    bool checked = l->fr_localsplus != FPI_OFF_NONE;
-    if (checked) {
-        /* Frame 2 moved to the CALL at unit 4 (3.11: 4 cache units after
-         * it), so that its instruction and frame 1's do not overlap. */
-        uint64_t start, unit, units, f2 = synth_frame_addr(b->img, 0, 2);
-        wipe_code(b, f2, &start, &unit, &units);
-        uint64_t ip = start + 2u * CALL_UNIT_APART;
-        memcpy(synth_bytes(b->img, f2 + (uint64_t)l->fr_instr_ptr, 8), &ip, 8);
-        assert_true(call_with_slots_on(b, 0, FUNC_CALLED, 0));
-        uint64_t f0 = synth_frame_addr(b->img, 0, 0), f1 = synth_frame_addr(b->img, 0, 1), func = FUNC_OTHER;
-        int32_t depth;
-        memcpy(&depth, synth_bytes(b->img, f1 + (uint64_t)l->fr_stacktop, 4), 4);
-        assert_true(depth >= 0);
-        memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_funcobj, 8), &func, 8);
-        memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth, 8), &func, 8);
-    }
-    unsigned want = 1 + (checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS), got = lowest_frame_reads(b);
+    bool checked = every_link_comparable(b, 0);
+    unsigned want = 1 + (checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS), got = lowest_frame_reads(b, 0);
     if (got != want)
         fail_msg("%s: every link compared: the lowest frame read %u times in a steady-state sample, expected %u "
                  "(its copy and %u read-backs)", id, got, want, want - 1);
     if (!checked)
         return;
-    uint64_t unknown = 0;
-    memcpy(synth_bytes(b->img, synth_frame_addr(b->img, 0, 0) + (uint64_t)l->fr_funcobj, 8), &unknown, 8);
+    top_function_unknown(b, 0);
     want = 1 + FPI_VERIFY_READS;
-    if ((got = lowest_frame_reads(b)) != want)
+    if ((got = lowest_frame_reads(b, 0)) != want)
         fail_msg("%s: a link not compared: the lowest frame read %u times in a steady-state sample, expected %u",
                  id, got, want);
     print_message("# %s: read back once when every link was compared, twice otherwise\n", id);
+}
+
+/* Two such threads read back together (the batched path): only the walk
+ * with a link not compared is read back a second time. */
+static void read_backs_per_walk(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!every_link_comparable(b, 0) || !every_link_comparable(b, 1))
+        return;
+    top_function_unknown(b, 1);
+    unsigned got0 = lowest_frame_reads(b, 0), got1 = lowest_frame_reads(b, 1);
+    unsigned want0 = 1 + FPI_VERIFY_READS_CHECKED, want1 = 1 + FPI_VERIFY_READS;
+    if (got0 != want0 || got1 != want1)
+        fail_msg("%s: two threads, one link not compared in thread 1: their lowest frames read %u and %u times "
+                 "in a steady-state sample, expected %u and %u", id, got0, got1, want0, want1);
+    print_message("# %s: of two walks read back together, only the one owing it read back again\n", id);
+}
+
+/* The scene's thread 1 without the __init__ shim (three frames), as the
+ * only thread or as both threads. */
+static void build_call_chain_scene(const char *id, size_t nthreads, scene *sc, built *b)
+{
+    describe(id, sc);
+    sc->t2[1] = sc->t2[2];
+    sc->t2[1].entry_below = false;
+    sc->t2[2] = sc->t2[3];
+    for (size_t t = 0; t < nthreads; t++) {
+        sc->th[t].frames = sc->t2;
+        sc->th[t].nframes = 3;
+    }
+    sc->d.nthreads = nthreads;
+    build(id, &sc->d, 0, b);
 }
 
 static void test_read_backs_per_link(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++) {
-        scene sc;
-        built b;
-        describe(LAYOUTS[i], &sc);
-        sc.t2[1] = sc.t2[2]; /* thread 1's frames, without the shim, as the only thread */
-        sc.t2[1].entry_below = false;
-        sc.t2[2] = sc.t2[3];
-        sc.th[0].frames = sc.t2;
-        sc.th[0].nframes = 3;
-        sc.d.nthreads = 1;
-        build(LAYOUTS[i], &sc.d, 0, &b);
-        read_backs_per_link(i, LAYOUTS[i], &b);
-        unbuild(&b);
+        for (size_t nthreads = 1; nthreads <= 2; nthreads++) {
+            scene sc;
+            built b;
+            build_call_chain_scene(LAYOUTS[i], nthreads, &sc, &b);
+            if (nthreads == 1)
+                read_backs_per_link(i, LAYOUTS[i], &b);
+            else
+                read_backs_per_walk(i, LAYOUTS[i], &b);
+            unbuild(&b);
+        }
     }
 }
 

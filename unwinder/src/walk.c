@@ -682,11 +682,26 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
     if (rc)
         return rc;
     fpi_take_top_instr(s->pending, s->npending, &used, want);
-    uint64_t late = s->code_late, unchecked = s->links_unchecked;
+    fpi_frames_mark mark = fpi_frames_mark_now(s);
     rc = fpi_emit_frames(s, sm, th, s->pending, s->npending);
-    if (!rc && (s->code_late != late || (first < FPI_VERIFY_READS && s->links_unchecked != unchecked)))
-        rc = fpi_verify_after_frames(s, want, &used, 1, s->code_late != late);
+    fpi_owed owed = rc ? FPI_OWED_NONE : fpi_frames_owe(s, mark);
+    if (owed != FPI_OWED_NONE)
+        rc = fpi_verify_after_frames(s, want, &used, 1, owed == FPI_OWED_CODE);
     return rc;
+}
+
+fpi_frames_mark fpi_frames_mark_now(const fp_session *s)
+{
+    return (fpi_frames_mark){s->code_late, s->links_unchecked};
+}
+
+fpi_owed fpi_frames_owe(const fp_session *s, fpi_frames_mark since)
+{
+    if (s->code_late != since.code_late)
+        return FPI_OWED_CODE;
+    if (fpi_verify_reads_first(&s->layout) < FPI_VERIFY_READS && s->links_unchecked != since.links_unchecked)
+        return FPI_OWED_LINKS;
+    return FPI_OWED_NONE;
 }
 
 int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,

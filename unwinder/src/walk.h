@@ -44,10 +44,25 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
 /* After a walk's last read-back (u, w): its top frame is reported at the
  * instruction that read-back found (fpi_verify_want.top_instr). */
 void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w);
+/* What frames resolved after a walk's read-back owe it: nothing, one more
+ * read-back for a link the callee check did not compare (on versions read
+ * back once first: fpi_verify_reads_first), or one with its code objects
+ * confirmed strictly, after code objects were read outside the read-back
+ * (s->code_late moved). */
+typedef enum fpi_owed {
+    FPI_OWED_NONE,
+    FPI_OWED_LINKS,
+    FPI_OWED_CODE,
+} fpi_owed;
+/* The counters fpi_frames_owe compares, taken before frames are resolved. */
+typedef struct fpi_frames_mark {
+    uint64_t code_late, links_unchecked;
+} fpi_frames_mark;
+fpi_frames_mark fpi_frames_mark_now(const fp_session *s);
+fpi_owed fpi_frames_owe(const fp_session *s, fpi_frames_mark since);
 /* After the walks' frames: the walks ws/us read back once more; FP_OK when
- * they still hold.  code_strict, after frames whose code objects were read
- * outside the walks' read-back (s->code_late moved): a cached code object
- * that changed tears them too. */
+ * they still hold.  code_strict (FPI_OWED_CODE): a cached code object that
+ * changed tears them too. */
 int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,
                             bool code_strict);
 

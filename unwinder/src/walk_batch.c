@@ -3,7 +3,8 @@
  * When the sample read every thread state of an interpreter ahead (the
  * thread list of the last sample still holds), each thread is walked from
  * its read-ahead copy, and what every walk used is read back in one
- * batched read, twice, as verify.c reads back one thread's walk: the same
+ * batched read, as verify.c reads back one thread's walk (twice, or once
+ * and again after the frames for the walks whose frames owe it): the same
  * fields must be unchanged, so the sample is as consistent as one made
  * thread by thread, in a few reads whatever the number of threads.  Only
  * then are the frames resolved.  Anything short of every thread proven
@@ -25,6 +26,7 @@ typedef struct fpi_deferred_walk {
     fpi_verify_want want;
     size_t thread;                  /* index in the sample */
     size_t chunks, nchunks, seen, nseen, pending, npending; /* slices of the batch's arrays */
+    bool owes_links;                /* its frames owe it a read-back (FPI_OWED_LINKS) */
 } fpi_deferred_walk;
 
 typedef struct fpi_walk_batch {
@@ -151,14 +153,38 @@ static int emit_batch(fp_session *s, fp_sample *sm)
      * 3.14); each emit_frames then finds them confirmed. */
     fpi_code_prevalidate(s, b->pending, b->npending);
     for (size_t i = 0; i < b->n; i++) {
-        const fpi_deferred_walk *d = &b->walks[i];
+        fpi_deferred_walk *d = &b->walks[i];
         fp_thread *th = &sm->threads[d->thread];
         th->first_frame = sm->nframes;
+        fpi_frames_mark mark = fpi_frames_mark_now(s);
         int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending);
         if (rc)
             return rc;
+        d->owes_links = fpi_frames_owe(s, mark) != FPI_OWED_NONE;
     }
     return FP_OK;
+}
+
+/* The read-back the resolved frames owe: every walk, strictly, after a
+ * code object was read outside the read-back (one walk's late code object
+ * is trusted by the walks resolved after it); otherwise only the walks
+ * with a link the callee check did not compare, gathered at the front of
+ * the batch's want and used arrays. */
+static int verify_owed(fp_session *s, fpi_owed owed)
+{
+    fpi_walk_batch *b = s->batch;
+    if (owed == FPI_OWED_CODE)
+        return fpi_verify_after_frames(s, b->wants, b->used, b->n, true);
+    size_t m = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (!b->walks[i].owes_links)
+            continue;
+        b->wants[m] = b->wants[i];
+        b->used[m] = b->used[i];
+        m++;
+    }
+    /* None marked (a link counted outside the frames): every walk. */
+    return fpi_verify_after_frames(s, b->wants, b->used, m ? m : b->n, false);
 }
 
 
@@ -197,14 +223,14 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     b->on = false;
     if (!rc)
         rc = verify_batch(s);
-    uint64_t late = s->code_late, unchecked = s->links_unchecked;
+    fpi_frames_mark mark = fpi_frames_mark_now(s);
     if (!rc)
         rc = emit_batch(s, sm);
     if (!rc)
         rc = fpi_check_main_listed(s, sm, nthreads0, sm->nthreads - nthreads0, ii);
-    bool owed = fpi_verify_reads_first(l) < FPI_VERIFY_READS && s->links_unchecked != unchecked;
-    if (!rc && (s->code_late != late || owed))
-        rc = fpi_verify_after_frames(s, b->wants, b->used, b->n, s->code_late != late);
+    fpi_owed owed = rc ? FPI_OWED_NONE : fpi_frames_owe(s, mark);
+    if (owed != FPI_OWED_NONE)
+        rc = verify_owed(s, owed);
     if (rc && !fpi_walk_fatal(rc)) {
         sm->nthreads = nthreads0;
         sm->nframes = nframes0;
