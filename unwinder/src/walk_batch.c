@@ -26,7 +26,7 @@ typedef struct fpi_deferred_walk {
     fpi_verify_want want;
     size_t thread;                  /* index in the sample */
     size_t chunks, nchunks, seen, nseen, pending, npending; /* slices of the batch's arrays */
-    bool owes_links;                /* its frames owe it a read-back (FPI_OWED_LINKS) */
+    bool owes_links;                /* its frames owe it a read-back (fpi_frames_owe: any but none) */
 } fpi_deferred_walk;
 
 typedef struct fpi_walk_batch {
