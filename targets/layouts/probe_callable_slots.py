@@ -1,12 +1,14 @@
-"""probe_callable_slots.py — where a 3.11-3.13 caller keeps the function it called.
+"""probe_callable_slots.py — where a 3.11+ caller keeps the function it called.
 
 Run by the interpreter under test (python3.X probe_callable_slots.py): every
 callee below reads, through ctypes, its own _PyInterpreterFrame and its
 caller's, and records whether it was pushed by its caller directly (its
 `previous` is the caller's frame, and on 3.11 it is no entry frame), whether its f_func / f_funcobj is the
 function called, and what the caller holds at its saved stack depth
-(`stacktop`): the function there, or NULL there and the function in the
-slot above.  The walk's callee-function check (unwinder/src/walk.c,
+(3.11-3.13: `stacktop`, an index; 3.14+: `stackpointer`, an address): the
+function there, or NULL there and the function in the slot above (3.14+:
+stack references, compared without their tag bits, and the exact bits of
+f_funcobj there too).  The walk's callee-function check (unwinder/src/walk.c,
 callee_was_called) and the CALLABLE_AT_DEPTH set of gen_call_sites rely on
 it for CALL, CALL_KW and CALL_FUNCTION_EX.  Prints one line per form (version, form, verdict, tab-separated) and
 exits 1 when a form pushed directly leaves neither.
@@ -16,15 +18,20 @@ import sys
 
 # _PyInterpreterFrame offsets per minor version: f_func / f_funcobj,
 # previous, frame_obj, is_entry (3.11: a frame its caller reached through C;
-# 3.12+ put an entry frame between them instead); stacktop and localsplus are
-# at 64 and 72 in all three.
-OFFSETS = {11: (0, 48, 40, 68), 12: (16, 8, 48, None), 13: (16, 8, 48, None)}
+# 3.12+ put an entry frame between them instead); 3.11-3.13 keep the int
+# stacktop at 64 and localsplus at 72; 3.14 and 3.15 the stackpointer at 64
+# (localsplus at 80, GIL and free-threaded alike).
+OFFSETS = {11: (0, 48, 40, 68), 12: (16, 8, 48, None), 13: (16, 8, 48, None), 14: (16, 8, 48, None),
+           15: (16, 8, 48, None)}
 STACKTOP, LOCALSPLUS, WORD = 64, 72, 8
+POINTER_SINCE = 14   # the first minor version that saves a stack pointer, not a depth
+TAG_BITS = 3         # a stack reference's tag bits (3.14+)
 MAX_HEADER = 80  # PyFrameObject bytes searched for its f_frame pointer
 
 if sys.version_info[:2] not in {(3, m) for m in OFFSETS}:
-    sys.exit("probe_callable_slots: CPython 3.11-3.13 only, not %d.%d" % sys.version_info[:2])
+    sys.exit("probe_callable_slots: CPython 3.11-3.15 only, not %d.%d" % sys.version_info[:2])
 FUNCOBJ, PREVIOUS, FRAME_OBJ, IS_ENTRY = OFFSETS[sys.version_info[1]]
+POINTER = sys.version_info[1] >= POINTER_SINCE
 
 
 def u64(addr):
@@ -49,12 +56,16 @@ seen = {}
 
 def probe(form, callee):
     me, caller = iframe(sys._getframe(1)), iframe(sys._getframe(2))
-    depth = i32(caller + STACKTOP)
-    at = caller + LOCALSPLUS + WORD * depth
-    s0, s1 = u64(at), u64(at + WORD)
+    if POINTER:
+        at = u64(caller + STACKTOP)
+    else:
+        at = caller + LOCALSPLUS + WORD * i32(caller + STACKTOP)
+    mask = ~TAG_BITS if POINTER else ~0
+    s0, s1, fn = u64(at) & mask, u64(at + WORD) & mask, u64(me + FUNCOBJ)
     entry = IS_ENTRY is not None and ctypes.c_uint8.from_address(me + IS_ENTRY).value != 0
-    seen[form] = {"direct": u64(me + PREVIOUS) == caller and not entry, "funcobj": u64(me + FUNCOBJ) == id(callee),
-                  "at_depth": s0 == id(callee), "null_then_above": s0 == 0 and s1 == id(callee)}
+    seen[form] = {"direct": u64(me + PREVIOUS) == caller and not entry, "funcobj": fn & mask == id(callee),
+                  "at_depth": s0 == id(callee), "null_then_above": s0 == 0 and s1 == id(callee),
+                  "same_bits": u64(at) == fn or u64(at + WORD) == fn}
 
 
 def plain(a, b):

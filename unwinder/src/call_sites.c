@@ -30,11 +30,12 @@
  * cache unit (3.11, 3.12); 3.13+ accept the instruction only, as the cache
  * units hold data that a scan back from any unit could take for an opcode.
  * CALL and CALL_KW, and CALL_FUNCTION_EX where it pushes the frame itself
- * (3.12, 3.13), leave the function they call at the caller's saved
- * stack depth (3.11, 3.12: NULL there when it was no method call, and the
- * function in the slot above), where it stays until the call returns: a
- * caller in one of them under a frame of another function had moved on
- * from the call that pushed that frame (walk.c, 3.11-3.13).
+ * (3.12+), leave the function they call at the caller's saved stack depth
+ * (3.11, 3.12: NULL there when it was no method call, and the function in
+ * the slot above; 3.14+: where the caller's stack pointer points), where
+ * it stays until the call returns: a caller in one of them under a frame
+ * of another function had moved on from the call that pushed that frame
+ * (walk.c).
  * The opcode sets come from each version's own opcode tables
  * (call_sites_table.h, targets/layouts/gen_call_sites). */
 #include <stddef.h>

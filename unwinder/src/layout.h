@@ -75,10 +75,15 @@ typedef struct fpi_layout {
      * frame in use never goes below.  FPI_OFF_NONE from 3.14 (which
      * clears a returned frame's f_executable instead). */
     int32_t fr_stacktop;
-    /* 3.11-3.13: the frame's function object (3.11 f_func, then f_funcobj)
-     * and its localsplus array, whose slot at a suspended caller's stack
-     * depth holds the function its CALL called (call_sites.c);
-     * FPI_OFF_NONE from 3.14 (tagged stack references, a stack pointer). */
+    /* 3.14+: _PyStackRef *stackpointer, the stack top a frame saved when it
+     * last stopped (to call, or for any escaping call: a running frame's is
+     * stale in release builds; debug builds clear it to NULL while the frame
+     * runs); FPI_OFF_NONE before 3.14. */
+    int32_t fr_stackpointer;
+    /* The frame's function object (3.11 f_func, then f_funcobj; 3.14+ a
+     * tagged stack reference) and its localsplus array, whose slot at a
+     * suspended caller's stack depth (stacktop, or the stack pointer) holds
+     * the function its CALL called (call_sites.c). */
     int32_t fr_funcobj, fr_localsplus;
     bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
     uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */

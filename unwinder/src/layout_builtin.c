@@ -63,6 +63,7 @@ static const fpi_layout layout_311 = {
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
     .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 0, .fr_localsplus = 72,
+    .fr_stackpointer = FPI_OFF_NONE,
     .instr_is_prev = true,
     .executable_tag_mask = 0,
     .gen_state_before_frame = GEN_STATE_BEFORE_FRAME, .gen_state_executing = GEN_EXECUTING_311,
@@ -91,7 +92,7 @@ static const fpi_layout layout_312 = {
     .chunk_previous = 0, .chunk_size = 8, .chunk_data = 24,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
     .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 16,
-    .fr_localsplus = 72, .instr_is_prev = true,
+    .fr_localsplus = 72, .fr_stackpointer = FPI_OFF_NONE, .instr_is_prev = true,
     .executable_tag_mask = 0,
     .gen_state_before_frame = FPI_OFF_NONE,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
@@ -165,11 +166,12 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
         l->co_nlocalsplus = l->co_firstlineno + 4;   /* co_nlocalsplus follows co_firstlineno */
         l->fr_funcobj = l->fr_previous + 8;          /* f_funcobj follows previous */
         l->fr_localsplus = l->fr_stacktop + 8;       /* after stacktop, return_offset, owner */
+        l->fr_stackpointer = FPI_OFF_NONE;
     } else {
+        /* 3.14+: localsplus and stackpointer come from the table. */
         l->fr_stacktop = FPI_OFF_NONE;
         l->co_nlocalsplus = FPI_OFF_NONE;
-        l->fr_funcobj = FPI_OFF_NONE;
-        l->fr_localsplus = FPI_OFF_NONE;
+        l->fr_funcobj = l->fr_previous + 8;          /* f_funcobj follows previous */
     }
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
     if (l->uni_compact_size == FPI_OFF_NONE)

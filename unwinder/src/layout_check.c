@@ -72,6 +72,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     need(&c, "fr_stacktop", l->fr_stacktop, U32, fr);
     need(&c, "fr_funcobj", l->fr_funcobj, PTR, fr);
     need(&c, "fr_localsplus", l->fr_localsplus, PTR, fr);
+    need(&c, "fr_stackpointer", l->fr_stackpointer, PTR, fr);
 
     /* Code object: the cache copies [0, co_code_adaptive) (≤ 4096 and
      * within co_size) and reads every identity field from that copy. */

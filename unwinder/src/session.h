@@ -96,17 +96,19 @@ typedef struct fpi_seen_frame {
     int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
     int32_t chunk;            /* the walk's chunk copy holding it (fpi_walk_used.chunks), or
                                  FPI_OUTSIDE_CHUNKS: read on its own */
-    int32_t stacktop;         /* 3.11-3.13: -1 while it runs, else its stack depth (3.13: 0 once cleared) */
+    int32_t stacktop;         /* its saved stack depth (fpi_frame_depth) */
 } fpi_seen_frame;
 
 #define FPI_OUTSIDE_CHUNKS (-1)
-#define FPI_STACKTOP_RUNNING (-1)  /* 3.11-3.13 stacktop of a frame its evaluation is running */
+#define FPI_STACKTOP_RUNNING (-1)  /* 3.11-3.13 stacktop of a frame its evaluation is running (3.14+ debug
+                                      builds: a NULL stack pointer) */
+#define FPI_DEPTH_UNKNOWN INT32_MIN /* 3.14+: a stack pointer that does not point into the frame's slots */
 
 /* A frame found on the chain, before its code object is resolved. */
 typedef struct fpi_pending_frame {
     uint64_t addr, code, instr;
     int32_t tlbc_index;
-    int32_t stacktop;         /* 3.11-3.13: -1 while it runs, else its stack depth (3.13: 0 once cleared) */
+    int32_t stacktop;         /* its saved stack depth (fpi_frame_depth) */
     bool top;                 /* the frame the thread names as its top */
     bool generator;
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */

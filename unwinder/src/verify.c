@@ -40,13 +40,16 @@ size_t fpi_outside_prefix(const fpi_layout *l)
  * chains at the same depth and read back torn the same way (ci/live
  * many_threads, 3.11 and 3.12, one read-back: x2 under leaf_y, 9 samples in
  * 33 000).  Where a caller keeps its stack depth and the function it
- * called (3.11-3.13), that mixture is refused by structure (walk.c: the
- * depth checks, callee_was_called), so one read-back comes first and the
- * second only for a walk with a link the callee check could not compare
- * (a generator's frame, a call through C, the __init__ shim). */
+ * called (every supported version: 3.11-3.13 a stacktop, 3.14+ a stack
+ * pointer), that mixture is refused by structure (walk.c:
+ * callee_was_called, and on 3.11-3.13 the depth checks), so one read-back
+ * comes first and the second only for a walk with a link the callee check
+ * could not compare (a generator's frame, a call through C, the __init__
+ * shim, a 3.14+ debug build's caller with a NULL stack pointer). */
 unsigned fpi_verify_reads_first(const fpi_layout *l)
 {
-    bool checked = l->fr_funcobj != FPI_OFF_NONE && l->fr_localsplus != FPI_OFF_NONE;
+    bool depth = l->fr_stacktop != FPI_OFF_NONE || l->fr_stackpointer != FPI_OFF_NONE;
+    bool checked = depth && l->fr_funcobj != FPI_OFF_NONE && l->fr_localsplus != FPI_OFF_NONE;
     return checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS;
 }
 
@@ -57,6 +60,20 @@ static int16_t gen_state(const fpi_layout *l, const uint8_t *fr, bool outside)
     bool gen = outside && fpi_load_u8(fr, l->fr_owner) == l->owner_generator &&
                l->gen_state_before_frame != FPI_OFF_NONE;
     return gen ? (int8_t)fr[-l->gen_state_before_frame] : -1;
+}
+
+int32_t fpi_frame_depth(const fpi_layout *l, uint64_t addr, const uint8_t *fr)
+{
+    if (l->fr_stacktop != FPI_OFF_NONE)
+        return (int32_t)fpi_load_u32(fr, l->fr_stacktop);
+    if (l->fr_stackpointer == FPI_OFF_NONE || l->fr_localsplus == FPI_OFF_NONE)
+        return 0;
+    uint64_t sp = fpi_load_u64(fr, l->fr_stackpointer), base = addr + (uint64_t)l->fr_localsplus;
+    if (sp == 0)
+        return FPI_STACKTOP_RUNNING;
+    if (sp < base || (sp - base) % WORD != 0 || (sp - base) / WORD > (uint64_t)INT32_MAX)
+        return FPI_DEPTH_UNKNOWN;
+    return (int32_t)((sp - base) / WORD);
 }
 
 void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out)
@@ -72,21 +89,21 @@ void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int3
     out->tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0;
     out->owner = fpi_load_u8(fr, l->fr_owner);
     out->is_entry = l->fr_is_entry != FPI_OFF_NONE ? fpi_load_u8(fr, l->fr_is_entry) : 0;
-    out->stacktop = l->fr_stacktop != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_stacktop) : 0;
+    out->stacktop = fpi_frame_depth(l, addr, fr);
 }
 
 /* Does the frame read back at fr still hold every field of f that the walk
  * used?  The top frame runs on: its instruction and its stack depth
  * (3.11-3.13: -1 while it runs, a depth when it stops at a call or its
- * return; the walk checks the copy's) are not compared.  A suspended
- * frame's depth stays as its call left it until it resumes (3.13: 0 once
- * it returned).  (Field by field from the bytes, for the reason given in
+ * return; 3.14+: saved at every escaping call; the walk checks the copy's)
+ * are not compared.  A suspended frame's depth stays as its call left it
+ * until it resumes (3.13: 0 once it returned).  (Field by field from the bytes, for the reason given in
  * fpi_seen_fields.) */
 static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool outside, bool top)
 {
     return fpi_load_u64(fr, l->fr_previous) == f->previous && fpi_load_u64(fr, l->fr_executable) == f->executable &&
            (top || fpi_load_u64(fr, l->fr_instr_ptr) == f->instr) && fpi_load_u8(fr, l->fr_owner) == f->owner &&
-           (top || l->fr_stacktop == FPI_OFF_NONE || (int32_t)fpi_load_u32(fr, l->fr_stacktop) == f->stacktop) &&
+           (top || fpi_frame_depth(l, f->addr, fr) == f->stacktop) &&
            (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
            (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
            gen_state(l, fr, outside) == f->gen_state;

@@ -286,9 +286,10 @@ static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t ch
     return FP_OK;
 }
 
-/* 3.11-3.13: the two stack slots at a suspended frame's saved depth, where
- * a CALL leaves the function it called (call_sites.c), into out; false
- * when they do not lie in this walk's copy of the frame's chunk. */
+/* The two stack slots at a suspended frame's saved depth, where a CALL
+ * leaves the function it called (call_sites.c), into out (3.14+: stack
+ * references, without their tag bits); false when they do not lie in this
+ * walk's copy of the frame's chunk. */
 static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int32_t depth, uint64_t out[2])
 {
     const fpi_layout *l = &s->layout;
@@ -299,8 +300,8 @@ static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int
     if (at < addr || at < c->remote || at > end || end - at < 2u * PTR_SIZE)
         return false;
     const uint8_t *p = s->stack_buf + c->local + (at - c->remote);
-    out[0] = fpi_load_u64(p, 0);
-    out[1] = fpi_load_u64(p, PTR_SIZE);
+    out[0] = fpi_load_u64(p, 0) & ~l->executable_tag_mask;
+    out[1] = fpi_load_u64(p, PTR_SIZE) & ~l->executable_tag_mask;
     return true;
 }
 
@@ -384,7 +385,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
             .top = addr == top,
             .generator = owner == l->owner_generator,
             .called_directly = above_is_python,
-            .funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) : 0,
+            .funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) & ~l->executable_tag_mask : 0,
         };
         pf.slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf.stacktop, pf.slots);
         if ((rc = push_pending(s, &pf)))
@@ -483,17 +484,19 @@ static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, siz
                    (unsigned long long)pf->addr, ce->qualname);
 }
 
-/* 3.11-3.13: a caller suspended in a CALL or CALL_KW (3.12, 3.13: or a
- * CALL_FUNCTION_EX that pushed the frame itself) keeps the function it
- * called at its saved stack depth (3.11, 3.12: or NULL there and the
- * function in the slot above) until that call returns.  Under a directly
+/* A caller suspended in a CALL or CALL_KW (3.12+: or a CALL_FUNCTION_EX
+ * that pushed the frame itself) keeps the function it called at its saved
+ * stack depth (3.11, 3.12: or NULL there and the function in the slot
+ * above; 3.14+: the depth its stack pointer saved, and the very stack
+ * reference the callee's f_funcobj took over) until that call returns.  Under a directly
  * linked frame of another function it had moved on from the call that
  * pushed that frame, a slot of another chain at the same depth (ci/live
  * thread_churn, 3.13: churn_worker at its call of d1 under c1 -> c2 ->
  * leaf_c, read so by the copy and both read-backs: 2 samples in 11.6
  * million).  Not checked where it cannot be told: the slots not in the
  * copy, no function recorded, a generator's frame above (resumed, not
- * called), the __init__ shim above (3.13: the callable is the class).
+ * called), the __init__ shim above (3.13+: the callable is the class), a
+ * 3.14+ debug build's caller with a NULL stack pointer.
  * Checked through the frame cache too: its key holds neither frame's
  * function. */
 static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,

@@ -144,6 +144,13 @@ uint8_t *synth_bytes(synth_image *im, uint64_t addr, size_t len)
     return NULL;
 }
 
+/* 3.14+: the stack pointer of the frame at fa stopped with an empty value
+ * stack (SYNTH_NLOCALSPLUS slots above localsplus). */
+static uint64_t stopped_stack_pointer(const fpi_layout *l, uint64_t fa)
+{
+    return fa + (uint64_t)l->fr_localsplus + 8u * SYNTH_NLOCALSPLUS;
+}
+
 static void put64(synth_image *im, uint64_t addr, uint64_t v)
 {
     uint8_t *p = synth_bytes(im, addr, 8);
@@ -511,6 +518,8 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
             put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
         if (l->fr_stacktop != FPI_OFF_NONE)
             put32(im, fa + (uint64_t)l->fr_stacktop, k == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS);
+        if (l->fr_stackpointer != FPI_OFF_NONE) /* 3.14+: as a release build leaves it, also the top's */
+            put64(im, fa + (uint64_t)l->fr_stackpointer, stopped_stack_pointer(l, fa));
         /* 3.11: the outermost frame of a thread was entered from C code,
          * and so was one whose caller is C code (entry_below). */
         if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
@@ -751,9 +760,13 @@ static int add_write(synth_write *out, size_t cap, size_t *n, uint64_t addr, uin
     return 0;
 }
 
-/* 3.11-3.13: the frame at fa gets stacktop `value` (nothing elsewhere). */
+/* 3.11-3.13: the frame at fa gets stacktop `value`.  3.14+: a frame that
+ * stops (SYNTH_NLOCALSPLUS) saves its stack pointer; a release build
+ * leaves it as it was while the frame runs.  Nothing elsewhere. */
 static int stacktop_write(const fpi_layout *l, synth_write *out, size_t cap, size_t *n, uint64_t fa, uint32_t value)
 {
+    if (l->fr_stackpointer != FPI_OFF_NONE && value == SYNTH_NLOCALSPLUS)
+        return add_write(out, cap, n, fa + (uint64_t)l->fr_stackpointer, stopped_stack_pointer(l, fa), 8, false);
     return l->fr_stacktop == FPI_OFF_NONE ? 0 : add_write(out, cap, n, fa + (uint64_t)l->fr_stacktop, value, 4, false);
 }
 
