@@ -1740,6 +1740,83 @@ static void read_backs_per_link(size_t layout, const char *id, built *b)
     print_message("# %s: read back once when every link was compared, twice otherwise\n", id);
 }
 
+/* One sample of the call-chain scene, returned whole: thread 0's three
+ * frames. */
+static void chain_sampled(const char *id, built *b)
+{
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_OK);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 3);
+}
+
+/* 3.14+: the slot and f_funcobj hold stack references, compared without
+ * their tag bits (the callee's f_funcobj took the caller's reference over,
+ * and either may carry a deferred or borrowed bit).  A caller whose stack
+ * pointer is NULL (a debug build stores NULL while the frame runs) names
+ * no slot: its link is not compared, and the walk is read back twice. */
+static void read_backs_stack_refs(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->fr_stackpointer == FPI_OFF_NONE)
+        return;
+    assert_true(every_link_comparable(b, 0));
+    assert_true(l->executable_tag_mask != 0);
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f1 = synth_frame_addr(b->img, 0, 1);
+    uint64_t tagged = FUNC_OTHER | l->executable_tag_mask;
+    memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_funcobj, 8), &tagged, 8);
+    unsigned want = 1 + FPI_VERIFY_READS_CHECKED, got = lowest_frame_reads(b, 0);
+    if (got != want)
+        fail_msg("%s: a tagged f_funcobj over its untagged slot: the lowest frame read %u times, expected %u", id, got,
+                 want);
+    int32_t depth = saved_depth(b, f1);
+    assert_true(depth >= 0);
+    uint64_t untagged = FUNC_OTHER;
+    memcpy(synth_bytes(b->img, f0 + (uint64_t)l->fr_funcobj, 8), &untagged, 8);
+    memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth, 8), &tagged, 8);
+    if ((got = lowest_frame_reads(b, 0)) != want)
+        fail_msg("%s: a tagged slot under its untagged f_funcobj: the lowest frame read %u times, expected %u", id,
+                 got, want);
+    uint64_t null_sp = 0;
+    memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_stackpointer, 8), &null_sp, 8);
+    want = 1 + FPI_VERIFY_READS;
+    if ((got = lowest_frame_reads(b, 0)) != want)
+        fail_msg("%s: a caller with a NULL stack pointer: the lowest frame read %u times, expected %u", id, got, want);
+    chain_sampled(id, b);
+    print_message("# %s: stack references compared without tags; a NULL stack pointer leaves the link unchecked\n",
+                  id);
+}
+
+/* 3.14+: a suspended caller's stack pointer that names no slot of its own
+ * (unaligned, or below localsplus: FPI_DEPTH_UNKNOWN).  CPython never
+ * leaves one (every frame's pointer is set when it is pushed and saved at
+ * every call), and two such pointers need not be equal, so the read-back
+ * never takes the frame as unchanged: the thread is reported torn, not
+ * returned, and is returned again once the pointer names a slot. */
+static void unknown_depth_read_back(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    if (l->fr_stackpointer == FPI_OFF_NONE)
+        return;
+    uint64_t f1 = synth_frame_addr(b->img, 0, 1), sp;
+    uint8_t *at = synth_bytes(b->img, f1 + (uint64_t)l->fr_stackpointer, 8);
+    memcpy(&sp, at, 8);
+    const uint64_t bad[] = {sp + 1u, f1 + (uint64_t)l->fr_localsplus - 8u};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        memcpy(at, &bad[k], 8);
+        assert_int_equal(saved_depth(b, f1), FPI_DEPTH_UNKNOWN);
+        int rc = fp_session_sample(b->s, b->sm);
+        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "a frame it followed changed"))
+            fail_msg("%s: a caller whose stack pointer names no slot (%s) was not refused: %d %s", id,
+                     k ? "below localsplus" : "unaligned", rc, fp_session_errmsg(b->s));
+    }
+    memcpy(at, &sp, 8);
+    chain_sampled(id, b);
+    print_message("# %s: a suspended frame whose stack pointer names no slot is refused\n", id);
+}
+
 /* Two such threads read back together (the batched path): only the walk
  * with a link not compared is read back a second time. */
 static void read_backs_per_walk(size_t layout, const char *id, built *b)
@@ -1786,6 +1863,14 @@ static void test_read_backs_per_link(void **state)
                 read_backs_per_walk(i, LAYOUTS[i], &b);
             unbuild(&b);
         }
+        scene sc;
+        built b;
+        build_call_chain_scene(LAYOUTS[i], 1, &sc, &b);
+        read_backs_stack_refs(i, LAYOUTS[i], &b);
+        unbuild(&b);
+        build_call_chain_scene(LAYOUTS[i], 1, &sc, &b);
+        unknown_depth_read_back(i, LAYOUTS[i], &b);
+        unbuild(&b);
     }
 }
 
@@ -1913,23 +1998,30 @@ static void top_frame_replaced(racing_reader *r)
            synth_bytes(r->img, r->other + (uint64_t)l->fr_instr_ptr, 8), 8);
 }
 
+/* Samples after which the batched path reads every thread in its one
+ * steady-state read.  3.14t and 3.15t need one more: their second sample
+ * reads the thread-local bytecode entries fresh between its two read-backs, and a
+ * read-back is recorded for reading ahead only while nothing else was read,
+ * so the read-back owed after its frames is read ahead from the fourth. */
+static int steady_after(const char *id)
+{
+    return has_tlbc(id) ? 4 : 3;
+}
+
 /* Threads read ahead are read back together, in one batch; a thread that
  * changed between its copy and that read-back must not be returned as it
  * was copied: the sample is walked again, thread by thread, and gives what
  * the thread runs now.  After one sample the read-backs are read on their
- * own; after four, with the sample's first read, right after the copy
- * (readback_ahead.c: the whole sample is that one read): the change lands
- * between the two inside that read.  (Four: on 3.14t a read-back owed after
- * the frames is read ahead from the fourth sample on.  The second sample
- * reads the thread-local bytecode entries afresh between its two
- * read-backs, and a read-back is kept for reading ahead only while the
- * sample has read nothing else, so the third sample's first read lacks it.) */
+ * own; in the steady state (steady_after), with the sample's first read,
+ * right after the copy (readback_ahead.c: the whole sample is that one
+ * read): the change lands between the two inside that read. */
 static void test_batched_read_back_torn(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
-        for (int warm = 1; warm <= 4; warm += 3) {
+        const int steady = steady_after(id);
+        for (int warm = 1; warm <= steady; warm += steady - 1) {
             scene sc;
             built b;
             build_scene(id, 0, &sc, &b);
@@ -1944,7 +2036,7 @@ static void test_batched_read_back_torn(void **state)
                 sample_is(id, &b, 0, EXPECT_T1, 4);
             }
             assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
-            if (warm == 4 && STEADY_READS[i] == 1 && st.calls - st0.calls != 1)
+            if (warm == steady && STEADY_READS[i] == 1 && st.calls - st0.calls != 1)
                 fail_msg("%s: the last sample before the change made %llu reads, not the one read of a steady "
                          "state", id, (unsigned long long)(st.calls - st0.calls));
             rr.armed = true;

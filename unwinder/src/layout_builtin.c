@@ -161,17 +161,16 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     l->owner_cstack = x->owner_cstack;
     l->owner_interpreter = x->owner_interpreter;
     l->co_flags = l->co_firstlineno - 20; /* co_flags sits 20 bytes before co_firstlineno in 3.12+ */
+    l->fr_funcobj = l->fr_previous + 8;              /* f_funcobj follows previous in 3.13+ */
     if (l->minor == CLEARS_STACKTOP_MINOR) {
         l->fr_stacktop = l->fr_instr_ptr + 8;        /* int stacktop follows instr_ptr */
         l->co_nlocalsplus = l->co_firstlineno + 4;   /* co_nlocalsplus follows co_firstlineno */
-        l->fr_funcobj = l->fr_previous + 8;          /* f_funcobj follows previous */
         l->fr_localsplus = l->fr_stacktop + 8;       /* after stacktop, return_offset, owner */
         l->fr_stackpointer = FPI_OFF_NONE;
     } else {
         /* 3.14+: localsplus and stackpointer come from the table. */
         l->fr_stacktop = FPI_OFF_NONE;
         l->co_nlocalsplus = FPI_OFF_NONE;
-        l->fr_funcobj = l->fr_previous + 8;          /* f_funcobj follows previous */
     }
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
     if (l->uni_compact_size == FPI_OFF_NONE)

@@ -97,13 +97,15 @@ void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int3
  * (3.11-3.13: -1 while it runs, a depth when it stops at a call or its
  * return; 3.14+: saved at every escaping call; the walk checks the copy's)
  * are not compared.  A suspended frame's depth stays as its call left it
- * until it resumes (3.13: 0 once it returned).  (Field by field from the bytes, for the reason given in
- * fpi_seen_fields.) */
+ * until it resumes (3.13: 0 once it returned); a suspended 3.14+ frame
+ * whose stack pointer named no slot of its own (FPI_DEPTH_UNKNOWN) is never
+ * taken as unchanged, since two such pointers may differ.  (Field by field
+ * from the bytes, for the reason given in fpi_seen_fields.) */
 static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const uint8_t *fr, bool outside, bool top)
 {
     return fpi_load_u64(fr, l->fr_previous) == f->previous && fpi_load_u64(fr, l->fr_executable) == f->executable &&
            (top || fpi_load_u64(fr, l->fr_instr_ptr) == f->instr) && fpi_load_u8(fr, l->fr_owner) == f->owner &&
-           (top || fpi_frame_depth(l, f->addr, fr) == f->stacktop) &&
+           (top || (f->stacktop != FPI_DEPTH_UNKNOWN && fpi_frame_depth(l, f->addr, fr) == f->stacktop)) &&
            (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
            (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
            gen_state(l, fr, outside) == f->gen_state;
