@@ -210,15 +210,26 @@ static void build_scene(const char *id, uint32_t max_depth, scene *sc, built *b)
 /* Runs `body` once per layout on a freshly built standard scene (unbuilt after). */
 typedef void (*scene_case)(size_t layout, const char *id, built *b);
 
-static void each_scene(scene_case body)
+/* Runs `body` once per layout on a scene freshly made by `make`. */
+static void each_scene_made(void (*make)(const char *id, scene *sc, built *b), scene_case body)
 {
     for (size_t i = 0; i < NLAYOUTS; i++) {
         scene sc;
         built b;
-        build_scene(LAYOUTS[i], 0, &sc, &b);
+        make(LAYOUTS[i], &sc, &b);
         body(i, LAYOUTS[i], &b);
         unbuild(&b);
     }
+}
+
+static void standard_scene(const char *id, scene *sc, built *b)
+{
+    build_scene(id, 0, sc, b);
+}
+
+static void each_scene(scene_case body)
+{
+    each_scene_made(standard_scene, body);
 }
 
 static const expect_frame EXPECT_T1[] = {
@@ -1849,6 +1860,17 @@ static void build_call_chain_scene(const char *id, size_t nthreads, scene *sc, b
     build(id, &sc->d, 0, b);
 }
 
+static void one_chain_scene(const char *id, scene *sc, built *b)
+{
+    build_call_chain_scene(id, 1, sc, b);
+}
+
+/* Runs body on the one-thread call-chain scene of every layout. */
+static void each_chain_scene(scene_case body)
+{
+    each_scene_made(one_chain_scene, body);
+}
+
 static void test_read_backs_per_link(void **state)
 {
     (void)state;
@@ -1863,15 +1885,9 @@ static void test_read_backs_per_link(void **state)
                 read_backs_per_walk(i, LAYOUTS[i], &b);
             unbuild(&b);
         }
-        scene sc;
-        built b;
-        build_call_chain_scene(LAYOUTS[i], 1, &sc, &b);
-        read_backs_stack_refs(i, LAYOUTS[i], &b);
-        unbuild(&b);
-        build_call_chain_scene(LAYOUTS[i], 1, &sc, &b);
-        unknown_depth_read_back(i, LAYOUTS[i], &b);
-        unbuild(&b);
     }
+    each_chain_scene(read_backs_stack_refs);
+    each_chain_scene(unknown_depth_read_back);
 }
 
 static void test_cycle_at_max_depth(void **state)
@@ -2008,6 +2024,71 @@ static int steady_after(const char *id)
     return has_tlbc(id) ? 4 : 3;
 }
 
+/* The thread's native id changes (as when its state is reused by a new
+ * thread): its walk is torn, with every range it read unchanged. */
+static void native_id_changed(racing_reader *r)
+{
+    uint8_t *at = synth_bytes(r->img, r->ts + (uint64_t)r->l->ts_native_thread_id, 8);
+    uint64_t id;
+    memcpy(&id, at, 8);
+    id++;
+    memcpy(at, &id, 8);
+}
+
+/* A walk torn by a running thread is retried in one read: the thread
+ * state, its chunks where the torn attempt found them and, after them,
+ * the torn attempt's read-backs (retry_read.c), which the retry's
+ * read-backs take in place when they plan the same ranges.  One thread, in
+ * its steady state (one read a sample); its thread state changes between
+ * the copy and the read-back: the sample makes the torn first read and
+ * the retry's one read (3.11, 3.15; read afresh, six on 3.11).  On
+ * 3.12-3.14 the retry still reads on its own what the sample's first read
+ * brought from the frame cache (a frame outside the data stack), and its
+ * read-backs are then read on their own too; with thread-local bytecode
+ * (3.14t, 3.15t) the retry resolves that afresh. */
+static const unsigned RETRY_SAMPLE_READS[] = {2, 5, 5, 5, 5, 8, 2, 6};
+static void retry_in_one_read(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    uint64_t ts = synth_thread_state_addr(b->img, 0);
+    racing_reader rr = racing_over(b, ts, native_id_changed);
+    rr.ts = ts;
+    fp_reader racing = {&RACING_OPS, &rr};
+    reattach(b, &racing);
+    fp_read_stats st0, st;
+    for (int k = 0; k < steady_after(id); k++) {
+        assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+        if (fp_session_sample(b->s, b->sm) != FP_OK)
+            fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    }
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    if (st.calls - st0.calls != 1)
+        fail_msg("%s: %llu reads in the steady state, not one", id, (unsigned long long)(st.calls - st0.calls));
+    uint64_t before = fp_sample_thread(b->sm, 0)->native_id;
+    rr.armed = true;
+    rr.skip = 1; /* the copy reads the thread state; the change comes before the read-back */
+    st0 = st;
+    if (fp_session_sample(b->s, b->sm) != FP_OK)
+        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+    assert_false(rr.armed);
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    if (st.torn - st0.torn != 1 || st.calls - st0.calls != RETRY_SAMPLE_READS[layout])
+        fail_msg("%s: a walk torn once: %llu torn, %llu reads in the sample, expected 1 and %u", id,
+                 (unsigned long long)(st.torn - st0.torn), (unsigned long long)(st.calls - st0.calls),
+                 RETRY_SAMPLE_READS[layout]);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_OK);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 3);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->native_id, before + 1);
+    reattach(b, &b->rd);
+    print_message("# %s: a torn walk retried in one read, its read-back taken from it\n", id);
+}
+
+static void test_retry_in_one_read(void **state)
+{
+    (void)state;
+    each_chain_scene(retry_in_one_read);
+}
+
 /* Threads read ahead are read back together, in one batch; a thread that
  * changed between its copy and that read-back must not be returned as it
  * was copied: the sample is walked again, thread by thread, and gives what
@@ -2102,19 +2183,22 @@ static void test_tlbc_array_moved(void **state)
 
 /* A read-back whose ranges are not those of the last sample's is read,
  * not taken from the ranges read ahead: here the first thread's data-stack
- * top moves up a word between two samples (a deeper stack moves it more),
- * so its chunk is read back a word longer.  Taken from the ranges read
- * ahead, every range after that chunk would be compared a word off, and
- * the walk torn for nothing (or, with no match required, worse). */
-static void moved_ranges_read_back(size_t layout, const char *id, built *b)
+ * top moves up between two samples.  By a word, its chunk's read-back still
+ * ends where it did (at the live part rounded up to FPI_NEWEST_END_GRANULE)
+ * and the sample stays the steady state's one read; by a granule, the
+ * chunk is read back a granule longer.  Taken from the ranges read ahead,
+ * every range after that chunk would be compared a granule off, and the
+ * walk torn for nothing (or, with no match required, worse). */
+static void moved_top_sampled(size_t layout, const char *id, built *b, uint64_t by, unsigned want)
 {
-    for (int k = 0; k < 3; k++)
+    (void)layout;
+    for (int k = 0; k < steady_after(id); k++)
         assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
     const fpi_layout *l = synth_layout(b->img);
     uint8_t *top = synth_bytes(b->img, synth_thread_state_addr(b->img, 0) + (uint64_t)l->ts_datastack_top, 8);
     uint64_t v;
     memcpy(&v, top, 8);
-    v += 8;
+    v += by;
     memcpy(top, &v, 8);
     fp_read_stats st0, st;
     assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
@@ -2126,12 +2210,20 @@ static void moved_ranges_read_back(size_t layout, const char *id, built *b)
     if (st.torn != 0)
         fail_msg("%s: %llu walks found torn; nothing changed during the sample", id,
                  (unsigned long long)st.torn);
-    /* After reads of their own, thread-local bytecode is resolved afresh
-     * (tlbc_ahead.c): three reads more on 3.14t and 3.15t. */
+    if (st.calls - st0.calls != want)
+        fail_msg("%s: the top moved up %llu bytes: %llu reads, expected %u", id, (unsigned long long)by,
+                 (unsigned long long)(st.calls - st0.calls), want);
+}
+
+static void moved_ranges_read_back(size_t layout, const char *id, built *b)
+{
+    moved_top_sampled(layout, id, b, 8, STEADY_READS[layout]);
+    /* A granule up, the chunk's copy ends past the first read's margin: a
+     * read of its own, and two read-backs of their own.  After reads of
+     * their own, thread-local bytecode is resolved afresh (tlbc_ahead.c):
+     * three reads more on 3.14t and 3.15t. */
     unsigned tlbc = has_tlbc(id) ? 3u : 0u;
-    if (st.calls - st0.calls != STEADY_READS[layout] + 2 + tlbc)
-        fail_msg("%s: %llu reads, expected the steady state's %u, two read-backs of its own and %u for thread-local "
-                 "bytecode", id, (unsigned long long)(st.calls - st0.calls), STEADY_READS[layout], tlbc);
+    moved_top_sampled(layout, id, b, FPI_NEWEST_END_GRANULE, STEADY_READS[layout] + 3 + tlbc);
 }
 
 static void test_read_back_ahead_ranges_moved(void **state)
@@ -2519,7 +2611,7 @@ int main(void)
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_exit_and_start), cmocka_unit_test(test_thread_exits_during_walk),
         cmocka_unit_test(test_read_stats),
-        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_read_back_ahead_ranges_moved),
+        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_retry_in_one_read), cmocka_unit_test(test_read_back_ahead_ranges_moved),
         cmocka_unit_test(test_tlbc_array_moved),
         cmocka_unit_test(test_code_confirmed_per_walk),
         cmocka_unit_test(test_code_generation_checked),

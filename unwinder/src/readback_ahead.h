@@ -41,8 +41,9 @@ typedef struct fpi_readback_ahead {
 
 void fpi_rb_ahead_free(fpi_readback_ahead *ra);
 
-/* At the start of a sample: the last sample's read-backs become the ones
- * to read ahead. */
+/* At the start of a sample (or of an attempt at one thread's walk,
+ * retry_read.c): the last one's read-backs become the ones to read ahead;
+ * when it recorded none, the ones read ahead for it stay. */
 void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra);
 
 /* Appends the ranges to read ahead to the first read's list (*iov, *cap,

@@ -79,6 +79,9 @@ void fp_session_free(fp_session *s)
     free(s->verify_at);
     fpi_walk_batch_free(s->batch);
     fpi_rb_ahead_free(&s->rb_ahead);
+    fpi_rb_ahead_free(&s->rb_retry);
+    free(s->retry_buf);
+    free(s->retry_iov);
     free(s->verify_iov);
     free(s->pf);
     free(s->ts_bufs);

@@ -142,6 +142,7 @@ typedef struct fpi_thread_prefetch {
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
     uint64_t cframe, cframe_top; /* 3.11/3.12: the thread's _PyCFrame and its current frame */
     bool has_cframe_top;      /* cframe_top was read with the chunk */
+    bool own_buf;             /* a retry's: the offsets are into retry_buf (retry_read.c) */
 } fpi_thread_prefetch;
 
 struct fp_session {
@@ -202,6 +203,12 @@ struct fp_session {
     struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
+    fpi_readback_ahead rb_retry;     /* a torn attempt's read-backs, read with its retry (retry_read.c) */
+    bool rb_retry_on;                /* a thread walked on its own: rb_retry records and is taken from */
+    uint8_t *retry_buf;              /* a retry's one read (retry_read.c) */
+    size_t retry_cap;
+    fp_iov *retry_iov;
+    size_t retry_iov_cap;
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
     fp_iov *prefetch_iov;

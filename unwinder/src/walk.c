@@ -14,6 +14,7 @@
 #include "grow.h"
 #include "pause_thread.h"
 #include "proc_state.h"
+#include "retry_read.h"
 #include "session.h"
 #include "verify.h"
 #include "walk.h"
@@ -57,7 +58,7 @@ bool fpi_walk_fatal(int rc)
 
 /* Does [chunk, top) hold a chunk header and something more, without
  * wrapping around the address space or exceeding a chunk's size bound? */
-static bool live_span(uint64_t chunk, uint64_t top)
+bool fpi_live_span(uint64_t chunk, uint64_t top)
 {
     return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
 }
@@ -90,7 +91,7 @@ static const uint8_t *old_chunk_ahead(const fp_session *s, const fpi_thread_pref
 {
     if (!pre || i >= pre->spec_nold || pre->spec_old[i] != chunk || pre->spec_old_len[i] < CHUNK_HEADER)
         return NULL;
-    return s->chunk_bufs + pre->spec_old_buf[i];
+    return (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->spec_old_buf[i];
 }
 
 /* Copies the live part of the thread's data-stack chunks into
@@ -109,7 +110,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
     for (unsigned n = 0; chunk && n < FPI_MAX_CHUNKS; n++) {
         /* The newest chunk is live only up to datastack_top: copy that part,
          * header included, in one read; older chunks are copied whole. */
-        bool live_part = n == 0 && live_span(chunk, top);
+        bool live_part = n == 0 && fpi_live_span(chunk, top);
         uint8_t hdr[CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
         const uint8_t *ahead = n > 0 ? old_chunk_ahead(s, pre, n - 1, chunk) : NULL; /* read with the first read */
@@ -153,7 +154,7 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
                            used + (size_t)want);
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
-            memcpy(s->stack_buf + used, s->chunk_bufs + pre->chunkbuf, (size_t)want);
+            memcpy(s->stack_buf + used, (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->chunkbuf, (size_t)want);
         else if (ahead && want <= ahead_len)
             memcpy(s->stack_buf + used, ahead, (size_t)want);
         else
@@ -769,7 +770,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
     uint8_t buf[FPI_MAX_STRUCT_READ];
     int rc = FP_OK;
     if (pre)
-        memcpy(buf, s->ts_bufs + pre->tsbuf, s->ts_read_len);
+        memcpy(buf, (pre->own_buf ? s->retry_buf : s->ts_bufs) + pre->tsbuf, s->ts_read_len);
     else
         rc = fpi_read(s, ts, buf, s->ts_read_len);
     if (rc)
@@ -952,7 +953,9 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
+    s->rb_retry_on = true;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
+        fpi_retry_begin_attempt(s);
         /* Stopped, the thread is one instant; a walk that still fails
          * stopped it in the middle of an update (a frame or a chunk being
          * pushed or popped): it runs on a little, and is stopped again. */
@@ -964,14 +967,18 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         }
         sm->nthreads = nthreads;
         sm->nframes = nframes;
-        /* Retries read afresh: the prefetched copy is what failed. */
+        /* Retries read afresh, in one read (retry_read.c): the prefetched
+         * copy is what failed. */
         s->spec_frames = attempt == 0 && s->opts.cache_frames && s->opts.cache_code;
-        rc = fpi_walk_thread_once(s, sm, ii, link, ts, attempt == 0 ? pre : NULL, next);
+        fpi_thread_prefetch again;
+        const fpi_thread_prefetch *use = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
+        rc = fpi_walk_thread_once(s, sm, ii, link, ts, use, next);
         if (rc == FP_E_INCOMPLETE)
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
     }
+    s->rb_retry_on = false;
     return rc;
 }
 
@@ -1217,7 +1224,7 @@ static void finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t
         pf[i].chunk = chunk;
         pf[i].top = top;
         pf[i].chunklen = 0;
-        if (!live_span(chunk, top))
+        if (!fpi_live_span(chunk, top))
             continue;
         size_t len = (size_t)(top - chunk);
         if (chunk == pf[i].spec_chunk && len <= pf[i].spec_chunklen) {

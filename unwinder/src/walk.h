@@ -22,6 +22,10 @@ typedef struct fpi_interp_info {
     uint64_t main_thread_id; /* of the main interpreter, from _PyRuntime */
 } fpi_interp_info;
 
+/* Does a newest chunk at `chunk` with the data-stack top at `top` hold a
+ * live part past its header, within FPI_MAX_CHUNK_BYTES? */
+bool fpi_live_span(uint64_t chunk, uint64_t top);
+
 /* An error that ends the sample (the process gone, no permission, ...). */
 bool fpi_walk_fatal(int rc);
 
