@@ -163,33 +163,6 @@ static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t l
     return FP_OK;
 }
 
-/* Where one walk's read-back lies in the read-back buffer; the newest
- * chunk's read-back runs `newest_more` bytes past its copy (newest_end),
- * and the older chunks lie that much further on than in the copy. */
-typedef struct fpi_verify_at {
-    size_t top_instr, chunks, frames, gen, link, ts, cframe;
-    size_t newest_more;
-} verify_at;
-
-/* Where the read-back of the newest chunk ends, past the live part the walk
- * copied: that part's end rounded up to FPI_NEWEST_END_GRANULE, within the
- * chunk.  The bytes past the top decide nothing and are not compared, but
- * a read-back ending at the top changed its ranges with every change of
- * depth, and one whose ranges are not those of the last sample's is not
- * taken from the sample's first read (readback_ahead.c) but read on its
- * own, with the thread given two system calls' time to move on. */
-static uint64_t newest_end(const fpi_chunk_copy *c)
-{
-    uint64_t end = c->size + (FPI_NEWEST_END_GRANULE - c->size % FPI_NEWEST_END_GRANULE) % FPI_NEWEST_END_GRANULE;
-    return end < c->alloc ? end : c->alloc > c->size ? c->alloc : c->size;
-}
-
-/* The offset of chunk c's bytes in a read-back's chunk area. */
-static size_t chunk_at(const fpi_walk_used *u, const verify_at *at, const fpi_chunk_copy *c)
-{
-    return c->local + (c == &u->chunks[0] ? 0 : at->newest_more);
-}
-
 /* Where the chain-ordered reads of a walk's chunks have got to, from the
  * top down: chunk k (0 the newest) is read below `hi`, every newer chunk
  * down to its lowest followed frame (fpi_chunk_copy.lowest; its end when
@@ -205,16 +178,15 @@ typedef struct chain_cursor {
 
 /* Adds the reads of the chunk bytes from the cursor down to address `a` of
  * chunk k (newest first, each piece from its top down; plan() reverses
- * them), into the walk's chunk area of the buffer (at). */
-static int chunks_down_to(fp_session *s, const fpi_walk_used *u, const verify_at *at, chain_cursor *cur,
-                          int32_t k, uint64_t a, size_t *n)
+ * them), into the walk's chunks at `base` in the buffer. */
+static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, chain_cursor *cur, int32_t k, uint64_t a,
+                          size_t *n)
 {
     for (;;) {
         const fpi_chunk_copy *c = &u->chunks[cur->k];
         uint64_t lo = cur->k == k ? a : c->lowest;
         if (lo < cur->hi) {
-            int rc = add_iov(s, n, lo, at->chunks + chunk_at(u, at, c) + (size_t)(lo - c->remote),
-                             (size_t)(cur->hi - lo));
+            int rc = add_iov(s, n, lo, base + c->local + (size_t)(lo - c->remote), (size_t)(cur->hi - lo));
             if (rc)
                 return rc;
             cur->hi = lo;
@@ -225,6 +197,11 @@ static int chunks_down_to(fp_session *s, const fpi_walk_used *u, const verify_at
         cur->hi = u->chunks[cur->k].remote + u->chunks[cur->k].size;
     }
 }
+
+/* Where one walk's read-back lies in the read-back buffer. */
+typedef struct fpi_verify_at {
+    size_t top_instr, chunks, frames, gen, link, ts, cframe;
+} verify_at;
 
 /* Where the code-object generation (3.14+) is read in a read-back. */
 typedef struct gen_read {
@@ -276,14 +253,13 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
      * first for the same reason: a caller at the top of an older chunk just
      * before its callee at the bottom of the newer one. */
     at->chunks = *used;
-    at->newest_more = u->nchunks ? (size_t)(newest_end(&u->chunks[0]) - u->chunks[0].size) : 0;
-    size_t total = at->newest_more;
+    size_t total = 0;
     for (size_t i = 0; i < u->nchunks; i++)
         total += (size_t)u->chunks[i].size;
     *used += total;
     at->frames = *used;
     size_t first = *n;
-    chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + newest_end(&u->chunks[0]) : 0};
+    chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + u->chunks[0].size : 0};
     int32_t above_chunk = FPI_OUTSIDE_CHUNKS; /* the last frame met in a chunk, above the next */
     uint64_t above = 0;
     for (size_t i = 0; i < u->nseen; i++) { /* top down, then reversed */
@@ -293,13 +269,13 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
             above = f->addr;
             continue;
         }
-        if (above_chunk != FPI_OUTSIDE_CHUNKS && (rc = chunks_down_to(s, u, at, &cur, above_chunk, above, n)))
+        if (above_chunk != FPI_OUTSIDE_CHUNKS && (rc = chunks_down_to(s, u, at->chunks, &cur, above_chunk, above, n)))
             return rc;
         if ((rc = add_iov(s, n, f->addr - pre, *used, pre + fsize)))
             return rc;
         *used += pre + fsize;
     }
-    if (u->nchunks && (rc = chunks_down_to(s, u, at, &cur, (int32_t)(u->nchunks - 1),
+    if (u->nchunks && (rc = chunks_down_to(s, u, at->chunks, &cur, (int32_t)(u->nchunks - 1),
                                           u->chunks[u->nchunks - 1].lowest, n)))
         return rc;
     for (size_t a = first, b = *n; b-- > a + 1; a++) { /* bottom up */
@@ -429,7 +405,7 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
         const uint8_t *fr;
         if (!outside) {
             const fpi_chunk_copy *c = &u->chunks[f->chunk];
-            fr = nb + at->chunks + chunk_at(u, at, c) + (size_t)(f->addr - c->remote);
+            fr = nb + at->chunks + c->local + (size_t)(f->addr - c->remote);
         } else {
             fr = nb + other + pre;
             other += pre + fsize;

@@ -9,11 +9,6 @@
 #include "layout.h"
 #include "session.h"
 
-/* The read-back of a thread's newest chunk ends where its copy's live part
- * ends rounded up to this many bytes (within the chunk), so that its
- * ranges do not change with every change of depth (verify.c, newest_end). */
-#define FPI_NEWEST_END_GRANULE 2048u
-
 /* What the walk of one thread used, to be found unchanged. */
 typedef struct fpi_verify_want {
     uint64_t native_id;        /* for messages */
