@@ -49,34 +49,37 @@ void fpi_rb_ahead_free(fpi_readback_ahead *ra)
     memset(ra, 0, sizeof *ra);
 }
 
-/* Appends to the records of this sample (or attempt) the ones it was
- * given past as many as it made: a walk whose first read-back found a
- * change never planned its second, which its retry then reads as before. */
-static void carry_rest(fpi_readback_ahead *ra)
+/* Appends the planned read-back iov[0, n) (buf: pointers into `base`, or
+ * offsets when base is NULL) to the sample's record; false when it would
+ * pass the limit or there is no memory (the sample then records no more). */
+static bool record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span, const uint8_t *base)
 {
     fpi_rb_list *l = &ra->seen;
-    const fpi_rb_list *a = &ra->ahead;
-    for (size_t r = l->nrec; r < a->nrec; r++) {
-        const fpi_rb_record *rec = &a->rec[r];
-        size_t bytes = 0;
-        for (size_t i = rec->first; i < rec->first + rec->count; i++)
-            bytes += a->iov[i].len;
-        if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES || l->spans + rec->span > FPI_MAX_READ_AHEAD_BYTES)
-            return;
-        fp_iov *ni = fpi_grow(l->iov, &l->iov_cap, l->niov + rec->count, sizeof *ni, RB_IOV_INITIAL);
-        if (!ni)
-            return;
-        l->iov = ni;
-        fpi_rb_record *nr = fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL);
-        if (!nr)
-            return;
-        l->rec = nr;
-        memcpy(l->iov + l->niov, a->iov + rec->first, rec->count * sizeof *ni);
-        l->rec[l->nrec++] = (fpi_rb_record){l->niov, rec->count, rec->span};
-        l->niov += rec->count;
-        l->bytes += bytes;
-        l->spans += rec->span;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += iov[i].len;
+    if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES || l->spans + span > FPI_MAX_READ_AHEAD_BYTES) {
+        ra->recording = false; /* too much to read ahead: the next sample reads its own */
+        return false;
     }
+    fp_iov *ni = fpi_grow(l->iov, &l->iov_cap, l->niov + n, sizeof *ni, RB_IOV_INITIAL);
+    if (ni)
+        l->iov = ni;
+    fpi_rb_record *nr = ni ? fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL) : NULL;
+    if (!nr) {
+        ra->recording = false;
+        return false;
+    }
+    l->rec = nr;
+    for (size_t i = 0; i < n; i++) {
+        size_t off = base ? (size_t)((const uint8_t *)iov[i].buf - base) : (size_t)(uintptr_t)iov[i].buf;
+        l->iov[l->niov + i] = (fp_iov){iov[i].addr, (void *)(uintptr_t)off, iov[i].len};
+    }
+    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, span};
+    l->niov += n;
+    l->bytes += bytes;
+    l->spans += span;
+    return true;
 }
 
 void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra)
@@ -88,7 +91,13 @@ void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra)
      * (frameproof bench, 3.11: 70 % of first attempts without a read-back
      * read ahead, most of them torn). */
     if (ra->seen.nrec > 0) {
-        carry_rest(ra);
+        /* A walk whose first read-back found a change never planned its
+         * second, which its retry then reads as before. */
+        for (size_t r = ra->seen.nrec; r < ra->ahead.nrec; r++) {
+            const fpi_rb_record *rec = &ra->ahead.rec[r];
+            if (!record(ra, ra->ahead.iov + rec->first, rec->count, rec->span, NULL))
+                break;
+        }
         fpi_rb_list t = ra->ahead;
         ra->ahead = ra->seen;
         ra->seen = t;
@@ -127,37 +136,6 @@ void fpi_rb_ahead_after_first_read(fpi_readback_ahead *ra, size_t appended, bool
 {
     ra->ready = ok && appended > 0;
     ra->clean_calls = calls;
-}
-
-/* Appends the planned read-back iov[0, n) (buf: pointers into `base`, or
- * offsets when base is NULL) to the sample's record. */
-static void record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t span, const uint8_t *base)
-{
-    fpi_rb_list *l = &ra->seen;
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += iov[i].len;
-    if (l->bytes + bytes > FPI_MAX_READ_AHEAD_BYTES || l->spans + span > FPI_MAX_READ_AHEAD_BYTES) {
-        ra->recording = false; /* too much to read ahead: the next sample reads its own */
-        return;
-    }
-    fp_iov *ni = fpi_grow(l->iov, &l->iov_cap, l->niov + n, sizeof *ni, RB_IOV_INITIAL);
-    if (ni)
-        l->iov = ni;
-    fpi_rb_record *nr = ni ? fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL) : NULL;
-    if (!nr) {
-        ra->recording = false;
-        return;
-    }
-    l->rec = nr;
-    for (size_t i = 0; i < n; i++) {
-        size_t off = base ? (size_t)((const uint8_t *)iov[i].buf - base) : (size_t)(uintptr_t)iov[i].buf;
-        l->iov[l->niov + i] = (fp_iov){iov[i].addr, (void *)(uintptr_t)off, iov[i].len};
-    }
-    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, span};
-    l->niov += n;
-    l->bytes += bytes;
-    l->spans += span;
 }
 
 /* Were exactly the ranges iov[0, n) read ahead as the next record, laid
@@ -203,7 +181,7 @@ void fpi_rb_ahead_note(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size
                        bool clean)
 {
     if (clean && ra->recording)
-        record(ra, iov, n, span, base);
+        (void)record(ra, iov, n, span, base);
 }
 
 void fpi_rb_ahead_failed(fpi_readback_ahead *ra)

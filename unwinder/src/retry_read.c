@@ -28,11 +28,6 @@
 #define RETRY_BUF_INITIAL 65536u
 #define WORD 8u
 
-void fpi_retry_begin_attempt(fp_session *s)
-{
-    fpi_rb_ahead_begin_sample(&s->rb_retry);
-}
-
 static const fpi_thread_memo *memo_of(const fp_session *s, uint64_t ts)
 {
     for (size_t i = s->ncur_ts; i-- > 0;)

@@ -7,11 +7,6 @@
 
 #include "session.h"
 
-/* Before each attempt at one thread's walk: the read-backs the last
- * attempt planned become the ones its retry reads ahead, and this
- * attempt's read-backs are recorded (while s->rb_retry_on). */
-void fpi_retry_begin_attempt(fp_session *s);
-
 /* The retry of thread state ts, torn in the last attempt: reads in one
  * batched read its thread state, where that attempt found its chunks
  * (with a margin) and its _PyCFrame, and that attempt's read-backs' ranges

@@ -955,7 +955,9 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
     int rc = FP_OK;
     s->rb_retry_on = true;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
-        fpi_retry_begin_attempt(s);
+        /* The read-backs the last attempt planned become the ones its
+         * retry reads ahead (retry_read.c); this attempt's are recorded. */
+        fpi_rb_ahead_begin_sample(&s->rb_retry);
         /* Stopped, the thread is one instant; a walk that still fails
          * stopped it in the middle of an update (a frame or a chunk being
          * pushed or popped): it runs on a little, and is stopped again. */
