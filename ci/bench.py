@@ -339,19 +339,25 @@ def main(argv):
     return 1 if failed else 0
 
 
-def on_signal(signum, frame):
-    kill_all_targets()
-    say("interrupted by %s: every target killed" % signal.Signals(signum).name)
-    raise SystemExit(128 + signum)
+def run_main(main, prog):
+    """Runs main(argv) as the command `prog`: every target started is killed
+    at exit, on an error and on SIGINT, SIGTERM and SIGHUP."""
+    def on_signal(signum, frame):
+        kill_all_targets()
+        print("%s: interrupted by %s: every target killed" % (prog, signal.Signals(signum).name),
+              file=sys.stderr, flush=True)
+        raise SystemExit(128 + signum)
 
-
-if __name__ == "__main__":
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, on_signal)
     try:
         sys.exit(main(sys.argv[1:]))
     except BenchError as e:
-        say("error: %s" % e)
+        print("%s: error: %s" % (prog, e), file=sys.stderr, flush=True)
         sys.exit(1)
     finally:
         kill_all_targets()
+
+
+if __name__ == "__main__":
+    run_main(main, "bench")
