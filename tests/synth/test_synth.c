@@ -1890,6 +1890,32 @@ static void test_read_backs_per_link(void **state)
     each_chain_scene(unknown_depth_read_back);
 }
 
+/* A top frame with neither locals nor stack (3.11, 3.12: `def spin():
+ * while True: pass`) ends fr_localsplus bytes after its start, short of
+ * fr_size, at the data stack's top: its header is what the walk reads, and
+ * it is live.  Refused as "beyond the live part" before, such a thread was
+ * never sampled, not even stopped. */
+static void top_frame_without_slots(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t ts = synth_thread_state_addr(b->img, 0), top = synth_frame_addr(b->img, 0, 0) + (uint64_t)l->fr_localsplus;
+    memcpy(synth_bytes(b->img, ts + (uint64_t)l->ts_datastack_top, 8), &top, 8);
+    for (int k = 0; k < 2; k++) { /* the first read, then the steady state's */
+        if (fp_session_sample(b->s, b->sm) != FP_OK)
+            fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        check_thread(id, b->sm, 0, EXPECT_T2, 3);
+    }
+    print_message("# %s: a top frame of %d header bytes at the data stack's top (fr_size %d)\n", id,
+                  (int)l->fr_localsplus, (int)l->fr_size);
+}
+
+static void test_top_frame_without_slots(void **state)
+{
+    (void)state;
+    each_chain_scene(top_frame_without_slots);
+}
+
 static void test_cycle_at_max_depth(void **state)
 {
     (void)state;
@@ -2600,7 +2626,7 @@ int main(void)
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_exit_and_start), cmocka_unit_test(test_thread_exits_during_walk),
         cmocka_unit_test(test_read_stats),
-        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_retry_in_one_read), cmocka_unit_test(test_read_back_ahead_ranges_moved),
+        cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_retry_in_one_read), cmocka_unit_test(test_top_frame_without_slots), cmocka_unit_test(test_read_back_ahead_ranges_moved),
         cmocka_unit_test(test_tlbc_array_moved),
         cmocka_unit_test(test_code_confirmed_per_walk),
         cmocka_unit_test(test_code_generation_checked),

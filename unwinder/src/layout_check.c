@@ -62,17 +62,21 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     if (l->ts_cframe == FPI_OFF_NONE && l->ts_current_frame == FPI_OFF_NONE)
         need(&c, "top frame pointer (none)", -2, 0, 0);
 
-    /* Frame: frame_bytes hands out fr_size bytes (≤ FPI_MAX_STRUCT_READ). */
+    /* Frame: frame_bytes hands out fr_size bytes (≤ FPI_MAX_STRUCT_READ), of
+     * which only the header before localsplus must lie in the data stack's
+     * live part: every field the walk reads lies in it. */
     int64_t fr = l->fr_size > 0 && l->fr_size <= FPI_MAX_STRUCT_READ ? l->fr_size : 0;
-    need(&c, "fr_executable", l->fr_executable, PTR, fr);
-    need(&c, "fr_previous", l->fr_previous, PTR, fr);
-    need(&c, "fr_instr_ptr", l->fr_instr_ptr, PTR, fr);
-    need(&c, "fr_owner", l->fr_owner, U8, fr);
-    need(&c, "fr_tlbc_index", l->fr_tlbc_index, U32, fr);
-    need(&c, "fr_stacktop", l->fr_stacktop, U32, fr);
-    need(&c, "fr_funcobj", l->fr_funcobj, PTR, fr);
     need(&c, "fr_localsplus", l->fr_localsplus, PTR, fr);
-    need(&c, "fr_stackpointer", l->fr_stackpointer, PTR, fr);
+    int64_t hdr = l->fr_localsplus > 0 && l->fr_localsplus + PTR <= fr ? l->fr_localsplus : 0;
+    need(&c, "fr_executable", l->fr_executable, PTR, hdr);
+    need(&c, "fr_previous", l->fr_previous, PTR, hdr);
+    need(&c, "fr_instr_ptr", l->fr_instr_ptr, PTR, hdr);
+    need(&c, "fr_owner", l->fr_owner, U8, hdr);
+    need(&c, "fr_is_entry", l->fr_is_entry, U8, hdr);
+    need(&c, "fr_tlbc_index", l->fr_tlbc_index, U32, hdr);
+    need(&c, "fr_stacktop", l->fr_stacktop, U32, hdr);
+    need(&c, "fr_funcobj", l->fr_funcobj, PTR, hdr);
+    need(&c, "fr_stackpointer", l->fr_stackpointer, PTR, hdr);
 
     /* Code object: the cache copies [0, co_code_adaptive) (≤ 4096 and
      * within co_size) and reads every identity field from that copy. */

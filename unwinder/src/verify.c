@@ -146,7 +146,7 @@ static bool live_below_top(const fp_session *s, const fpi_walk_used *u, uint64_t
     const fpi_chunk_copy *c = &u->chunks[0];
     for (size_t i = 0; i < u->nseen; i++) {
         uint64_t a = u->seen[i].addr;
-        if (a >= c->remote && a < c->remote + c->alloc && (top < a || top - a < (uint64_t)s->layout.fr_size))
+        if (a >= c->remote && a < c->remote + c->alloc && (top < a || top - a < (uint64_t)s->layout.fr_localsplus))
             return false;
     }
     return true;

@@ -143,7 +143,10 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
         }
         if (used + want > FPI_MAX_STACK_COPY)
             return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FPI_MAX_STACK_COPY);
-        uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want, 1, STACK_COPY_INITIAL);
+        /* The last frame's fr_size bytes may pass the live part's end
+         * (frame_bytes): the buffer reaches that far. */
+        uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want + (size_t)l->fr_size, 1,
+                               STACK_COPY_INITIAL);
         fpi_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
         if (nb)
             s->stack_buf = nb;
@@ -178,13 +181,18 @@ static int copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_th
     return FP_OK;
 }
 
-/* Returns a pointer to fr_size bytes of the frame at addr: from the chunk
- * copy when it lies inside one's live part, else read directly into
- * s->frame_buf.  A frame inside a chunk but beyond its live part is dead:
- * the walk followed a pointer the thread had already left behind. */
+/* Returns a pointer to the frame at addr, of which the walk reads the
+ * header (fr_localsplus bytes: layout_check.c): from the chunk copy when
+ * the header lies inside one's live part, else fr_size bytes read directly
+ * into s->frame_buf.  A frame's locals and stack may end before fr_size (a
+ * function with neither, 3.11: `while True: pass`, whose frame ends 8
+ * bytes short of sizeof(_PyInterpreterFrame) at the data stack's top).  A
+ * frame inside a chunk but beyond its live part is dead: the walk followed
+ * a pointer the thread had already left behind. */
 static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk, const uint8_t **out, bool *outside)
 {
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
+    size_t hdr = (size_t)s->layout.fr_localsplus;
     *outside = false;
     /* The search starts at *chunk, the chunk of the frame before: a chain's
      * frames lie in its chunks newest first (a scan from the first chunk
@@ -193,7 +201,7 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk,
         size_t i = (*chunk + k) % s->nchunks;
         const fpi_chunk_copy *c = &s->chunks[i];
         if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
-            c->remote + c->size - addr >= fsize) {
+            c->remote + c->size - addr >= hdr) {
             *out = s->stack_buf + c->local + (addr - c->remote);
             *chunk = i;
             return FP_OK;
