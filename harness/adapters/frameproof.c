@@ -1,12 +1,14 @@
 /* frameproof.c — libframeproof as an unwinder under test: its reader x
- * code-cache configurations, its blocking mode and (named only) the
- * stopping of torn threads, declared as data, each one session kept across
- * the checkpoints of a case. */
+ * code-cache configurations, its blocking mode, sampling from the target
+ * thread's CPU (colocate.h) and (named only) the stopping of torn threads,
+ * declared as data, each one session kept across the checkpoints of a
+ * case. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "adapter.h"
+#include "colocate.h"
 #include "conform.h"
 #include "frameproof/frameproof.h"
 
@@ -17,11 +19,15 @@ typedef struct fp_config {
     bool cache_code;
     bool blocking;         /* every thread stopped for each sample */
     bool pause_torn;       /* a thread whose walks keep tearing stopped alone */
+    bool colocate;         /* each sample made from the CPU the target's running thread last ran on */
 } fp_config;
 
 typedef struct fp_state {
     fp_session *s;
     fp_sample *sm;
+    bool colocating;
+    bool have_last;        /* sm holds the last usable sample (the thread to follow) */
+    fps_colocation col;
     char info[INFO_LEN];
 } fp_state;
 
@@ -29,12 +35,13 @@ typedef struct fp_state {
 #define FRAMEPROOF_FIELDS CF_FIELDS_ALL
 
 static const fp_config CONFIGS[] = {
-    {FP_READER_VM, true, false, false},
-    {FP_READER_VM, false, false, false},
-    {FP_READER_MEM, true, false, false},
-    {FP_READER_MEM, false, false, false},
-    {FP_READER_VM, true, true, false},
-    {FP_READER_VM, true, false, true},
+    {FP_READER_VM, true, false, false, false},
+    {FP_READER_VM, false, false, false, false},
+    {FP_READER_MEM, true, false, false, false},
+    {FP_READER_MEM, false, false, false, false},
+    {FP_READER_VM, true, true, false, false},
+    {FP_READER_VM, true, false, true, false},
+    {FP_READER_VM, true, false, false, true},
 };
 
 static void detach(void *state)
@@ -42,6 +49,8 @@ static void detach(void *state)
     fp_state *st = state;
     if (!st)
         return;
+    if (st->colocating)
+        fps_colocate_stop(&st->col);
     fp_sample_free(st->sm);
     fp_session_free(st->s);
     free(st);
@@ -70,6 +79,13 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
         snprintf(err, errlen, "attach failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
         detach(st);
         return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
+    }
+    if (cfg->colocate) {
+        if (fps_colocate_start(&st->col, t->pid, err, errlen) != FP_OK) {
+            detach(st);
+            return CF_E_UNWINDER;
+        }
+        st->colocating = true;
     }
     fp_python_info py;
     if (fp_session_python(st->s, &py) == FP_OK)
@@ -123,7 +139,10 @@ static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
 static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 {
     fp_state *st = state;
+    if (st->colocating)
+        fps_colocate_follow(&st->col, st->have_last ? st->sm : NULL);
     int rc = fp_session_sample(st->s, st->sm);
+    st->have_last = fp_sample_usable(rc, st->sm);
     /* An incomplete sample holds the threads reached; the failed ones carry
      * their error and are reported per thread (fp_session_sample). */
     if (!fp_sample_usable(rc, st->sm)) {
@@ -156,6 +175,7 @@ static const cf_adapter_def DEFS[] = {
     FP_DEF("mem+nocache", 3),
     FP_DEF("vm+cache+blocking", 4),
     FP_DEF_SEL("vm+cache+pause-torn", 5, true), /* stops target threads: only when asked for by name */
+    FP_DEF("vm+cache+colocate", 6),
 };
 
 size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)

@@ -30,7 +30,7 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
-    "                       [--no-cache] [--json] [--blocking | --pause-torn] [--floor]\n"
+    "                       [--no-cache] [--json] [--blocking | --pause-torn] [--colocate] [--floor]\n"
     "                       [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
@@ -49,6 +49,10 @@ static const char BENCH_USAGE[] =
     "                   up; the output adds the achieved rate and missed ticks\n"
     "  --duration S     stop after S seconds (at most " BENCH_XSTR(BENCH_MAX_DURATION_S) "); N then bounds\n"
     "                   the run only when --samples is given\n"
+    "  --colocate       make each sample from the CPU the target's GIL holder\n"
+    "                   (else its main thread) last ran on, moving bench's\n"
+    "                   thread there first: while bench reads, that thread does\n"
+    "                   not run (\"colocate_moves\": the moves made)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
@@ -170,6 +174,9 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                    st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
         printf(",\"torn_walks\":%llu,\"paused_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn,
                (unsigned long long)r->seen.paused, x->peak_rss_kib);
+        if (c->colocate_pid > 0)
+            printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu", (unsigned long long)st->colocate_moves,
+                   (unsigned long long)st->colocate_unknown);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
@@ -195,6 +202,9 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         if (o->pause_torn)
             printf("thread walks done again with their thread stopped (--pause-torn): %llu\n",
                    (unsigned long long)r->seen.paused);
+        if (c->colocate_pid > 0)
+            printf("colocated: %llu moves to another CPU, %llu samples where the thread's CPU was unknown\n",
+                   (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);
@@ -259,6 +269,7 @@ int fp_cmd_bench(int argc, char **argv)
         {"pause-torn", no_argument, NULL, 'T'},
         {"json", no_argument, NULL, 'j'},
         {"floor", no_argument, NULL, 'F'},
+        {"colocate", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -303,6 +314,7 @@ int fp_cmd_bench(int argc, char **argv)
         case 'T': o.pause_torn = true; break;
         case 'j': json = 1; break;
         case 'F': extra.floor = true; break;
+        case 'C': cfg.colocate_pid = 1; break; /* the pid, once known */
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -315,6 +327,8 @@ int fp_cmd_bench(int argc, char **argv)
         fputs("frameproof bench: --blocking and --pause-torn exclude each other\n", stderr);
         return FP_EXIT_USAGE;
     }
+    if (cfg.colocate_pid)
+        cfg.colocate_pid = (int)pid;
     /* --duration alone is bounded by the most samples bench can keep. */
     cfg.count = n ? n : cfg.duration_s > 0 ? BENCH_MAX_SAMPLES : BENCH_DEFAULT_SAMPLES;
     int status = FP_EXIT_ERROR;

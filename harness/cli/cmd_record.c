@@ -48,7 +48,7 @@ static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
-    "                         [--blocking | --pause-torn] [--realtime]\n"
+    "                         [--blocking | --pause-torn] [--realtime] [--colocate]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -86,11 +86,20 @@ static const char RECORD_USAGE[] =
     "                   the end; needs root or CAP_SYS_NICE): a busy target can\n"
     "                   then neither delay a tick nor preempt a sample, which\n"
     "                   keeps the rate with --blocking on many running threads\n"
+    "  --colocate       take each sample from the CPU the target's GIL holder\n"
+    "                   (else its main thread) last ran on, moving the sampler\n"
+    "                   there first: while it reads, that thread does not run,\n"
+    "                   so its samples are hardly ever torn (threads running at\n"
+    "                   once on free-threaded builds keep running elsewhere)\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
     FP_CLI_UNTESTED_HELP
-    "  --help           print this help\n"
+    "  --help           print this help\n";
+
+/* The rest of the help (one string would pass the 4095 characters C11
+ * compilers must take). */
+static const char RECORD_USAGE_END[] =
     "\n"
     "A sample that the target changed under (torn) is counted and left out,\n"
     "never guessed: the summary on stderr gives attempts, samples kept, errors\n"
@@ -206,6 +215,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
         {"realtime", no_argument, NULL, 'X'},
+        {"colocate", no_argument, NULL, 'L'},
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-progress", no_argument, NULL, 'N'},
@@ -265,6 +275,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         case 'B': o->lib.blocking = true; break;
         case 'T': o->lib.pause_torn = true; break;
         case 'X': o->sampling.realtime = true; break;
+        case 'L': o->sampling.colocate_pid = 1; break; /* the pid, once known */
         case 'r':
             if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
                 return -1;
@@ -278,8 +289,8 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'N': o->progress = false; break;
         case 'U': o->lib.allow_untested = true; break;
-        case 'h': fputs(RECORD_USAGE, stdout); return 1;
-        default: fputs(RECORD_USAGE, stderr); return -1;
+        case 'h': fputs(RECORD_USAGE, stdout); fputs(RECORD_USAGE_END, stdout); return 1;
+        default: fputs(RECORD_USAGE, stderr); fputs(RECORD_USAGE_END, stderr); return -1;
         }
     }
     if (optind < argc && strcmp(argv[optind - 1], "--") == 0)
@@ -290,7 +301,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         return -1;
     }
     if (!o->pid == !o->command) {
-        fprintf(stderr, "frameproof record: give either --pid PID or -- COMMAND\n%s", RECORD_USAGE);
+        fprintf(stderr, "frameproof record: give either --pid PID or -- COMMAND\n%s%s", RECORD_USAGE, RECORD_USAGE_END);
         return -1;
     }
     if (o->lib.blocking && o->lib.pause_torn) {
@@ -425,12 +436,17 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
             run->torn_walks, 100.0 * torn, run->mean_sample_us);
     if (o->lib.pause_torn)
         fprintf(stderr, "  walked again with their thread stopped (--pause-torn): %" PRIu64 "\n", run->paused_walks);
+    if (o->sampling.colocate_pid > 0)
+        fprintf(stderr, "  colocated (--colocate): %" PRIu64 " moves to another CPU, %" PRIu64
+                " attempts where the followed thread's CPU was unknown\n", st->colocate_moves, st->colocate_unknown);
     if (torn >= RECORD_TORN_NOTE && !o->lib.blocking && !o->lib.pause_torn)
         fprintf(stderr,
                 "  note: a sample is kept only when nothing changed while it was read (%.1f us on average), so\n"
-                "  stacks that last about that long or less are under-represented; --blocking samples them\n"
-                "  exactly, pausing the target for each sample\n",
-                run->mean_sample_us);
+                "  stacks that last about that long or less are under-represented; %s\n",
+                run->mean_sample_us,
+                o->sampling.colocate_pid > 0 ? "--blocking samples them exactly, pausing the target for each sample"
+                                             : "--colocate reads the GIL holder while it does not run, and\n"
+                                               "  --blocking samples every thread exactly, pausing the target for each sample");
     if (o->sampling.realtime && missed >= RECORD_REALTIME_MISSED_NOTE)
         fprintf(stderr,
                 "  note: --realtime could not hold %g Hz: the sampler ran without a pause at real-time\n"
@@ -565,6 +581,8 @@ int fp_cmd_record(int argc, char **argv)
         return FP_EXIT_ERROR;
     }
     int target = (int)pid;
+    if (o.sampling.colocate_pid)
+        o.sampling.colocate_pid = target;
     int rc = fp_session_new(&o.lib, &s);
     if (rc == FP_OK)
         rc = fp_sample_new(&sm);
@@ -585,7 +603,7 @@ int fp_cmd_record(int argc, char **argv)
     record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO)};
     fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
-                    .realtime = o.sampling.realtime};
+                    .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
         if (start_output(&o, &ro))

@@ -33,6 +33,7 @@ typedef struct fpr_run {
     bool poisson;
     bool blocking;
     bool realtime;            /* sampled at real-time priority (record --realtime) */
+    bool colocate;            /* sampled from the target thread's CPU (record --colocate) */
     const fps_stats *stats;   /* the sampling run's outcome */
     uint64_t torn_walks;      /* fp_read_stats.torn: thread walks the target changed under, walked again */
     uint64_t paused_walks;    /* fp_read_stats.paused: walked again with their thread stopped (--pause-torn) */

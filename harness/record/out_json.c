@@ -61,6 +61,8 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_bool(&j, run->blocking);
     fp_json_key(&j, "realtime");
     fp_json_bool(&j, run->realtime);
+    fp_json_key(&j, "colocate");
+    fp_json_bool(&j, run->colocate);
     end(&j, out);
 }
 

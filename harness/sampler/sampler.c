@@ -4,6 +4,8 @@
  * the statistics of the run. */
 #include "sampler.h"
 
+#include "colocate.h"
+
 #include <errno.h>
 #include <linux/sched.h>       /* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
 #include <linux/sched/types.h> /* struct sched_attr */
@@ -189,6 +191,8 @@ static int check_config(const fp_session *s, const fp_sample *sm, const fps_conf
         return FP_E_INVALID_ARG;
     if ((c->poisson || c->realtime) && c->rate_hz == 0)
         return FP_E_INVALID_ARG;
+    if (c->colocate_pid < 0)
+        return FP_E_INVALID_ARG;
     if (!c->count && c->duration_s == 0 && !cb)
         return FP_E_INVALID_ARG;
     return FP_OK;
@@ -233,6 +237,15 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     /* The kernel lets a timed sleep overrun by the thread's timer slack
      * (50 us by default), which alone would cap a paced run near 20 kHz
      * and skew every tick: a paced run asks for 1 ns and restores it. */
+    fps_colocation col;
+    if (c->colocate_pid > 0 &&
+        (ret = fps_colocate_start(&col, c->colocate_pid, st->first_fatal, sizeof st->first_fatal)) != FP_OK) {
+        if (sched_changed)
+            restore_sched(&old_sched);
+        st->stop_reason = FPS_STOP_FATAL;
+        return ret;
+    }
+    bool have_last = false; /* sm holds the last attempt's usable sample */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
@@ -260,6 +273,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             break;
         }
         fps_outcome o = {.index = index};
+        if (c->colocate_pid > 0)
+            fps_colocate_follow(&col, have_last ? sm : NULL);
         const int64_t start = now_ns();
         o.rc = fp_session_sample(s, sm);
         now = now_ns();
@@ -267,6 +282,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.cost_ns = now - start;
         o.cls = fps_classify(o.rc);
         o.sample = fp_sample_usable(o.rc, sm) ? sm : NULL;
+        have_last = o.sample != NULL;
         o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
         count_attempt(st, &o);
         const int stop = cb ? cb(ctx, &o) : 0;
@@ -283,6 +299,11 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
     }
     now = now_ns();
+    if (c->colocate_pid > 0) {
+        st->colocate_moves = col.moves;
+        st->colocate_unknown = col.unknown;
+        fps_colocate_stop(&col);
+    }
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, (unsigned long)old_slack, 0, 0, 0);
     if (sched_changed)

@@ -49,6 +49,8 @@ typedef struct fps_config {
     bool poisson;      /* exponential gaps of mean 1/rate_hz (needs rate_hz) instead of fixed ones */
     uint64_t seed;     /* seeds the gaps of a Poisson schedule: equal seeds, equal schedules */
     bool realtime;     /* a paced run (needs rate_hz) at SCHED_FIFO priority FPS_RT_PRIORITY, see fps_run */
+    int colocate_pid;  /* > 0: the session's target; each attempt is made from the CPU its running thread
+                          last ran on (colocate.h); 0: wherever the scheduler puts the caller */
 } fps_config;
 
 /* Back to back, unbounded, fixed spacing, seed 0, not real-time. */
@@ -92,6 +94,8 @@ typedef struct fps_stats {
      * the start to the deadline, or to the first tick it did not sample),
      * so missed ticks lower it; otherwise attempts per second of elapsed_s. */
     double achieved_rate_hz;
+    uint64_t colocate_moves; /* colocate_pid: moves of the calling thread to another CPU */
+    uint64_t colocate_unknown; /* ... attempts made where the followed thread's CPU was not known */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;
@@ -106,8 +110,9 @@ int fps_realtime_check(char *msg, size_t msglen);
  * duration or callback; the FP_E_* code of the fatal attempt that stopped
  * it (fp_session_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
  * s, sm or c, a negative, non-finite or too large rate or duration,
- * poisson or realtime without a rate, or neither count nor duration
- * without cb; FP_E_PERMISSION when realtime was asked for and the kernel
+ * poisson or realtime without a rate, a negative colocate_pid, or neither
+ * count nor duration without cb; FP_E_IO when colocation cannot start
+ * (first_fatal says why); FP_E_PERMISSION when realtime was asked for and the kernel
  * refused it (no CAP_SYS_NICE and RLIMIT_RTPRIO below FPS_RT_PRIORITY;
  * FP_E_IO for any other failure: nothing was sampled) and FP_E_IO if
  * sleeping until a tick fails (for both, first_fatal says so).  out
@@ -126,7 +131,9 @@ int fps_realtime_check(char *msg, size_t msglen);
  * (a blocking sample's resume wakes the target's threads, which otherwise
  * preempt the sampler in the middle of it).  The time such a run takes
  * must stay below the kernel's real-time share (sched_rt_runtime_us of
- * sched_rt_period_us, 95 % by default), which throttles it beyond. */
+ * sched_rt_period_us, 95 % by default), which throttles it beyond.  A
+ * colocated run moves the calling thread before each attempt (colocate.h)
+ * and gives it its CPU affinity back at the end. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

@@ -23,7 +23,7 @@ static void test_plain_name_leaves_out_named_only(void **state)
     cf_adapter_set set;
     char err[ERR_LEN] = "";
     assert_int_equal(cf_adapter_set_build(names, 1, &o, &set, err, sizeof err), CF_OK);
-    assert_int_equal(set.count, 5);
+    assert_int_equal(set.count, 6);
     for (size_t i = 0; i < set.count; i++) {
         assert_false(set.defs[i].named_only);
         assert_string_not_equal(set.defs[i].config, PAUSE_TORN);

@@ -20,7 +20,8 @@ usage: test_record.py FRAMEPROOF_BINARY
 3. --pid on a running target for a duration leaves it running; SIGINT
    during an open-ended run still writes the profile and exits 0 and the
    launched command is ended; --realtime --blocking gives the same chains,
-   and a --realtime the kernel refuses is a one-line error;
+   and a --realtime the kernel refuses is a one-line error; --colocate
+   gives the same chains, says so in the JSON header and gives its moves;
 4. usage and runtime errors are one-line messages with the documented
    exit status."""
 import json
@@ -504,6 +505,17 @@ def json_header(path):
         return json.loads(f.readline())
 
 
+def header_with_and_without(pid, tmp, option):
+    """The JSON header's field `option` of a short record of pid with
+    --OPTION and without it (or the error of a run that failed)."""
+    heads = []
+    for flags in ((f"--{option}",), ()):
+        js = os.path.join(tmp, f"{option}.jsonl")
+        r = record("--pid", pid, "--duration", STARTUP_S, "--format", "json", "-o", js, *flags)
+        heads.append(json_header(js).get(option) if r.returncode == 0 else r.stderr)
+    return heads
+
+
 def realtime(entry, tmp):
     """--realtime --blocking --pid: the same chains, the target left running,
     the JSON header saying realtime (and not without it); refused (no
@@ -516,11 +528,7 @@ def realtime(entry, tmp):
                    "--blocking", "--realtime")
         check_collapsed("record --realtime --blocking --pid", r, it.script)
         check("record --realtime: the target is left running", alive(target.pid))
-        heads = []
-        for flags in (("--realtime",), ()):
-            js = os.path.join(tmp, "realtime.jsonl")
-            r = record("--pid", target.pid, "--duration", STARTUP_S, "--format", "json", "-o", js, *flags)
-            heads.append(json_header(js).get("realtime") if r.returncode == 0 else r.stderr)
+        heads = header_with_and_without(target.pid, tmp, "realtime")
         check("record --realtime: the JSON header says so", heads == [True, False], heads)
         r = record("--pid", target.pid, "--rate", UNHOLDABLE_RATE, "--duration", UNHOLDABLE_SECONDS, "--realtime")
         check("record --realtime: a rate it cannot hold is noted",
@@ -534,6 +542,26 @@ def realtime(entry, tmp):
                             "--duration", str(RUN_SECONDS), "--realtime"], capture_output=True, timeout=TIMEOUT)
         ok, detail = one_line_error(r, 1, "--realtime: cannot sample at real-time priority")
         check("error: --realtime refused", ok and r.stdout == b"", detail)
+    finally:
+        target.kill()
+        target.wait()
+        it.close()
+
+
+def colocate(entry, tmp):
+    """--colocate --pid: the same chains, the target left running, the JSON
+    header saying colocate (and not without it), the summary giving the
+    moves made."""
+    it = Interp(entry)
+    target = subprocess.Popen(it.argv(LONG_SECONDS), stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(STARTUP_S)
+        r = record("--pid", target.pid, "--rate", RATE, *SHARE_SAMPLING, "--duration", RUN_SECONDS, "--colocate")
+        check_collapsed("record --colocate --pid", r, it.script)
+        check("record --colocate: the summary gives its moves", b"colocated (--colocate): " in r.stderr, r.stderr)
+        check("record --colocate: the target is left running", alive(target.pid))
+        heads = header_with_and_without(target.pid, tmp, "colocate")
+        check("record --colocate: the JSON header says so", heads == [True, False], heads)
     finally:
         target.kill()
         target.wait()
@@ -610,11 +638,13 @@ def main():
             skip("--pid and SIGINT", "no interpreter provisioned")
             skip("json streamed", "no interpreter provisioned")
             skip("record --realtime", "no interpreter provisioned")
+            skip("record --colocate", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
             json_streamed(first)
             by_pid_and_interrupt(first, tmp)
             realtime(first, tmp)
+            colocate(first, tmp)
         errors(provisioned)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

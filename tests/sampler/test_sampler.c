@@ -4,7 +4,8 @@
  * classification, missed ticks without catch-up and Poisson spacing, and
  * a paced run's timer slack and time slice, given back afterwards (a
  * caller's own slice too), and a real-time run's priority, given back
- * too, or refused with its reason.
+ * too, or refused with its reason; a colocated run's moves to the CPU of
+ * the target's GIL holder, and the caller's affinity given back.
  * usage: test_sampler PYTHON (empty: skipped) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,12 +31,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "colocate.h"
 #include "sampler.h"
 
 #define READY_TIMEOUT_MS 30000 /* interpreter start-up, slow under sanitizers */
 #define MAX_RECORDED 1024      /* attempts a test callback records */
 #define NS_PER_MS 1000000
 #define TARGET_PROGRAM "import sys, time\nprint('ready', flush=True)\nwhile True: time.sleep(0.001)\n"
+/* A worker thread spinning with the GIL while the main thread waits for it
+ * without the GIL: the thread a colocated run follows is the worker. */
+#define SPIN_PROGRAM                                                                                        \
+    "import threading\ndef spin():\n    while True: pass\n"                                                  \
+    "t = threading.Thread(target=spin, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
+#define COLOCATE_SAMPLES 30
+#define CPU_READ_TRIES 20   /* a running thread may move between two reads of its CPU */
+#define HOLDER_TRIES 300    /* samples, HOLDER_PAUSE_NS apart, before the worker must have been seen with the GIL */
+#define HOLDER_PAUSE_NS 10000000L /* on a loaded machine the worker may wait for a CPU, the GIL free meanwhile */
 
 static const char *python;
 
@@ -46,8 +57,8 @@ typedef struct target {
     fp_sample *sm;
 } target;
 
-/* Starts TARGET_PROGRAM and waits for its "ready" line. */
-static pid_t spawn_python(void)
+/* Starts program and waits for its "ready" line. */
+static pid_t spawn_program(const char *program)
 {
     int fd[2];
     assert_int_equal(pipe(fd), 0);
@@ -57,7 +68,7 @@ static pid_t spawn_python(void)
         dup2(fd[1], STDOUT_FILENO);
         close(fd[0]);
         close(fd[1]);
-        execl(python, python, "-c", TARGET_PROGRAM, (char *)NULL);
+        execl(python, python, "-c", program, (char *)NULL);
         _exit(127);
     }
     close(fd[1]);
@@ -83,11 +94,11 @@ static void reap(pid_t pid)
         ;
 }
 
-static int setup(void **state)
+static int setup_program(void **state, const char *program)
 {
     target *t = calloc(1, sizeof *t);
     assert_non_null(t);
-    t->pid = spawn_python();
+    t->pid = spawn_program(program);
     assert_int_equal(fp_session_new(NULL, &t->s), FP_OK);
     assert_int_equal(fp_sample_new(&t->sm), FP_OK);
     int rc = fp_session_attach_pid(t->s, (int)t->pid);
@@ -95,6 +106,16 @@ static int setup(void **state)
         fail_msg("attach: %s", fp_session_errmsg(t->s));
     *state = t;
     return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_program(state, TARGET_PROGRAM);
+}
+
+static int setup_spin(void **state)
+{
+    return setup_program(state, SPIN_PROGRAM);
 }
 
 static int teardown(void **state)
@@ -519,6 +540,140 @@ static void test_invalid(void **state)
     assert_int_equal(fps_run(t->s, t->sm, &good, NULL, NULL, NULL), FP_OK);
 }
 
+/* The CPU thread tid of process pid last ran on (field 39 of its stat). */
+static int last_cpu(pid_t pid, uint64_t tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/task/%llu/stat", (int)pid, (unsigned long long)tid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = 0;
+    char *p = strrchr(buf, ')');
+    assert_non_null(p);
+    int cpu = -1;
+    for (int field = 2; p && field < 39; field++)
+        p = strchr(p + 1, ' ');
+    assert_non_null(p);
+    assert_int_equal(sscanf(p + 1, "%d", &cpu), 1);
+    return cpu;
+}
+
+/* The calling thread's affinity mask, as the kernel gives it (the cpu_set_t
+ * of <sched.h> would clash with <linux/sched/types.h>). */
+#define MASK_WORDS (FPS_COLOCATE_MAX_CPUS / 64)
+typedef struct cpu_mask {
+    unsigned long w[MASK_WORDS];
+} cpu_mask;
+
+static bool get_mask(cpu_mask *m)
+{
+    memset(m, 0, sizeof *m);
+    return syscall(SYS_sched_getaffinity, 0, sizeof m->w, m->w) > 0;
+}
+
+static int mask_count(const cpu_mask *m)
+{
+    int n = 0;
+    for (size_t i = 0; i < MASK_WORDS; i++)
+        n += __builtin_popcountl(m->w[i]);
+    return n;
+}
+
+static int cpu_now(void)
+{
+    unsigned cpu = 0;
+    return syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? (int)cpu : -1;
+}
+
+/* What the colocation callback saw of the calling thread's affinity. */
+typedef struct colocated {
+    uint64_t calls, one_cpu;   /* attempts, and those made with a one-CPU mask */
+} colocated;
+
+static int on_colocated(void *ctx, const fps_outcome *o)
+{
+    (void)o;
+    colocated *c = ctx;
+    cpu_mask m;
+    c->calls++;
+    if (get_mask(&m) && mask_count(&m) == 1)
+        c->one_cpu++;
+    return 0;
+}
+
+/* A colocated run makes every attempt from one CPU, the one the target's
+ * thread last ran on, and gives the caller its affinity back afterwards. */
+static void test_colocate_run(void **state)
+{
+    target *t = *state;
+    cpu_mask before, after;
+    assert_true(get_mask(&before));
+    fps_config c = config(0, 0, COLOCATE_SAMPLES);
+    c.colocate_pid = (int)t->pid;
+    colocated seen = {0, 0};
+    fps_stats st;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_colocated, &seen, &st), FP_OK);
+    assert_int_equal(seen.calls, COLOCATE_SAMPLES);
+    assert_int_equal(seen.one_cpu, COLOCATE_SAMPLES);
+    assert_true(st.colocate_moves >= 1);
+    assert_int_equal(st.colocate_unknown, 0);
+    assert_true(get_mask(&after));
+    assert_memory_equal(&before, &after, sizeof before);
+    c.colocate_pid = -1;
+    assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, NULL), FP_E_INVALID_ARG);
+}
+
+/* The thread followed is the last sample's GIL holder (a worker spinning
+ * with it while the main thread waits), on the CPU it last ran on; the
+ * main thread without a sample; a process gone leaves the caller where it
+ * was; stop gives the affinity back. */
+static void test_colocate_follows_gil_holder(void **state)
+{
+    target *t = *state;
+    cpu_mask before, after;
+    assert_true(get_mask(&before));
+    fps_colocation col;
+    char msg[128];
+    assert_int_equal(fps_colocate_start(&col, 0, msg, sizeof msg), FP_E_INVALID_ARG);
+    assert_int_equal(fps_colocate_start(&col, (int)t->pid, msg, sizeof msg), FP_OK);
+    fps_colocate_follow(&col, NULL);
+    assert_int_equal(col.tid, (uint64_t)t->pid);
+    uint64_t holder = 0;
+    int rc = FP_OK;
+    for (int k = 0; k < HOLDER_TRIES && !holder; k++) {
+        if (k > 0) {
+            struct timespec pause = {0, HOLDER_PAUSE_NS};
+            nanosleep(&pause, NULL);
+        }
+        rc = fp_session_sample(t->s, t->sm);
+        for (size_t i = 0; rc == FP_OK && i < fp_sample_thread_count(t->sm); i++)
+            if (fp_sample_thread(t->sm, i)->holds_gil == FP_YES)
+                holder = fp_sample_thread(t->sm, i)->native_id;
+    }
+    if (holder == 0 || holder == (uint64_t)t->pid)
+        fail_msg("GIL holder %llu (main thread %d), last sample: %s %s", (unsigned long long)holder, (int)t->pid,
+                 fp_strerror(rc), fp_session_errmsg(t->s));
+    bool on_its_cpu = false;
+    for (int k = 0; k < CPU_READ_TRIES && !on_its_cpu; k++) {
+        fps_colocate_follow(&col, t->sm);
+        on_its_cpu = col.cpu == last_cpu(t->pid, holder) && cpu_now() == col.cpu;
+    }
+    assert_int_equal(col.tid, holder);
+    assert_true(on_its_cpu);
+    reap(t->pid);
+    t->pid = 0;
+    uint64_t unknown = col.unknown;
+    int cpu = col.cpu;
+    fps_colocate_follow(&col, t->sm);
+    assert_int_equal(col.unknown, unknown + 1);
+    assert_int_equal(col.cpu, cpu);
+    fps_colocate_stop(&col);
+    assert_true(get_mask(&after));
+    assert_memory_equal(&before, &after, sizeof before);
+}
+
 static void test_classify(void **state)
 {
     (void)state;
@@ -571,6 +726,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_realtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_realtime_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_custom_slice_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_run, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_follows_gil_holder, setup_spin, teardown),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);

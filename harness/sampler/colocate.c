@@ -1,0 +1,128 @@
+/* colocate.c — sampling from the CPU the target's running thread is on
+ * (colocate.h): which thread to follow, where it last ran (field 39 of
+ * /proc/PID/task/TID/stat, kept open and read again with pread), and the
+ * calling thread's move there with sched_setaffinity. */
+#include "colocate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define STAT_BYTES 1024    /* a /proc stat line; the comm field is at most 16 bytes */
+#define STAT_CPU_FIELD 39  /* "processor": the CPU the thread last ran on (proc(5)) */
+#define STAT_FIRST_AFTER_COMM 3 /* the field that follows "(comm) " */
+
+_Static_assert(sizeof(cpu_set_t) >= sizeof(((fps_colocation *)0)->old_mask), "a cpu_set_t holds the kept mask");
+
+int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen)
+{
+    memset(c, 0, sizeof *c);
+    c->stat_fd = -1;
+    c->cpu = -1;
+    if (pid < 1) {
+        snprintf(msg, msglen, "colocation needs a process id, not %d", pid);
+        return FP_E_INVALID_ARG;
+    }
+    c->pid = pid;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+        snprintf(msg, msglen, "cannot read the sampler's CPU affinity: %s", strerror(errno));
+        return FP_E_IO;
+    }
+    memcpy(c->old_mask, &set, sizeof c->old_mask);
+    c->have_old = true;
+    return FP_OK;
+}
+
+/* The thread of last to follow: its GIL holder, else its main thread;
+ * the process's first thread when last has neither. */
+static uint64_t pick(const fps_colocation *c, const fp_sample *last)
+{
+    uint64_t main_tid = 0;
+    size_t n = last ? fp_sample_thread_count(last) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const fp_thread *th = fp_sample_thread(last, i);
+        if (th->holds_gil == FP_YES && th->native_id)
+            return th->native_id;
+        if (th->main && th->native_id && !main_tid)
+            main_tid = th->native_id;
+    }
+    return main_tid ? main_tid : (uint64_t)c->pid;
+}
+
+/* The CPU thread c->tid last ran on, or -1. */
+static int thread_cpu(fps_colocation *c)
+{
+    char buf[STAT_BYTES];
+    ssize_t got = pread(c->stat_fd, buf, sizeof buf - 1, 0);
+    if (got <= 0)
+        return -1;
+    buf[got] = 0;
+    const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
+    if (!p)
+        return -1;
+    p++;
+    for (int field = STAT_FIRST_AFTER_COMM; field < STAT_CPU_FIELD; field++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+        if (!*p)
+            return -1;
+    }
+    char *end;
+    long cpu = strtol(p, &end, 10);
+    return end != p && cpu >= 0 && cpu < FPS_COLOCATE_MAX_CPUS ? (int)cpu : -1;
+}
+
+void fps_colocate_follow(fps_colocation *c, const fp_sample *last)
+{
+    uint64_t tid = pick(c, last);
+    if (tid != c->tid || c->stat_fd < 0) {
+        if (c->stat_fd >= 0)
+            close(c->stat_fd);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task/%llu/stat", c->pid, (unsigned long long)tid);
+        c->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+        c->tid = tid;
+    }
+    int cpu = c->stat_fd >= 0 ? thread_cpu(c) : -1;
+    if (cpu < 0) {
+        c->unknown++;
+        if (c->stat_fd >= 0)
+            close(c->stat_fd);
+        c->stat_fd = -1; /* the thread may be gone: open it again next time */
+        return;
+    }
+    if (cpu == c->cpu)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        c->unknown++; /* not a CPU the caller may run on (cgroup cpusets): it stays where it is */
+        return;
+    }
+    c->cpu = cpu;
+    c->moves++;
+}
+
+void fps_colocate_stop(fps_colocation *c)
+{
+    if (c->stat_fd >= 0)
+        close(c->stat_fd);
+    c->stat_fd = -1;
+    if (c->have_old && c->cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        memcpy(&set, c->old_mask, sizeof c->old_mask);
+        (void)sched_setaffinity(0, sizeof set, &set);
+    }
+    c->have_old = false;
+    c->cpu = -1;
+}

@@ -1,0 +1,50 @@
+/* colocate.h — sampling from the CPU the target's running thread is on.
+ *
+ * A running target thread changes its stack every microsecond or less, and
+ * a non-blocking sample that the thread changes under is torn (the library
+ * proves each sample consistent and refuses the others).  A thread does
+ * not run while another thread runs on its CPU: a sampler that moves to
+ * the CPU on which the target's thread last ran takes that CPU from it
+ * while it reads (the scheduler lets a woken sampler preempt it), and
+ * reads a thread that stands still, without stopping it, signalling it or
+ * writing anything into the target.  The thread followed is the one whose
+ * stack matters most: the last usable sample's GIL holder, else its main
+ * thread, else the process's first thread.  Threads that run Python at the
+ * same time (free-threaded builds) keep running on their own CPUs. */
+#ifndef FPS_COLOCATE_H
+#define FPS_COLOCATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/frameproof.h"
+
+#define FPS_COLOCATE_MAX_CPUS 1024 /* CPUs a colocated run can follow a thread onto (CPU ids below this) */
+
+typedef struct fps_colocation {
+    int pid;
+    uint64_t tid;          /* the thread followed (0: none yet) */
+    int stat_fd;           /* its /proc/PID/task/TID/stat, or -1 */
+    int cpu;               /* the CPU the calling thread was last moved to, or -1 */
+    unsigned char old_mask[FPS_COLOCATE_MAX_CPUS / 8]; /* the calling thread's affinity before the run */
+    bool have_old;
+    uint64_t moves;        /* moves to another CPU */
+    uint64_t unknown;      /* attempts made where the followed thread's CPU could not be read */
+} fps_colocation;
+
+/* Starts following process pid from the calling thread, whose affinity
+ * it keeps for fps_colocate_stop.  FP_OK, or FP_E_INVALID_ARG (pid < 1)
+ * or FP_E_IO (the affinity cannot be read) with the reason in msg. */
+int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen);
+
+/* Before an attempt: picks the thread to follow from last (the last usable
+ * sample, or NULL) and moves the calling thread to the CPU that thread
+ * last ran on.  Best effort: a thread gone or a CPU the caller may not run
+ * on only leaves the caller where it is (counted in c->unknown). */
+void fps_colocate_follow(fps_colocation *c, const fp_sample *last);
+
+/* Gives the calling thread its affinity back and closes what it opened. */
+void fps_colocate_stop(fps_colocation *c);
+
+#endif
