@@ -85,7 +85,7 @@ def samplers(args, entry):
     """(name, schedule, record's extra flags; None: CPython's sampler)."""
     out = []
     for schedule in args.schedule:
-        modes = [[]] + [[flag] for flag in ("--blocking", "--pause-torn")
+        modes = [[]] + [[flag] for flag in ("--blocking", "--pause-torn", "--colocate")
                         if getattr(args, flag[2:].replace("-", "_"))]
         for flags in modes + ([m + ["--realtime"] for m in modes] if args.realtime else []):
             out.append((" ".join(["frameproof"] + flags), schedule, flags))
@@ -109,6 +109,8 @@ def main():
                     help="sampling schedule of frameproof (repeatable; default both)")
     ap.add_argument("--blocking", action="store_true", help="also run frameproof record --blocking")
     ap.add_argument("--pause-torn", action="store_true", help="also run frameproof record --pause-torn")
+    ap.add_argument("--colocate", action="store_true",
+                    help="also run frameproof record --colocate (from the target thread's CPU)")
     ap.add_argument("--realtime", action="store_true",
                     help="also run each frameproof mode with record --realtime (SCHED_FIFO)")
     ap.add_argument("--no-cpython", action="store_true", help="do not run CPython's profiling.sampling on 3.15")

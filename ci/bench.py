@@ -35,6 +35,7 @@ RUN_TIMEOUT_S = 600
 RU_WARMUP = 100                             # untimed RemoteUnwinder calls before the timed ones
 KILL_WAIT_S = 5
 TOOLS = ("frameproof", "frameproof --blocking", "RemoteUnwinder", "RemoteUnwinder cache_frames")
+LIVE_TOOLS = TOOLS[:2] + ("frameproof --colocate",) + TOOLS[2:]  # colocation matters only on a running target
 STRACE_RESULT = re.compile(r"= (-?\d+)(?: [A-Z]\w*.*)?$")
 
 live_targets = []                           # every target process started and not yet killed
@@ -139,10 +140,11 @@ def run_json(cmd, what):
         raise BenchError("%s printed no JSON: %r" % (what, r.stdout[-200:]))
 
 
-def frameproof_run(fp, pid, samples, blocking):
+def frameproof_run(fp, pid, samples, mode):
+    """mode: "" (the default), "--blocking" or "--colocate"."""
     cmd = [fp, "bench", "--pid", str(pid), "--samples", str(samples), "--json"]
-    cmd += ["--blocking"] if blocking else ["--floor"]
-    d = run_json(cmd, "frameproof bench%s" % (" --blocking" if blocking else ""))
+    cmd += [mode] if mode else ["--floor"]
+    d = run_json(cmd, "frameproof bench%s" % (" " + mode if mode else ""))
     return {"p50_us": d["p50_us"], "reads": d["reads_p50"], "bytes": d["bytes_p50"],
             "peak_rss_kib": d["peak_rss_kib"], "failed": d["failed"], "samples": d["samples"],
             "floor_us": d.get("floor_us"), "floor_note": d.get("floor_note"), "raw": d}
@@ -215,7 +217,7 @@ def measure_shape(interp, shape, fp, rounds, samples, tools):
                 say("%s, %s: %s round %d/%d" % (interp.id, shape_name(shape), t, rnd, rounds))
                 try:
                     if t.startswith("frameproof"):
-                        runs[t].append(frameproof_run(fp, p.pid, samples, t.endswith("--blocking")))
+                        runs[t].append(frameproof_run(fp, p.pid, samples, t[len("frameproof "):]))
                     else:
                         runs[t].append(unwinder_run(interp, p.pid, samples, t.endswith("cache_frames")))
                 except (BenchError, subprocess.TimeoutExpired) as e:
@@ -301,7 +303,8 @@ def main(argv):
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     plan = []
     if REFERENCE_ID in interps:
-        plan += [(REFERENCE_ID, shape, TOOLS) for shape in PARKED_SHAPES + (LIVE_SHAPE,)]
+        plan += [(REFERENCE_ID, shape, TOOLS) for shape in PARKED_SHAPES]
+        plan += [(REFERENCE_ID, LIVE_SHAPE, LIVE_TOOLS)]
     else:
         say("error: interpreter %s is not provisioned (%s): no comparison with CPython's unwinder; "
             "the others are still measured" % (REFERENCE_ID, manifest))
