@@ -38,7 +38,7 @@ def main():
                   json.dumps(interp))
             case = report_json["cases"][0]
             check("--python-path case compared by every frameproof configuration",
-                  case["status"] == "pass" and len(case["unwinders"]) == 5
+                  case["status"] == "pass" and len(case["unwinders"]) == 6
                   and all(u["samples"] > 0 for u in case["unwinders"]), json.dumps(case)[:800])
         except (OSError, ValueError, KeyError, IndexError) as e:
             check("--python-path report", False, repr(e))
