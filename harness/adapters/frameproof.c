@@ -140,7 +140,7 @@ static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 {
     fp_state *st = state;
     if (st->colocating)
-        fps_colocate_follow(&st->col, st->have_last ? st->sm : NULL);
+        fps_colocate_follow(&st->col, st->s, st->have_last ? st->sm : NULL);
     int rc = fp_session_sample(st->s, st->sm);
     st->have_last = fp_sample_usable(rc, st->sm);
     /* An incomplete sample holds the threads reached; the failed ones carry

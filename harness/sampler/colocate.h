@@ -21,6 +21,7 @@
 #include "frameproof/frameproof.h"
 
 #define FPS_COLOCATE_MAX_CPUS 1024 /* CPUs a colocated run can follow a thread onto (CPU ids below this) */
+#define FPS_COLOCATE_RECHECK_NS 1000000 /* recheck_ns's default: the followed thread's CPU read again at least this often */
 
 typedef struct fps_colocation {
     int pid;
@@ -29,6 +30,10 @@ typedef struct fps_colocation {
     int cpu;               /* the CPU the calling thread was last moved to, or -1 */
     unsigned char old_mask[FPS_COLOCATE_MAX_CPUS / 8]; /* the calling thread's affinity before the run */
     bool have_old;
+    int64_t recheck_ns;    /* its CPU read again at least this often (set by start) */
+    int64_t checked_ns;    /* when its CPU was last read (CLOCK_MONOTONIC) */
+    uint64_t torn_seen;    /* the session's torn walks then */
+    uint64_t checks;       /* reads of the followed thread's CPU */
     uint64_t moves;        /* moves to another CPU */
     uint64_t unknown;      /* attempts made where the followed thread's CPU could not be read */
 } fps_colocation;
@@ -38,11 +43,16 @@ typedef struct fps_colocation {
  * or FP_E_IO (the affinity cannot be read) with the reason in msg. */
 int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen);
 
-/* Before an attempt: picks the thread to follow from last (the last usable
- * sample, or NULL) and moves the calling thread to the CPU that thread
- * last ran on.  Best effort: a thread gone or a CPU the caller may not run
- * on only leaves the caller where it is (counted in c->unknown). */
-void fps_colocate_follow(fps_colocation *c, const fp_sample *last);
+/* Before an attempt of session s: picks the thread to follow from last
+ * (the last usable sample, or NULL) and moves the calling thread to the
+ * CPU that thread last ran on.  That CPU is read (a /proc read, several
+ * microseconds) only when it may have changed: another thread to follow,
+ * no usable last sample, a walk torn since it was read (the thread ran
+ * under the sampler, so elsewhere), or c->recheck_ns since;
+ * otherwise the caller stays where it is.  Best effort: a thread gone or a
+ * CPU the caller may not run on only leaves the caller where it is
+ * (counted in c->unknown). */
+void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample *last);
 
 /* Gives the calling thread its affinity back and closes what it opened. */
 void fps_colocate_stop(fps_colocation *c);

@@ -274,7 +274,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
         fps_outcome o = {.index = index};
         if (c->colocate_pid > 0)
-            fps_colocate_follow(&col, have_last ? sm : NULL);
+            fps_colocate_follow(&col, s, have_last ? sm : NULL);
         const int64_t start = now_ns();
         o.rc = fp_session_sample(s, sm);
         now = now_ns();

@@ -627,8 +627,10 @@ static void test_colocate_run(void **state)
 
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
- * main thread without a sample; a process gone leaves the caller where it
- * was; stop gives the affinity back. */
+ * main thread without a sample; the thread's CPU is not read again while
+ * nothing suggests it moved, and is once recheck_ns has passed; a
+ * process gone leaves the caller where it was; stop gives the affinity
+ * back. */
 static void test_colocate_follows_gil_holder(void **state)
 {
     target *t = *state;
@@ -638,7 +640,7 @@ static void test_colocate_follows_gil_holder(void **state)
     char msg[128];
     assert_int_equal(fps_colocate_start(&col, 0, msg, sizeof msg), FP_E_INVALID_ARG);
     assert_int_equal(fps_colocate_start(&col, (int)t->pid, msg, sizeof msg), FP_OK);
-    fps_colocate_follow(&col, NULL);
+    fps_colocate_follow(&col, t->s, NULL);
     assert_int_equal(col.tid, (uint64_t)t->pid);
     uint64_t holder = 0;
     int rc = FP_OK;
@@ -657,16 +659,24 @@ static void test_colocate_follows_gil_holder(void **state)
                  fp_strerror(rc), fp_session_errmsg(t->s));
     bool on_its_cpu = false;
     for (int k = 0; k < CPU_READ_TRIES && !on_its_cpu; k++) {
-        fps_colocate_follow(&col, t->sm);
+        col.recheck_ns = 0; /* read each time */
+        fps_colocate_follow(&col, t->s, t->sm);
         on_its_cpu = col.cpu == last_cpu(t->pid, holder) && cpu_now() == col.cpu;
     }
     assert_int_equal(col.tid, holder);
     assert_true(on_its_cpu);
+    uint64_t checks = col.checks;
+    col.recheck_ns = INT64_MAX; /* nothing suggests a move: not read (the move itself may wait for a slice there) */
+    fps_colocate_follow(&col, t->s, t->sm);
+    assert_int_equal(col.checks, checks);
+    col.recheck_ns = 0; /* the time is up: read */
+    fps_colocate_follow(&col, t->s, t->sm);
+    assert_int_equal(col.checks, checks + 1);
     reap(t->pid);
     t->pid = 0;
     uint64_t unknown = col.unknown;
     int cpu = col.cpu;
-    fps_colocate_follow(&col, t->sm);
+    fps_colocate_follow(&col, t->s, t->sm);
     assert_int_equal(col.unknown, unknown + 1);
     assert_int_equal(col.cpu, cpu);
     fps_colocate_stop(&col);
