@@ -19,7 +19,13 @@
  *          unknown); ThreadInfo.status with THREAD_STATUS_MAIN_THREAD and
  *          THREAD_STATUS_HAS_EXCEPTION; a list of InterpreterInfo.
  * The helper announces which of these its module has, and the sample
- * declares exactly those fields. */
+ * declares exactly those fields.  Configuration cache-on+colocate (named
+ * only) moves the helper, before each request, to the CPU on which the
+ * last sample's GIL holder (THREAD_STATUS_HAS_GIL), else its main thread,
+ * last ran (colocate.h), as frameproof:vm+cache+colocate moves its own
+ * sampling thread: the same policy for both unwinders. */
+#include "colocate.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -66,6 +72,7 @@ static const char HELPER[] =
     "    out({'fatal': why(e)}); sys.exit(0)\n"
     "MAIN = getattr(rd, 'THREAD_STATUS_MAIN_THREAD', None)\n"
     "EXC = getattr(rd, 'THREAD_STATUS_HAS_EXCEPTION', None)\n"
+    "GIL = getattr(rd, 'THREAD_STATUS_HAS_GIL', None)\n"
     "def flag(t, bit):\n"
     "    s = getattr(t, 'status', None)\n"
     "    return None if s is None or bit is None else bool(s & bit)\n"
@@ -82,7 +89,7 @@ static const char HELPER[] =
     "        for item in u.get_stack_trace():\n"
     "            for t in getattr(item, 'threads', [item]):\n"
     "                ts.append({'id': t.thread_id, 'interp': getattr(item, 'interpreter_id', 0),\n"
-    "                           'main': flag(t, MAIN), 'exception': flag(t, EXC),\n"
+    "                           'main': flag(t, MAIN), 'exception': flag(t, EXC), 'gil': flag(t, GIL),\n"
     "                           'frames': [frame(f) for f in t.frame_info]})\n"
     "    except Exception as e:\n"
     "        out({'error': why(e)}); continue\n"
@@ -90,10 +97,12 @@ static const char HELPER[] =
 
 typedef struct cpy_config {
     bool cache_frames;
+    bool colocate;         /* the helper moved, before each sample, to the CPU the target's running thread last ran on */
 } cpy_config;
 
-static const cpy_config CACHE_OFF = {false};
-static const cpy_config CACHE_ON = {true};
+static const cpy_config CACHE_OFF = {false, false};
+static const cpy_config CACHE_ON = {true, false};
+static const cpy_config CACHE_ON_COLOCATE = {true, true};
 
 typedef struct cpy_state {
     cf_child child;
@@ -102,6 +111,9 @@ typedef struct cpy_state {
     cf_linebuf lb;
     double timeout;
     unsigned fields;       /* what this interpreter's RemoteUnwinder reports */
+    bool colocating;
+    fps_colocation col;    /* moves the helper (colocate.h) */
+    uint64_t follow;       /* the last sample's GIL holder, else its main thread; 0: none */
     char dead[CF_ERRMSG_LEN]; /* why the helper stopped; "" while it answers */
 } cpy_state;
 
@@ -143,6 +155,8 @@ static void cpy_detach(void *state)
     cpy_state *st = state;
     if (!st)
         return;
+    if (st->colocating)
+        fps_colocate_stop(&st->col);
     /* Closing stdin ends the helper's loop; it is killed either way. */
     close_fd(&st->to_helper);
     cf_child_wait_exit(&st->child, cf_now() + CF_CPYTHON_EXIT_WAIT_S);
@@ -292,6 +306,12 @@ static int cpy_attach(const cf_adapter_def *d, const cf_target *t, void **state,
     int rc = start_helper(st, t, c->cache_frames, err, errlen);
     if (rc == CF_OK)
         rc = await_ready(st, err, errlen);
+    if (rc == CF_OK && c->colocate) {
+        if (fps_colocate_start_mover(&st->col, t->pid, st->child.pid, err, errlen) != FP_OK)
+            rc = CF_E_UNWINDER;
+        else
+            st->colocating = true;
+    }
     if (rc) {
         cpy_detach(st);
         return rc;
@@ -342,7 +362,9 @@ static int get_flag(json_object *t, const char *key, bool wanted, int *out)
     return CF_OK;
 }
 
-static int add_thread(cf_sample *s, json_object *t, unsigned fields)
+/* Adds thread t to s; *holder is set to its native id when it holds the
+ * GIL, and *main_id when it is the main thread. */
+static int add_thread(cf_sample *s, json_object *t, unsigned fields, uint64_t *holder, uint64_t *main_id)
 {
     json_object *id = NULL, *interp = NULL, *frames = NULL;
     if (!json_object_is_type(t, json_type_object) || !json_object_object_get_ex(t, "id", &id) ||
@@ -350,10 +372,14 @@ static int add_thread(cf_sample *s, json_object *t, unsigned fields)
         !json_object_object_get_ex(t, "interp", &interp) || !json_object_is_type(interp, json_type_int) ||
         !json_object_object_get_ex(t, "frames", &frames) || !json_object_is_type(frames, json_type_array))
         return CF_E_FORMAT;
-    int main_flag, exc_flag;
+    int main_flag, exc_flag, gil_flag;
     if (get_flag(t, "main", fields & CF_FIELD_MAIN, &main_flag) ||
-        get_flag(t, "exception", fields & CF_FIELD_EXCEPTION, &exc_flag))
+        get_flag(t, "exception", fields & CF_FIELD_EXCEPTION, &exc_flag) || get_flag(t, "gil", false, &gil_flag))
         return CF_E_FORMAT;
+    if (gil_flag == CF_YES)
+        *holder = json_object_get_uint64(id);
+    if (main_flag == CF_YES)
+        *main_id = json_object_get_uint64(id);
     cf_thread proto = {.native_id = json_object_get_uint64(id), .interp_id = json_object_get_int64(interp),
                        .main = main_flag == CF_YES, .exception = exc_flag};
     cf_thread *added;
@@ -383,6 +409,8 @@ static int cpy_sample(void *state, cf_sample *out, char *err, size_t errlen)
         snprintf(err, errlen, "the RemoteUnwinder helper is no longer running: %s", st->dead);
         return CF_E_UNWINDER;
     }
+    if (st->colocating)
+        fps_colocate_follow_tid(&st->col, st->follow);
     if (request(st) != CF_OK) {
         char reason[CF_ERRMSG_LEN];
         snprintf(reason, sizeof reason, "cannot send a request to the RemoteUnwinder helper: %s", strerror(errno));
@@ -404,8 +432,11 @@ static int cpy_sample(void *state, cf_sample *out, char *err, size_t errlen)
     if (!json_object_object_get_ex(msg, "threads", &threads) || !json_object_is_type(threads, json_type_array)) {
         rc = CF_E_FORMAT;
     } else {
+        uint64_t holder = 0, main_id = 0;
         for (size_t i = 0; i < json_object_array_length(threads) && rc == CF_OK; i++)
-            rc = add_thread(out, json_object_array_get_idx(threads, i), st->fields);
+            rc = add_thread(out, json_object_array_get_idx(threads, i), st->fields, &holder, &main_id);
+        if (rc == CF_OK)
+            st->follow = holder ? holder : main_id;
     }
     if (rc == CF_E_FORMAT) {
         snprintf(err, errlen, "the RemoteUnwinder helper's answer does not have the expected shape");
@@ -425,6 +456,9 @@ size_t cf_cpython_defs(cf_adapter_def *out, size_t cap)
         {.unwinder = "cpython", .config = "cache-on", .fields = CPY_FIELDS_ALL,
          .samples_per_checkpoint = CF_SAMPLES_PER_CHECKPOINT, .applies = cpy_applies, .attach = cpy_attach,
          .sample = cpy_sample, .detach = cpy_detach, .data = &CACHE_ON},
+        {.unwinder = "cpython", .config = "cache-on+colocate", .fields = CPY_FIELDS_ALL,
+         .samples_per_checkpoint = CF_SAMPLES_PER_CHECKPOINT, .applies = cpy_applies, .attach = cpy_attach,
+         .sample = cpy_sample, .detach = cpy_detach, .data = &CACHE_ON_COLOCATE, .named_only = true},
     };
     size_t n = sizeof defs / sizeof defs[0];
     for (size_t i = 0; i < n && i < cap; i++)

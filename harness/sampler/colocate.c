@@ -22,7 +22,13 @@ _Static_assert(sizeof(cpu_set_t) >= sizeof(((fps_colocation *)0)->old_mask), "a 
 
 int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen)
 {
+    return fps_colocate_start_mover(c, pid, 0, msg, msglen);
+}
+
+int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, size_t msglen)
+{
     memset(c, 0, sizeof *c);
+    c->mover = mover < 0 ? 0 : mover;
     c->stat_fd = -1;
     c->cpu = -1;
     c->recheck_ns = FPS_COLOCATE_RECHECK_NS;
@@ -33,7 +39,7 @@ int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen)
     c->pid = pid;
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) {
+    if (sched_getaffinity(c->mover, sizeof set, &set) != 0) {
         snprintf(msg, msglen, "cannot read the sampler's CPU affinity: %s", strerror(errno));
         return FP_E_IO;
     }
@@ -101,6 +107,13 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
         return; /* nothing suggests the thread moved: no /proc read on the steady path */
     c->checked_ns = now;
     c->torn_seen = rs.torn;
+    fps_colocate_follow_tid(c, tid);
+}
+
+void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
+{
+    if (tid == 0)
+        tid = (uint64_t)c->pid;
     c->checks++;
     if (tid != c->tid || c->stat_fd < 0) {
         if (c->stat_fd >= 0)
@@ -123,8 +136,8 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        c->unknown++; /* not a CPU the caller may run on (cgroup cpusets): it stays where it is */
+    if (sched_setaffinity(c->mover, sizeof set, &set) != 0) {
+        c->unknown++; /* not a CPU the mover may run on (or the mover is gone) (cgroup cpusets): it stays where it is */
         return;
     }
     c->cpu = cpu;
@@ -140,7 +153,7 @@ void fps_colocate_stop(fps_colocation *c)
         cpu_set_t set;
         CPU_ZERO(&set);
         memcpy(&set, c->old_mask, sizeof c->old_mask);
-        (void)sched_setaffinity(0, sizeof set, &set);
+        (void)sched_setaffinity(c->mover, sizeof set, &set); /* a mover gone needs nothing back */
     }
     c->have_old = false;
     c->cpu = -1;

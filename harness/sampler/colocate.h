@@ -25,6 +25,7 @@
 
 typedef struct fps_colocation {
     int pid;
+    int mover;             /* the task moved: 0 for the calling thread, else a reader's id (a helper process) */
     uint64_t tid;          /* the thread followed (0: none yet) */
     int stat_fd;           /* its /proc/PID/task/TID/stat, or -1 */
     int cpu;               /* the CPU the calling thread was last moved to, or -1 */
@@ -43,18 +44,28 @@ typedef struct fps_colocation {
  * or FP_E_IO (the affinity cannot be read) with the reason in msg. */
 int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen);
 
+/* The same, moving task `mover` (a reader in another process, such as a
+ * foreign unwinder's helper) instead of the calling thread; 0 is the
+ * calling thread. */
+int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, size_t msglen);
+
 /* Before an attempt of session s: picks the thread to follow from last
- * (the last usable sample, or NULL) and moves the calling thread to the
+ * (the last usable sample, or NULL) and moves the mover to the
  * CPU that thread last ran on.  That CPU is read (a /proc read, several
  * microseconds) only when it may have changed: another thread to follow,
  * no usable last sample, a walk torn since it was read (the thread ran
  * under the sampler, so elsewhere), or c->recheck_ns since;
- * otherwise the caller stays where it is.  Best effort: a thread gone or a
- * CPU the caller may not run on only leaves the caller where it is
+ * otherwise the mover stays where it is.  Best effort: a thread gone or a
+ * CPU the mover may not run on only leaves it where it is
  * (counted in c->unknown). */
 void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample *last);
 
-/* Gives the calling thread its affinity back and closes what it opened. */
+/* Reads the CPU thread tid of the target (0: its first thread) last ran
+ * on, now, and moves the mover there: for a reader whose samples are not
+ * fp_samples, which picks the thread itself. */
+void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
+
+/* Gives the mover its affinity back and closes what it opened. */
 void fps_colocate_stop(fps_colocation *c);
 
 #endif

@@ -567,10 +567,23 @@ typedef struct cpu_mask {
     unsigned long w[MASK_WORDS];
 } cpu_mask;
 
-static bool get_mask(cpu_mask *m)
+static bool get_mask_of(pid_t task, cpu_mask *m)
 {
     memset(m, 0, sizeof *m);
-    return syscall(SYS_sched_getaffinity, 0, sizeof m->w, m->w) > 0;
+    return syscall(SYS_sched_getaffinity, task, sizeof m->w, m->w) > 0;
+}
+
+static bool get_mask(cpu_mask *m)
+{
+    return get_mask_of(0, m);
+}
+
+static int only_cpu(const cpu_mask *m)
+{
+    for (int cpu = 0; cpu < FPS_COLOCATE_MAX_CPUS; cpu++)
+        if (m->w[cpu / 64] & (1UL << (cpu % 64)))
+            return cpu;
+    return -1;
 }
 
 static int mask_count(const cpu_mask *m)
@@ -684,6 +697,41 @@ static void test_colocate_follows_gil_holder(void **state)
     assert_memory_equal(&before, &after, sizeof before);
 }
 
+/* Another task moved (a foreign unwinder's helper process): follow_tid
+ * puts it, not the caller, on the CPU the target's thread last ran on, and
+ * stop gives it its affinity back. */
+static void test_colocate_mover(void **state)
+{
+    target *t = *state;
+    pid_t helper = fork();
+    assert_true(helper >= 0);
+    if (helper == 0) {
+        for (;;)
+            pause();
+    }
+    cpu_mask mine, helper_before, helper_now, helper_after, mine_after;
+    assert_true(get_mask(&mine));
+    assert_true(get_mask_of(helper, &helper_before));
+    fps_colocation col;
+    char msg[128];
+    assert_int_equal(fps_colocate_start_mover(&col, (int)t->pid, (int)helper, msg, sizeof msg), FP_OK);
+    bool moved = false;
+    for (int k = 0; k < CPU_READ_TRIES && !moved; k++) {
+        fps_colocate_follow_tid(&col, 0);
+        assert_int_equal(col.tid, (uint64_t)t->pid);
+        assert_true(get_mask_of(helper, &helper_now));
+        moved = mask_count(&helper_now) == 1 && only_cpu(&helper_now) == col.cpu &&
+                col.cpu == last_cpu(t->pid, (uint64_t)t->pid);
+    }
+    assert_true(moved);
+    assert_true(get_mask(&mine_after));
+    assert_memory_equal(&mine, &mine_after, sizeof mine); /* the caller stays where it was */
+    fps_colocate_stop(&col);
+    assert_true(get_mask_of(helper, &helper_after));
+    assert_memory_equal(&helper_before, &helper_after, sizeof helper_before);
+    reap(helper);
+}
+
 static void test_classify(void **state)
 {
     (void)state;
@@ -738,6 +786,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_custom_slice_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_follows_gil_holder, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);
