@@ -35,7 +35,9 @@ RUN_TIMEOUT_S = 600
 RU_WARMUP = 100                             # untimed RemoteUnwinder calls before the timed ones
 KILL_WAIT_S = 5
 TOOLS = ("frameproof", "frameproof --blocking", "RemoteUnwinder", "RemoteUnwinder cache_frames")
-LIVE_TOOLS = TOOLS[:2] + ("frameproof --colocate",) + TOOLS[2:]  # colocation matters only on a running target
+COLOCATED_CACHED = "RemoteUnwinder cache_frames --colocate"
+# colocation matters only on a running target
+LIVE_TOOLS = TOOLS[:2] + ("frameproof --colocate",) + TOOLS[2:] + (COLOCATED_CACHED,)
 STRACE_RESULT = re.compile(r"= (-?\d+)(?: [A-Z]\w*.*)?$")
 
 live_targets = []                           # every target process started and not yet killed
@@ -150,13 +152,13 @@ def frameproof_run(fp, pid, samples, mode):
             "floor_us": d.get("floor_us"), "floor_note": d.get("floor_note"), "raw": d}
 
 
-def unwinder_cmd(interp, pid, calls, cache, warmup=RU_WARMUP):
-    return interp.command("remote_unwinder_bench.py", pid, calls, 1 if cache else 0, warmup)
+def unwinder_cmd(interp, pid, calls, cache, warmup=RU_WARMUP, colocate=False):
+    return interp.command("remote_unwinder_bench.py", pid, calls, 1 if cache else 0, warmup, 1 if colocate else 0)
 
 
-def unwinder_run(interp, pid, samples, cache):
-    d = run_json(unwinder_cmd(interp, pid, samples, cache),
-                 "RemoteUnwinder%s" % (" cache_frames" if cache else ""))
+def unwinder_run(interp, pid, samples, tool):
+    cache, colocate = "cache_frames" in tool, tool.endswith("--colocate")
+    d = run_json(unwinder_cmd(interp, pid, samples, cache, colocate=colocate), tool)
     return {"p50_us": d["p50_us"], "peak_rss_kib": d["peak_rss_kib"], "failed": d["failed"],
             "samples": d["calls"], "first_error": d["first_error"], "raw": d}
 
@@ -219,7 +221,7 @@ def measure_shape(interp, shape, fp, rounds, samples, tools):
                     if t.startswith("frameproof"):
                         runs[t].append(frameproof_run(fp, p.pid, samples, t[len("frameproof "):]))
                     else:
-                        runs[t].append(unwinder_run(interp, p.pid, samples, t.endswith("cache_frames")))
+                        runs[t].append(unwinder_run(interp, p.pid, samples, t))
                 except (BenchError, subprocess.TimeoutExpired) as e:
                     errors[t] = str(e)
                     say("error: %s, %s: %s" % (interp.id, shape_name(shape), e))
@@ -230,7 +232,7 @@ def measure_shape(interp, shape, fp, rounds, samples, tools):
                 s[key] = median_of(runs[t], key)
             s["failed"] = sum(r["failed"] for r in runs[t])
             s["samples"] = sum(r["samples"] for r in runs[t])
-            if t.startswith("RemoteUnwinder") and t not in errors:
+            if t.startswith("RemoteUnwinder") and t != COLOCATED_CACHED and t not in errors:
                 say("%s, %s: %s reads under strace" % (interp.id, shape_name(shape), t))
                 try:
                     counted = unwinder_reads(interp, p.pid, samples, t.endswith("cache_frames"))
