@@ -3,6 +3,7 @@
  * /proc/PID/task/TID/stat, kept open and read again with pread), and the
  * calling thread's move there with sched_setaffinity. */
 #include "colocate.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,13 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define STAT_BYTES 1024    /* a /proc stat line; the comm field is at most 16 bytes */
 #define STAT_CPU_FIELD 39  /* "processor": the CPU the thread last ran on (proc(5)) */
 #define STAT_FIRST_AFTER_COMM 3 /* the field that follows "(comm) " */
-#define NS_PER_S 1000000000LL
 
 _Static_assert(sizeof(cpu_set_t) >= sizeof(((fps_colocation *)0)->old_mask), "a cpu_set_t holds the kept mask");
 
@@ -89,19 +88,12 @@ static int thread_cpu(fps_colocation *c)
     return end != p && cpu >= 0 && cpu < FPS_COLOCATE_MAX_CPUS ? (int)cpu : -1;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample *last)
 {
     uint64_t tid = pick(c, last);
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
-    int64_t now = now_ns();
+    int64_t now = fps_clock_ns();
     if (last && tid == c->tid && c->stat_fd >= 0 && rs.torn == c->torn_seen && c->cpu >= 0 &&
         now - c->checked_ns < c->recheck_ns)
         return; /* nothing suggests the thread moved: no /proc read on the steady path */

@@ -28,8 +28,8 @@ typedef struct fps_colocation {
     int mover;             /* the task moved: 0 for the calling thread, else a reader's id (a helper process) */
     uint64_t tid;          /* the thread followed (0: none yet) */
     int stat_fd;           /* its /proc/PID/task/TID/stat, or -1 */
-    int cpu;               /* the CPU the calling thread was last moved to, or -1 */
-    unsigned char old_mask[FPS_COLOCATE_MAX_CPUS / 8]; /* the calling thread's affinity before the run */
+    int cpu;               /* the CPU the mover was last moved to, or -1 */
+    unsigned char old_mask[FPS_COLOCATE_MAX_CPUS / 8]; /* the mover's affinity before the run */
     bool have_old;
     int64_t recheck_ns;    /* its CPU read again at least this often (set by start) */
     int64_t checked_ns;    /* when its CPU was last read (CLOCK_MONOTONIC) */

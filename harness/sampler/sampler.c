@@ -4,6 +4,7 @@
  * the statistics of the run. */
 #include "sampler.h"
 
+#include "clock.h"
 #include "colocate.h"
 
 #include <errno.h>
@@ -18,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NS_PER_S 1000000000.0
+#define NS_PER_S ((double)FPS_NS_PER_S) /* for rates and deadlines */
 #define TIMER_SLACK_NS 1ul  /* the timer slack of a paced run (prctl PR_SET_TIMERSLACK) */
 
 _Static_assert(-FP_E_STATE < FPS_ERROR_SLOTS, "stats.by_error has a slot for every FP_E_* code");
@@ -131,16 +132,9 @@ int fps_realtime_check(char *msg, size_t msglen)
     return rc;
 }
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * (int64_t)NS_PER_S + ts.tv_nsec;
-}
-
 static int sleep_until(int64_t t_ns)
 {
-    struct timespec ts = {.tv_sec = (time_t)(t_ns / (int64_t)NS_PER_S), .tv_nsec = (long)(t_ns % (int64_t)NS_PER_S)};
+    struct timespec ts = {.tv_sec = (time_t)(t_ns / FPS_NS_PER_S), .tv_nsec = (long)(t_ns % FPS_NS_PER_S)};
     int e;
     while ((e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
         ;
@@ -249,7 +243,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
-    const int64_t t0 = now_ns();
+    const int64_t t0 = fps_clock_ns();
     int64_t now = t0;
     for (uint64_t index = 0;; index++) {
         if (c->count && index >= c->count) {
@@ -275,9 +269,9 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         fps_outcome o = {.index = index};
         if (c->colocate_pid > 0)
             fps_colocate_follow(&col, s, have_last ? sm : NULL);
-        const int64_t start = now_ns();
+        const int64_t start = fps_clock_ns();
         o.rc = fp_session_sample(s, sm);
-        now = now_ns();
+        now = fps_clock_ns();
         o.t_ns = start - t0;
         o.cost_ns = now - start;
         o.cls = fps_classify(o.rc);
@@ -286,7 +280,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
         count_attempt(st, &o);
         const int stop = cb ? cb(ctx, &o) : 0;
-        now = now_ns();
+        now = fps_clock_ns();
         if (o.cls == FPS_FATAL) {
             st->stop_reason = FPS_STOP_FATAL;
             snprintf(st->first_fatal, sizeof st->first_fatal, "%s", o.errmsg);
@@ -298,7 +292,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             break;
         }
     }
-    now = now_ns();
+    now = fps_clock_ns();
     if (c->colocate_pid > 0) {
         st->colocate_moves = col.moves;
         st->colocate_unknown = col.unknown;
