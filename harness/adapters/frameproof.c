@@ -86,6 +86,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
             return CF_E_UNWINDER;
         }
         st->colocating = true;
+        fp_session_set_retry_hook(st->s, fps_colocate_retry_hook, &st->col);
     }
     fp_python_info py;
     if (fp_session_python(st->s, &py) == FP_OK)

@@ -52,7 +52,9 @@ static const char BENCH_USAGE[] =
     "  --colocate       make each sample from the CPU the target's GIL holder\n"
     "                   (else its main thread) last ran on, moving bench's\n"
     "                   thread there first: while bench reads, that thread does\n"
-    "                   not run (\"colocate_moves\": the moves made)\n"
+    "                   not run, and to the CPU of a thread whose walk tore before\n"
+    "                   it is walked again (\"colocate_moves\": the moves made,\n"
+    "                   \"colocate_retry_follows\": the torn walks moved for)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
@@ -175,8 +177,9 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         printf(",\"torn_walks\":%llu,\"paused_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn,
                (unsigned long long)r->seen.paused, x->peak_rss_kib);
         if (c->colocate_pid > 0)
-            printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu", (unsigned long long)st->colocate_moves,
-                   (unsigned long long)st->colocate_unknown);
+            printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu,\"colocate_retry_follows\":%llu",
+                   (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
+                   (unsigned long long)st->colocate_retry_follows);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
@@ -203,8 +206,10 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
             printf("thread walks done again with their thread stopped (--pause-torn): %llu\n",
                    (unsigned long long)r->seen.paused);
         if (c->colocate_pid > 0)
-            printf("colocated: %llu moves to another CPU, %llu samples where the thread's CPU was unknown\n",
-                   (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown);
+            printf("colocated: %llu moves to another CPU, %llu samples where the thread's CPU was unknown, "
+                   "%llu torn walks retried from their thread's CPU\n",
+                   (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
+                   (unsigned long long)st->colocate_retry_follows);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);

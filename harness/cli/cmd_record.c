@@ -90,7 +90,8 @@ static const char RECORD_USAGE[] =
     "                   (else its main thread) last ran on, moving the sampler\n"
     "                   there first: while it reads, that thread does not run,\n"
     "                   so its samples are hardly ever torn (threads running at\n"
-    "                   once on free-threaded builds keep running elsewhere);\n"
+    "                   once on free-threaded builds keep running elsewhere;\n"
+    "                   a thread whose walk tore is walked again from its CPU);\n"
     "                   with --realtime it also keeps every tick: without it\n"
     "                   the sampler may wait there for a busy thread's slice\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
@@ -440,7 +441,9 @@ static void summarize(const fps_stats *st, const fpr_profile *p, const record_op
         fprintf(stderr, "  walked again with their thread stopped (--pause-torn): %" PRIu64 "\n", run->paused_walks);
     if (o->sampling.colocate_pid > 0)
         fprintf(stderr, "  colocated (--colocate): %" PRIu64 " moves to another CPU, %" PRIu64
-                " attempts where the followed thread's CPU was unknown\n", st->colocate_moves, st->colocate_unknown);
+                " attempts where the followed thread's CPU was unknown, %" PRIu64
+                " torn walks retried from their thread's CPU\n", st->colocate_moves, st->colocate_unknown,
+                st->colocate_retry_follows);
     if (torn >= RECORD_TORN_NOTE && !o->lib.blocking && !o->lib.pause_torn)
         fprintf(stderr,
                 "  note: a sample is kept only when nothing changed while it was read (%.1f us on average), so\n"

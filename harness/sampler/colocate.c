@@ -136,6 +136,15 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
     c->moves++;
 }
 
+void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
+{
+    fps_colocation *c = ctx;
+    if (!c || native_id == 0)
+        return;
+    c->retry_follows++;
+    fps_colocate_follow_tid(c, native_id);
+}
+
 void fps_colocate_stop(fps_colocation *c)
 {
     if (c->stat_fd >= 0)

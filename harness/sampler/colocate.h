@@ -37,6 +37,7 @@ typedef struct fps_colocation {
     uint64_t checks;       /* reads of the followed thread's CPU */
     uint64_t moves;        /* moves to another CPU */
     uint64_t unknown;      /* attempts made where the followed thread's CPU could not be read */
+    uint64_t retry_follows; /* torn walks whose retry the mover was moved for (fps_colocate_retry_hook) */
 } fps_colocation;
 
 /* Starts following process pid from the calling thread, whose affinity
@@ -64,6 +65,15 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
  * on, now, and moves the mover there: for a reader whose samples are not
  * fp_samples, which picks the thread itself. */
 void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
+
+/* An fp_retry_hook (fp_session_set_retry_hook) for a colocated run, its
+ * ctx the fps_colocation.  A walk of thread native_id tore: that thread
+ * ran while it was read, so not on the mover's CPU (a GIL passed to it, or
+ * it runs beside the followed one in a free-threaded build).  The mover
+ * goes to the CPU it last ran on before the walk is retried (a /proc read
+ * and a move, on torn walks only), and the next attempt follows its pick
+ * again.  Native id 0 (not read) changes nothing. */
+void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
 
 /* Gives the mover its affinity back and closes what it opened. */
 void fps_colocate_stop(fps_colocation *c);

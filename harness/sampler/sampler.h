@@ -96,6 +96,7 @@ typedef struct fps_stats {
     double achieved_rate_hz;
     uint64_t colocate_moves; /* colocate_pid: moves of the calling thread to another CPU */
     uint64_t colocate_unknown; /* ... attempts made where the followed thread's CPU was not known */
+    uint64_t colocate_retry_follows; /* ... torn walks retried after a move to their thread's CPU */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;
@@ -132,8 +133,11 @@ int fps_realtime_check(char *msg, size_t msglen);
  * preempt the sampler in the middle of it).  The time such a run takes
  * must stay below the kernel's real-time share (sched_rt_runtime_us of
  * sched_rt_period_us, 95 % by default), which throttles it beyond.  A
- * colocated run moves the calling thread before each attempt (colocate.h)
- * and gives it its CPU affinity back at the end. */
+ * colocated run moves the calling thread before each attempt (colocate.h),
+ * and before the retry of a torn walk to the CPU of the thread that tore
+ * it (it sets the session's retry hook, fp_session_set_retry_hook, for the
+ * run and removes it at the end), and gives it its CPU affinity back at
+ * the end. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

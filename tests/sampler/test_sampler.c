@@ -641,9 +641,9 @@ static void test_colocate_run(void **state)
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
  * main thread without a sample; the thread's CPU is not read again while
- * nothing suggests it moved, and is once recheck_ns has passed; a
- * process gone leaves the caller where it was; stop gives the affinity
- * back. */
+ * nothing suggests it moved, and is once recheck_ns has passed; the retry
+ * hook moves to the thread a torn walk names; a process gone leaves the
+ * caller where it was; stop gives the affinity back. */
 static void test_colocate_follows_gil_holder(void **state)
 {
     target *t = *state;
@@ -685,6 +685,20 @@ static void test_colocate_follows_gil_holder(void **state)
     col.recheck_ns = 0; /* the time is up: read */
     fps_colocate_follow(&col, t->s, t->sm);
     assert_int_equal(col.checks, checks + 1);
+    /* A torn walk's retry hook takes the mover to the thread it names
+     * (here the main thread, waiting), counted; native id 0 changes nothing. */
+    uint64_t follows = col.retry_follows;
+    fps_colocate_retry_hook(&col, 0);
+    assert_int_equal(col.retry_follows, follows);
+    assert_int_equal(col.tid, holder);
+    bool on_main_cpu = false;
+    for (int k = 0; k < CPU_READ_TRIES && !on_main_cpu; k++) {
+        fps_colocate_retry_hook(&col, (uint64_t)t->pid);
+        on_main_cpu = col.tid == (uint64_t)t->pid && col.cpu == last_cpu(t->pid, (uint64_t)t->pid) &&
+                      cpu_now() == col.cpu;
+    }
+    assert_true(on_main_cpu);
+    assert_true(col.retry_follows > follows);
     reap(t->pid);
     t->pid = 0;
     uint64_t unknown = col.unknown;

@@ -2073,6 +2073,20 @@ static void native_id_changed(racing_reader *r)
  * read-backs are then read on their own too; with thread-local bytecode
  * (3.14t, 3.15t) the retry resolves that afresh. */
 static const unsigned RETRY_SAMPLE_READS[] = {2, 5, 5, 5, 5, 8, 2, 6};
+
+/* What fp_session_set_retry_hook's hook was told. */
+typedef struct retry_heard {
+    unsigned calls;
+    uint64_t native_id; /* the last call's */
+} retry_heard;
+
+static void on_retry(void *ctx, uint64_t native_id)
+{
+    retry_heard *h = ctx;
+    h->calls++;
+    h->native_id = native_id;
+}
+
 static void retry_in_one_read(size_t layout, const char *id, built *b)
 {
     (void)layout;
@@ -2081,6 +2095,9 @@ static void retry_in_one_read(size_t layout, const char *id, built *b)
     rr.ts = ts;
     fp_reader racing = {&RACING_OPS, &rr};
     reattach(b, &racing);
+    retry_heard heard = {0, 0};
+    assert_int_equal(fp_session_set_retry_hook(b->s, on_retry, &heard), FP_OK);
+    assert_int_equal(fp_session_set_retry_hook(NULL, on_retry, &heard), FP_E_INVALID_ARG);
     fp_read_stats st0, st;
     for (int k = 0; k < steady_after(id); k++) {
         assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
@@ -2105,6 +2122,12 @@ static void retry_in_one_read(size_t layout, const char *id, built *b)
     assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_OK);
     assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 3);
     assert_int_equal(fp_sample_thread(b->sm, 0)->native_id, before + 1);
+    /* The hook heard of the torn walk once, before its retry, with the
+     * thread's native id as the torn walk read it; of nothing before. */
+    if (heard.calls != 1 || heard.native_id != before)
+        fail_msg("%s: the retry hook was called %u times (last with native id %llu), expected once with %llu", id,
+                 heard.calls, (unsigned long long)heard.native_id, (unsigned long long)before);
+    assert_int_equal(fp_session_set_retry_hook(b->s, NULL, &heard), FP_OK);
     reattach(b, &b->rd);
     print_message("# %s: a torn walk retried in one read, its read-back taken from it\n", id);
 }
@@ -2137,6 +2160,8 @@ static void test_batched_read_back_torn(void **state)
             rr.other = synth_frame_addr(b.img, 0, 3);
             fp_reader racing = {&RACING_OPS, &rr};
             reattach(&b, &racing);
+            retry_heard heard = {0, 0};
+            assert_int_equal(fp_session_set_retry_hook(b.s, on_retry, &heard), FP_OK);
             fp_read_stats st, st0;
             for (int k = 0; k < warm; k++) { /* the next one reads both threads ahead */
                 assert_int_equal(fp_session_read_stats(b.s, &st0), FP_OK);
@@ -2160,6 +2185,12 @@ static void test_batched_read_back_torn(void **state)
             ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
             check_thread(id, b.sm, 0, ex, 4);
             check_thread(id, b.sm, 1, EXPECT_T2, 3);
+            /* Torn in the batch or on its own, the thread's retry was
+             * announced once, with its native id. */
+            if (heard.calls != 1 || heard.native_id != fp_sample_thread(b.sm, 0)->native_id)
+                fail_msg("%s (after %d samples): the retry hook was called %u times (last with native id %llu), "
+                         "expected once with %llu", id, warm, heard.calls, (unsigned long long)heard.native_id,
+                         (unsigned long long)fp_sample_thread(b.sm, 0)->native_id);
             unbuild(&b);
         }
     }

@@ -202,6 +202,15 @@ int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_ta
     return FP_OK;
 }
 
+int fp_session_set_retry_hook(fp_session *s, fp_retry_hook hook, void *ctx)
+{
+    if (!s)
+        return FP_E_INVALID_ARG;
+    s->retry_hook = hook;
+    s->retry_hook_ctx = hook ? ctx : NULL;
+    return FP_OK;
+}
+
 /* The scheduler state a paused thread had before the stop. */
 static char paused_state(void *ctx, uint64_t native_id)
 {

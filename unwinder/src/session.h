@@ -154,6 +154,8 @@ struct fp_session {
     const fp_reader *rd;      /* the reader in use */
     char (*thread_state)(void *ctx, uint64_t native_id); /* non-live sources */
     void *thread_state_ctx;
+    fp_retry_hook retry_hook; /* fp_session_set_retry_hook, or NULL */
+    void *retry_hook_ctx;
     fpi_layout layout;
     fp_python_info info;
     fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];

@@ -966,6 +966,10 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         /* The read-backs the last attempt planned become the ones its
          * retry reads ahead (retry_read.c); this attempt's are recorded. */
         fpi_rb_ahead_begin_sample(&s->rb_retry);
+        /* The caller hears of a torn walk before its retry (and may move
+         * to the CPU the thread runs on: fp_session_set_retry_hook). */
+        if (attempt > 0 && rc == FP_E_INCOMPLETE && s->retry_hook)
+            s->retry_hook(s->retry_hook_ctx, sm->nthreads > nthreads ? sm->threads[nthreads].native_id : 0);
         /* Stopped, the thread is one instant; a walk that still fails
          * stopped it in the middle of an update (a frame or a chunk being
          * pushed or popped): it runs on a little, and is stopped again. */

@@ -139,6 +139,8 @@ static int verify_batch(fp_session *s)
          * from its read-ahead copy, which is what failed. */
         s->pf[failed].ts = 0;
         s->reads.torn++;
+        if (s->retry_hook) /* the caller hears of it before the retry (fp_session_set_retry_hook) */
+            s->retry_hook(s->retry_hook_ctx, ws[failed].native_id);
     }
     for (size_t i = 0; !rc && i < b->n; i++)
         fpi_take_top_instr(b->pending + b->walks[i].pending, b->walks[i].npending, &us[i], &ws[i]);

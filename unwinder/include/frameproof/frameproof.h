@@ -217,6 +217,18 @@ typedef struct fp_read_stats {
 } fp_read_stats;
 FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
 
+/* Called by fp_session_sample before it walks again a thread whose walk
+ * the target changed under (a torn walk, counted in fp_read_stats.torn),
+ * with that thread's native id as the torn walk read it (0 when it read
+ * none).  The library reads nothing for it and changes nothing in the
+ * target: it tells a caller that a thread is running under the reads, so
+ * that it may act before the retry (a sampler that moves to the CPU that
+ * thread runs on, as harness/sampler's colocation does).  The hook must
+ * not call into the session.  NULL (the default) removes it.  Returns
+ * FP_OK, or FP_E_INVALID_ARG for a NULL session. */
+typedef void (*fp_retry_hook)(void *ctx, uint64_t native_id);
+FP_API int fp_session_set_retry_hook(fp_session *s, fp_retry_hook hook, void *ctx);
+
 /* Samples: reusable; storage grows as needed and is kept between samples. */
 FP_API int fp_sample_new(fp_sample **out);
 FP_API void fp_sample_free(fp_sample *sm);
