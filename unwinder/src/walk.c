@@ -922,6 +922,13 @@ static char paused_thread_state(void *ctx, uint64_t native_id)
     return native_id == (uint64_t)t->tid ? t->state : 0;
 }
 
+/* The native id the last attempt read for the thread walked from entry
+ * nthreads of sm (0 when it read none). */
+static uint64_t walked_thread_id(const fp_sample *sm, size_t nthreads)
+{
+    return sm->nthreads > nthreads ? sm->threads[nthreads].native_id : 0;
+}
+
 /* fp_options.pause_torn: the thread whose walks keep tearing (its native
  * id as the last attempt read it) is stopped alone and walked once more,
  * every check on, then resumed.  False when it could not be stopped (not
@@ -930,7 +937,7 @@ static char paused_thread_state(void *ctx, uint64_t native_id)
 static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
                                size_t nthreads, size_t nframes, uint64_t *next, int *rc)
 {
-    uint64_t tid = sm->nthreads > nthreads ? sm->threads[nthreads].native_id : 0;
+    uint64_t tid = walked_thread_id(sm, nthreads);
     fpi_paused_thread pt;
     char why[FPI_ERRMSG_MAX];
     if (tid == 0 || tid > (uint64_t)LONG_MAX || fpi_pause_thread(s->pid, (long)tid, &pt, why, sizeof why) != FP_OK)
@@ -969,7 +976,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         /* The caller hears of a torn walk before its retry (and may move
          * to the CPU the thread runs on: fp_session_set_retry_hook). */
         if (attempt > 0 && rc == FP_E_INCOMPLETE && s->retry_hook)
-            s->retry_hook(s->retry_hook_ctx, sm->nthreads > nthreads ? sm->threads[nthreads].native_id : 0);
+            s->retry_hook(s->retry_hook_ctx, walked_thread_id(sm, nthreads));
         /* Stopped, the thread is one instant; a walk that still fails
          * stopped it in the middle of an update (a frame or a chunk being
          * pushed or popped): it runs on a little, and is stopped again. */
