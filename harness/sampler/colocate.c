@@ -139,10 +139,14 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
 {
     fps_colocation *c = ctx;
-    if (!c || native_id == 0)
+    if (!c)
         return;
-    c->retry_follows++;
-    fps_colocate_follow_tid(c, native_id);
+    if (native_id != 0) {
+        c->retry_follows++;
+        fps_colocate_follow_tid(c, native_id);
+    }
+    if (c->chain)
+        c->chain(c->chain_ctx, native_id);
 }
 
 void fps_colocate_stop(fps_colocation *c)

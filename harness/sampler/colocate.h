@@ -38,6 +38,8 @@ typedef struct fps_colocation {
     uint64_t moves;        /* moves to another CPU */
     uint64_t unknown;      /* attempts made where the followed thread's CPU could not be read */
     uint64_t retry_follows; /* torn walks whose retry the mover was moved for (fps_colocate_retry_hook) */
+    fp_retry_hook chain;   /* a hook the run's replaced, called by fps_colocate_retry_hook after it moves (or NULL) */
+    void *chain_ctx;
 } fps_colocation;
 
 /* Starts following process pid from the calling thread, whose affinity
@@ -72,7 +74,9 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
  * it runs beside the followed one in a free-threaded build).  The mover
  * goes to the CPU it last ran on before the walk is retried (a /proc read
  * and a move, on torn walks only), and the next attempt follows its pick
- * again.  Native id 0 (not read) changes nothing. */
+ * again.  Native id 0 (not read) changes nothing.  Then it calls c->chain
+ * (the hook the caller's session had, which a colocated run keeps), when
+ * set, with the same id. */
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
 
 /* Gives the mover its affinity back and closes what it opened. */

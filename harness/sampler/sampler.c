@@ -239,8 +239,14 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         st->stop_reason = FPS_STOP_FATAL;
         return ret;
     }
-    if (c->colocate_pid > 0)
+    fp_retry_hook caller_hook = NULL; /* the caller's own retry hook: chained while the run's is set, then put back */
+    void *caller_hook_ctx = NULL;
+    if (c->colocate_pid > 0) {
+        fp_session_get_retry_hook(s, &caller_hook, &caller_hook_ctx);
+        col.chain = caller_hook;
+        col.chain_ctx = caller_hook_ctx;
         fp_session_set_retry_hook(s, fps_colocate_retry_hook, &col); /* a torn walk's retry moves too */
+    }
     bool have_last = false; /* sm holds the last attempt's usable sample */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
@@ -299,7 +305,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         st->colocate_moves = col.moves;
         st->colocate_unknown = col.unknown;
         st->colocate_retry_follows = col.retry_follows;
-        fp_session_set_retry_hook(s, NULL, NULL);
+        fp_session_set_retry_hook(s, caller_hook, caller_hook_ctx);
         fps_colocate_stop(&col);
     }
     if (old_slack > 0)

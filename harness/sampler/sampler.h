@@ -136,8 +136,9 @@ int fps_realtime_check(char *msg, size_t msglen);
  * colocated run moves the calling thread before each attempt (colocate.h),
  * and before the retry of a torn walk to the CPU of the thread that tore
  * it (it sets the session's retry hook, fp_session_set_retry_hook, for the
- * run and removes it at the end), and gives it its CPU affinity back at
- * the end. */
+ * run, calling the caller's own hook after each move, and puts the
+ * caller's back at the end), and gives it its CPU affinity back at the
+ * end. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

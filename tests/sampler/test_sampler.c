@@ -600,9 +600,26 @@ static int cpu_now(void)
     return syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? (int)cpu : -1;
 }
 
-/* What the colocation callback saw of the calling thread's affinity. */
+/* A caller's own retry hook: what it heard. */
+typedef struct own_hook {
+    unsigned calls;
+    uint64_t native_id;
+} own_hook;
+
+static void on_own_retry(void *ctx, uint64_t native_id)
+{
+    own_hook *h = ctx;
+    h->calls++;
+    h->native_id = native_id;
+}
+
+/* What the colocation callback saw of the calling thread's affinity and
+ * of the session's retry hook. */
 typedef struct colocated {
     uint64_t calls, one_cpu;   /* attempts, and those made with a one-CPU mask */
+    fp_session *s;
+    uint64_t tid;              /* the id the callback calls the run's hook with, once (0: not) */
+    uint64_t other_hook;       /* attempts during which the session's hook was not the run's */
 } colocated;
 
 static int on_colocated(void *ctx, const fps_outcome *o)
@@ -613,11 +630,24 @@ static int on_colocated(void *ctx, const fps_outcome *o)
     c->calls++;
     if (get_mask(&m) && mask_count(&m) == 1)
         c->one_cpu++;
+    fp_retry_hook hook = NULL;
+    void *hook_ctx = NULL;
+    if (c->s && fp_session_get_retry_hook(c->s, &hook, &hook_ctx) == FP_OK) {
+        if (hook != fps_colocate_retry_hook)
+            c->other_hook++;
+        else if (c->tid) { /* as the library does before a torn walk's retry */
+            hook(hook_ctx, c->tid);
+            c->tid = 0;
+        }
+    }
     return 0;
 }
 
 /* A colocated run makes every attempt from one CPU, the one the target's
- * thread last ran on, and gives the caller its affinity back afterwards. */
+ * thread last ran on, and gives the caller its affinity back afterwards;
+ * for the run the session's retry hook is the colocation's, which moves
+ * and then calls the caller's own hook, and the caller's is set again at
+ * the end. */
 static void test_colocate_run(void **state)
 {
     target *t = *state;
@@ -625,15 +655,42 @@ static void test_colocate_run(void **state)
     assert_true(get_mask(&before));
     fps_config c = config(0, 0, COLOCATE_SAMPLES);
     c.colocate_pid = (int)t->pid;
-    colocated seen = {0, 0};
+    own_hook own = {0, 0};
+    assert_int_equal(fp_session_set_retry_hook(t->s, on_own_retry, &own), FP_OK);
+    colocated seen = {0, 0, t->s, (uint64_t)t->pid, 0};
     fps_stats st;
     assert_int_equal(fps_run(t->s, t->sm, &c, on_colocated, &seen, &st), FP_OK);
     assert_int_equal(seen.calls, COLOCATE_SAMPLES);
     assert_int_equal(seen.one_cpu, COLOCATE_SAMPLES);
+    assert_int_equal(seen.other_hook, 0);
+    assert_int_equal(seen.tid, 0);
     assert_true(st.colocate_moves >= 1);
     assert_int_equal(st.colocate_unknown, 0);
+    assert_int_equal(st.colocate_retry_follows, 1);
+    assert_int_equal(own.calls, 1); /* chained after the move, with the same id */
+    assert_int_equal(own.native_id, (uint64_t)t->pid);
+    fp_retry_hook hook = NULL;
+    void *hook_ctx = NULL;
+    assert_int_equal(fp_session_get_retry_hook(t->s, &hook, &hook_ctx), FP_OK);
+    assert_ptr_equal(hook, on_own_retry);
+    assert_ptr_equal(hook_ctx, &own);
     assert_true(get_mask(&after));
     assert_memory_equal(&before, &after, sizeof before);
+    /* Without a hook of the caller's: none during the run but the run's, none after. */
+    assert_int_equal(fp_session_set_retry_hook(t->s, NULL, NULL), FP_OK);
+    colocated bare = {0, 0, t->s, 0, 0};
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_colocated, &bare, NULL), FP_OK);
+    assert_int_equal(bare.other_hook, 0);
+    assert_int_equal(fp_session_get_retry_hook(t->s, &hook, &hook_ctx), FP_OK);
+    assert_null(hook);
+    assert_null(hook_ctx);
+    /* A run that is not colocated leaves the session's hook alone. */
+    c.colocate_pid = 0;
+    assert_int_equal(fp_session_set_retry_hook(t->s, on_own_retry, &own), FP_OK);
+    assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, NULL), FP_OK);
+    assert_int_equal(fp_session_get_retry_hook(t->s, &hook, &hook_ctx), FP_OK);
+    assert_ptr_equal(hook, on_own_retry);
+    assert_int_equal(fp_session_set_retry_hook(t->s, NULL, NULL), FP_OK);
     c.colocate_pid = -1;
     assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, NULL), FP_E_INVALID_ARG);
 }

@@ -2098,6 +2098,14 @@ static void retry_in_one_read(size_t layout, const char *id, built *b)
     retry_heard heard = {0, 0};
     assert_int_equal(fp_session_set_retry_hook(b->s, on_retry, &heard), FP_OK);
     assert_int_equal(fp_session_set_retry_hook(NULL, on_retry, &heard), FP_E_INVALID_ARG);
+    fp_retry_hook got = NULL;
+    void *got_ctx = NULL;
+    assert_int_equal(fp_session_get_retry_hook(b->s, &got, &got_ctx), FP_OK);
+    assert_ptr_equal(got, on_retry);
+    assert_ptr_equal(got_ctx, &heard);
+    assert_int_equal(fp_session_get_retry_hook(NULL, &got, &got_ctx), FP_E_INVALID_ARG);
+    assert_int_equal(fp_session_get_retry_hook(b->s, NULL, &got_ctx), FP_E_INVALID_ARG);
+    assert_int_equal(fp_session_get_retry_hook(b->s, &got, NULL), FP_E_INVALID_ARG);
     fp_read_stats st0, st;
     for (int k = 0; k < steady_after(id); k++) {
         assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
@@ -2128,6 +2136,9 @@ static void retry_in_one_read(size_t layout, const char *id, built *b)
         fail_msg("%s: the retry hook was called %u times (last with native id %llu), expected once with %llu", id,
                  heard.calls, (unsigned long long)heard.native_id, (unsigned long long)before);
     assert_int_equal(fp_session_set_retry_hook(b->s, NULL, &heard), FP_OK);
+    assert_int_equal(fp_session_get_retry_hook(b->s, &got, &got_ctx), FP_OK); /* removed: no context kept either */
+    assert_null(got);
+    assert_null(got_ctx);
     reattach(b, &b->rd);
     print_message("# %s: a torn walk retried in one read, its read-back taken from it\n", id);
 }

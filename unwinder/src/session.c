@@ -211,6 +211,15 @@ int fp_session_set_retry_hook(fp_session *s, fp_retry_hook hook, void *ctx)
     return FP_OK;
 }
 
+int fp_session_get_retry_hook(const fp_session *s, fp_retry_hook *hook, void **ctx)
+{
+    if (!s || !hook || !ctx)
+        return FP_E_INVALID_ARG;
+    *hook = s->retry_hook;
+    *ctx = s->retry_hook_ctx;
+    return FP_OK;
+}
+
 /* The scheduler state a paused thread had before the stop. */
 static char paused_state(void *ctx, uint64_t native_id)
 {

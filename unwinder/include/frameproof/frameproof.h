@@ -229,6 +229,12 @@ FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
 typedef void (*fp_retry_hook)(void *ctx, uint64_t native_id);
 FP_API int fp_session_set_retry_hook(fp_session *s, fp_retry_hook hook, void *ctx);
 
+/* The retry hook set and its context (NULL and NULL when none), so that a
+ * caller that installs its own for a while can call the one it replaced
+ * and put it back.  Returns FP_OK, or FP_E_INVALID_ARG for a NULL
+ * argument. */
+FP_API int fp_session_get_retry_hook(const fp_session *s, fp_retry_hook *hook, void **ctx);
+
 /* Samples: reusable; storage grows as needed and is kept between samples. */
 FP_API int fp_sample_new(fp_sample **out);
 FP_API void fp_sample_free(fp_sample *sm);
