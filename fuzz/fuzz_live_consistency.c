@@ -31,7 +31,15 @@
  * of step 2 and 3 reuses the addresses sample 1 and 2 saw.  Another bit
  * takes step 1 twice: then the first read of step 2 also brings the read-
  * backs of the sample before (readback_ahead.c), and the writes land among
- * the copy and those read-backs inside that one read.
+ * the copy and those read-backs inside that one read.  Two more set a
+ * retry hook (fp_session_set_retry_hook), which must be called only
+ * before the retry of a torn walk (never more often than walks tore in
+ * the sample; never before anything moved, nor once a still sample has
+ * refreshed what the moving one left: the first sample after the moves
+ * may find a frame it took from the last sample changed), and may land
+ * every write still pending when it is called — the thread running to
+ * the end of its moves while a colocated sampler moves to its CPU — so
+ * that the retries read the settled target.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -52,6 +60,8 @@
 #define FINAL_SAMPLES 2
 #define FLAG_NO_FRAME_CACHE 1u
 #define FLAG_READ_BACKS_AHEAD 2u /* two still samples first: the moving one takes its read-backs ahead */
+#define FLAG_RETRY_HOOK 4u       /* a retry hook is set (counted, checked) */
+#define FLAG_HOOK_LANDS 8u       /* with it: the hook lands every pending write */
 #define MAX_SUSPENDED 8
 #define GENERATOR_MOVE 0x80u /* move kinds: a generator yields or resumes (3.12+) */
 #define YIELD 0x40u
@@ -95,6 +105,9 @@ typedef struct world {
     bool tlbc;               /* the layout has thread-local bytecode copies */
     bool armed;              /* count reads and land writes (sample 2) */
     uint32_t reads;
+    bool hook_lands;         /* the retry hook lands every pending write */
+    bool hook_allowed;       /* a sample that may find a walk torn: the moving one and the first after it */
+    uint64_t hook_calls;     /* calls of the retry hook in the current sample */
 } world;
 
 static void land(world *wd)
@@ -136,6 +149,34 @@ static const fp_reader_ops live_ops = {
     .readv = NULL,
     .close = NULL,
 };
+
+/* The retry hook: a torn walk is about to be walked again, which only a
+ * moving target (sample 2) can cause. */
+static void on_retry(void *ctx, uint64_t native_id)
+{
+    world *wd = ctx;
+    wd->hook_calls++;
+    FUZZ_CHECK(wd->hook_allowed, "the retry hook called for a sample of an image that has not changed (native id %llu)",
+               (unsigned long long)native_id); /* the id is as the torn walk read it: it may be a half-written word */
+    while (wd->hook_lands && wd->applied < wd->nsched)
+        land(wd);
+}
+
+/* One sample of session s: the retry hook called at most once per torn
+ * walk, and only where allowed. */
+static int sample_once(const char *id, world *wd, fp_session *s, fp_sample *sm, bool allowed)
+{
+    fp_read_stats before, after;
+    FUZZ_CHECK(fp_session_read_stats(s, &before) == FP_OK, "%s: no read statistics", id);
+    wd->hook_calls = 0;
+    wd->hook_allowed = allowed;
+    int rc = fp_session_sample(s, sm);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+    FUZZ_CHECK(fp_session_read_stats(s, &after) == FP_OK, "%s: no read statistics", id);
+    FUZZ_CHECK(wd->hook_calls <= after.torn - before.torn, "%s: the retry hook called %llu times for %llu torn walks",
+               id, (unsigned long long)wd->hook_calls, (unsigned long long)(after.torn - before.torn));
+    return rc;
+}
 
 static const state *top_state(const world *wd, size_t t)
 {
@@ -450,6 +491,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     synth_target(wd->img, &td);
     int rc = fp_session_attach_reader(s, &rd, &td);
     FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
+    if (flags & FLAG_RETRY_HOOK) {
+        wd->hook_lands = flags & FLAG_HOOK_LANDS;
+        FUZZ_CHECK(fp_session_set_retry_hook(s, on_retry, wd) == FP_OK, "%s: the retry hook refused", id);
+    }
 
     /* The writes land as planned; the states are what they make visible. */
     for (size_t t = 0; t < wd->d.desc.nthreads; t++) {
@@ -461,22 +506,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     for (int k = 0; k < ((flags & FLAG_READ_BACKS_AHEAD) ? 2 : 1); k++) {
-        rc = fp_session_sample(s, sm);
-        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+        rc = sample_once(id, wd, s, sm, false);
         check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
     }
 
     wd->armed = true;
-    rc = fp_session_sample(s, sm);
+    rc = sample_once(id, wd, s, sm, true);
     wd->armed = false;
-    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
     check_moving(id, wd, sm, rc, fp_session_errmsg(s));
 
     while (wd->applied < wd->nsched)
         land(wd);
     for (int k = 0; k < FINAL_SAMPLES; k++) {
-        rc = fp_session_sample(s, sm);
-        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+        rc = sample_once(id, wd, s, sm, k == 0);
         check_still(id, wd, sm, rc, fp_session_errmsg(s), true);
     }
 out:

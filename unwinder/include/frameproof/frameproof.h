@@ -220,7 +220,10 @@ FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
 /* Called by fp_session_sample before it walks again a thread whose walk
  * the target changed under (a torn walk, counted in fp_read_stats.torn),
  * with that thread's native id as the torn walk read it (0 when it read
- * none).  The library reads nothing for it and changes nothing in the
+ * none).  A walk that started from what the last sample read of its
+ * thread (read ahead, or in the frame cache) and found it changed since is
+ * such a walk too: the thread ran between the samples.  The library reads
+ * nothing for it and changes nothing in the
  * target: it tells a caller that a thread is running under the reads, so
  * that it may act before the retry (a sampler that moves to the CPU that
  * thread runs on, as harness/sampler's colocation does).  The hook must
