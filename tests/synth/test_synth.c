@@ -907,6 +907,19 @@ static void test_untested_version(void **state)
     }
 }
 
+/* What fp_session_set_retry_hook's hook was told. */
+typedef struct retry_heard {
+    unsigned calls;
+    uint64_t native_id; /* the last call's */
+} retry_heard;
+
+static void on_retry(void *ctx, uint64_t native_id)
+{
+    retry_heard *h = ctx;
+    h->calls++;
+    h->native_id = native_id;
+}
+
 /* Moves a frame's instruction pointer by `units` code units. */
 static void move_instr(built *b, uint64_t frame, int units)
 {
@@ -924,7 +937,8 @@ static void move_instr(built *b, uint64_t frame, int units)
  * sample must report what the frames hold now.  A cache keyed on the frame
  * address alone (or on address and code object) fails this test; so does
  * taking a generator frame's bytes from the previous sample without the
- * read-back's check. */
+ * read-back's check, and taking them again for the walk that follows the
+ * batched read-back's finding (two torn walks where one is due). */
 static void frames_reused_not_cached(size_t layout, const char *id, built *b)
 {
     (void)layout;
@@ -933,6 +947,8 @@ static void frames_reused_not_cached(size_t layout, const char *id, built *b)
     uint64_t f3 = synth_frame_addr(b->img, 0, 3);
     expect_frame ex[4];
     memcpy(ex, EXPECT_T1, sizeof ex);
+    retry_heard heard = {0, 0};
+    assert_int_equal(fp_session_set_retry_hook(b->s, on_retry, &heard), FP_OK);
     for (int round = 0; round < 2; round++) { /* the second round hits the cache */
         sample_is(id, b, 0, ex, 4);
     }
@@ -947,11 +963,26 @@ static void frames_reused_not_cached(size_t layout, const char *id, built *b)
            synth_bytes(b->img, f3 + (uint64_t)l->fr_instr_ptr, 8), 8);
     ex[0] = (expect_frame){&CODE_UCS2, 0, 0, false};
     sample_is(id, b, 0, ex, 4);
-    /* The generator frame (outside the data stack) moved on. */
+    /* Frames on the data stack are read with it: none of that tore. */
+    if (heard.calls != 0)
+        fail_msg("%s: the retry hook called %u times for frames read with their data stack", id, heard.calls);
+    /* The generator frame (outside the data stack) moved on: the walk that
+     * took its bytes from the frame cache (in the batched walk of both
+     * threads) is torn, once — the walk again reads it afresh rather than
+     * taking the cache's bytes a second time. */
+    fp_read_stats st0, st;
+    assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
     move_instr(b, f2, -2);
     ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
     sample_is(id, b, 0, ex, 4);
+    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    if (st.torn - st0.torn != 1 || heard.calls != 1 || heard.native_id != fp_sample_thread(b->sm, 0)->native_id)
+        fail_msg("%s: a cached generator frame that moved on: %llu torn walks, the hook called %u times (last with "
+                 "%llu), expected 1, once, with %llu",
+                 id, (unsigned long long)(st.torn - st0.torn), heard.calls, (unsigned long long)heard.native_id,
+                 (unsigned long long)fp_sample_thread(b->sm, 0)->native_id);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    assert_int_equal(fp_session_set_retry_hook(b->s, NULL, NULL), FP_OK);
 }
 
 static void test_frame_cache_aba(void **state)
@@ -2073,19 +2104,6 @@ static void native_id_changed(racing_reader *r)
  * read-backs are then read on their own too; with thread-local bytecode
  * (3.14t, 3.15t) the retry resolves that afresh. */
 static const unsigned RETRY_SAMPLE_READS[] = {2, 5, 5, 5, 5, 8, 2, 6};
-
-/* What fp_session_set_retry_hook's hook was told. */
-typedef struct retry_heard {
-    unsigned calls;
-    uint64_t native_id; /* the last call's */
-} retry_heard;
-
-static void on_retry(void *ctx, uint64_t native_id)
-{
-    retry_heard *h = ctx;
-    h->calls++;
-    h->native_id = native_id;
-}
 
 static void retry_in_one_read(size_t layout, const char *id, built *b)
 {

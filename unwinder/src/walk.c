@@ -989,8 +989,10 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         sm->nthreads = nthreads;
         sm->nframes = nframes;
         /* Retries read afresh, in one read (retry_read.c): the prefetched
-         * copy is what failed. */
-        s->spec_frames = attempt == 0 && s->opts.cache_frames && s->opts.cache_code;
+         * copy is what failed.  So does the first walk of a thread that
+         * the batched read-back found changed: the frame bytes it took
+         * from the frame cache may be what changed. */
+        s->spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code;
         fpi_thread_prefetch again;
         const fpi_thread_prefetch *use = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
         rc = fpi_walk_thread_once(s, sm, ii, link, ts, use, next);
@@ -1436,6 +1438,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
     s->resolve_pos = 0;
+    s->batch_torn_ts = 0;
     uint64_t runtime = s->info.runtime_addr;
     /* interpreters.head and main_thread sit a few words apart: one read. */
     uint8_t rt[RUNTIME_SPAN_MAX];

@@ -136,8 +136,10 @@ static int verify_batch(fp_session *s)
             s->code_generation = ws[failed].generation_seen;
         }
         /* The thread found changed is walked again from fresh reads, not
-         * from its read-ahead copy, which is what failed. */
+         * from its read-ahead copy or the frame cache's bytes, either of
+         * which may be what failed. */
         s->pf[failed].ts = 0;
+        s->batch_torn_ts = ws[failed].ts;
         s->reads.torn++;
         if (s->retry_hook) /* the caller hears of it before the retry (fp_session_set_retry_hook) */
             s->retry_hook(s->retry_hook_ctx, ws[failed].native_id);
