@@ -68,8 +68,9 @@
 #define LIFECYCLE_MOVE 0x60u /* without GENERATOR_MOVE: a thread exits, or a new one starts */
 #define REUSE_NATIVE_ID 1u   /* a new thread gets the native id of its state's last owner */
 #define NEW_ID_BASE (1ull << 40) /* ids of new threads (above every described id) */
-/* Set in the environment: a thread the oracle rejects is printed with the
- * sample, every thread's states and the schedule of writes. */
+/* Set in the environment: every read of the moving sample is printed as
+ * it is made, and a thread the oracle rejects with the sample, every
+ * thread's states and the schedule of writes. */
 #define DEBUG_ENV "FUZZ_LIVE_DEBUG"
 
 /* A stack the thread had, innermost first, under which ids; or the
@@ -108,6 +109,7 @@ typedef struct world {
     bool hook_lands;         /* the retry hook lands every pending write */
     bool hook_allowed;       /* a sample that may find a walk torn: the moving one and the first after it */
     uint64_t hook_calls;     /* calls of the retry hook in the current sample */
+    bool trace_reads;        /* DEBUG_ENV set: every read of sample 2 on stderr */
 } world;
 
 static void land(world *wd)
@@ -124,6 +126,9 @@ static int live_read(void *ctx, uint64_t addr, void *buf, size_t len)
     if (!wd->armed)
         return fp_reader_read(&wd->inner, addr, buf, len);
     wd->reads++;
+    if (wd->trace_reads)
+        fprintf(stderr, "read %u: 0x%llx +%zu (writes landed before it: %zu)\n", wd->reads,
+                (unsigned long long)addr, len, wd->applied);
     while (wd->applied < wd->nsched && wd->sched[wd->applied].read <= wd->reads &&
            (wd->sched[wd->applied].read < wd->reads || wd->sched[wd->applied].split == 0))
         land(wd);
@@ -510,6 +515,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
     }
 
+    wd->trace_reads = getenv(DEBUG_ENV) != NULL;
     wd->armed = true;
     rc = sample_once(id, wd, s, sm, true);
     wd->armed = false;
