@@ -30,6 +30,7 @@
 #define VERIFY_BUF_INITIAL 65536u
 #define WORD 8u
 #define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
+#define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
 size_t fpi_outside_prefix(const fpi_layout *l)
 {
@@ -198,9 +199,21 @@ static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, ch
     }
 }
 
+/* The word that names the thread's top frame (3.11, 3.12: in the _PyCFrame
+ * the walk started from; 3.13+: in the thread state), or 0 when the layout
+ * has none. */
+static uint64_t top_word(const fpi_layout *l, const fpi_verify_want *w)
+{
+    if (w->cframe_addr)
+        return w->cframe_addr + (uint64_t)l->cframe_current_frame;
+    if (l->ts_current_frame != FPI_OFF_NONE)
+        return w->ts + (uint64_t)l->ts_current_frame;
+    return 0;
+}
+
 /* Where one walk's read-back lies in the read-back buffer. */
 typedef struct fpi_verify_at {
-    size_t top_instr, chunks, frames, gen, link, ts, cframe;
+    size_t top_before, top_instr, chunks, frames, gen, link, ts, cframe;
 } verify_at;
 
 /* Where the code-object generation (3.14+) is read in a read-back. */
@@ -228,12 +241,27 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
     int rc;
     /* The last read-back starts with the top frame's instruction, the one
-     * the walk reports (verify.h, top_instr): read after the read-back
-     * before it found the frame the top, and before this one finds its
-     * chain and the thread state unchanged, so frame, instruction and
-     * chain held together at some instant between.  Read with the frame's
-     * other fields (last in its chunk), it could come from another frame
-     * set up in the slot since, under a chain that read had already passed. */
+     * the walk reports (verify.h, top_instr): read just after the word
+     * that names the thread's top frame has named this frame again, and
+     * before this read-back finds its chain and the thread state
+     * unchanged, so frame, instruction and chain held together at some
+     * instant between.  Read with the frame's other fields (last in its
+     * chunk), it could come from another frame set up in the slot since,
+     * under a chain that read had already passed.  Read without the word
+     * before it, it could be a popped frame's, left in its slot while the
+     * thread pushed frames below it again with the very bytes the copy had
+     * read (the copy itself read them after that push): the stack of no
+     * instant (fuzz_live_consistency, corpora/regressions). */
+    at->top_before = NO_READ;
+    if (w->last && u->nseen) {
+        uint64_t cur = top_word(l, w);
+        if (cur) {
+            at->top_before = *used;
+            if ((rc = add_iov(s, n, cur, *used, WORD)))
+                return rc;
+            *used += WORD;
+        }
+    }
     at->top_instr = *used;
     if (w->last && u->nseen) {
         if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, WORD)))
@@ -396,6 +424,8 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
         what = "its data stack shrank below a frame it followed";
     else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at->cframe) != w->top)
         what = "its top frame changed";
+    else if (at->top_before != NO_READ && fpi_load_u64(nb, (int32_t)at->top_before) != w->top)
+        what = "its top frame was not the top when its instruction was read";
     else if (w->generation_addr && (w->generation_seen = fpi_load_u64(nb, (int32_t)at->gen)) != w->generation)
         what = "a code object was freed";
     size_t other = at->frames;

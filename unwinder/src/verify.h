@@ -24,14 +24,16 @@ typedef struct fpi_verify_want {
     bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_after_frames) */
     /* out, set by the last read-back: the top frame's instruction pointer
      * as that read-back found it, in a read of its own before everything
-     * else it reads (the walk's own copy's is ignored there: the top frame
-     * runs on).  This one is what the walk reports: it was read after a
-     * read of the thread state (the read-back before) that named the frame
-     * as the top, so the frame was linked, set up whole, then; and before
-     * this read-back found the chain and the thread state unchanged.  The
-     * copy's may be a slot's previous frame's, under a frame being set up
-     * in it; one read after the chain, with the frame's other fields, may
-     * be a newer frame's set up in the slot since: stacks that never were. */
+     * else it reads but the word naming the thread's top frame (the walk's
+     * own copy's is ignored there: the top frame runs on).  This one is
+     * what the walk reports: it was read just after that word named the
+     * frame as the top again, so the frame was linked, set up whole, then;
+     * and before this read-back found the chain and the thread state
+     * unchanged.  The copy's may be a slot's previous frame's, under a
+     * frame being set up in it; one read after the chain, with the frame's
+     * other fields, may be a newer frame's set up in the slot since; one
+     * read while the frame was popped, a frame's whose callers have been
+     * pushed again since: stacks that never were. */
     uint64_t top_instr;
 } fpi_verify_want;
 
