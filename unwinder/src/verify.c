@@ -253,6 +253,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
      * read (the copy itself read them after that push): the stack of no
      * instant (fuzz_live_consistency, corpora/regressions). */
     at->top_before = NO_READ;
+    at->top_instr = *used;
     if (w->last && u->nseen) {
         uint64_t cur = top_word(l, w);
         if (cur) {
@@ -261,9 +262,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
                 return rc;
             *used += WORD;
         }
-    }
-    at->top_instr = *used;
-    if (w->last && u->nseen) {
+        at->top_instr = *used;
         if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, WORD)))
             return rc;
         *used += WORD;
