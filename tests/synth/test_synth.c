@@ -1180,6 +1180,60 @@ static void test_frameless_thread_recreated(void **state)
     }
 }
 
+/* A new thread's state becomes the list's head in front of the thread
+ * being walked (its link, the head, names the new state from then on). */
+static void head_pushed(racing_reader *r)
+{
+    memcpy(synth_bytes(r->img, r->interp + (uint64_t)r->l->interp_threads_head, 8), &r->other, 8);
+}
+
+/* A thread started in front of the walked one while it was read: every
+ * retry through the same link would tear the same way, so the walk makes
+ * one attempt and the list is walked again from its head, with the new
+ * thread (ci/live thread_churn, colocated: 8 attempts, each torn, per
+ * thread started during a sample). */
+static void test_thread_started_in_front(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_LATIN1, 0, false, false, 0}};
+        synth_thread th[] = {{4243, 0x7f0000002000ull, false, NULL, 0},
+                             {4242, 0x7f0000001000ull, true, main_frames, 2}};
+        synth_desc d = {th, 2, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 1, 0), head_pushed);
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+        rr.other = synth_thread_state_addr(b.img, 0);
+        /* Not started yet: the head is the main thread's state (the new
+         * one already names it as its next, as a state pushed at the head
+         * does). */
+        uint64_t main_ts = synth_thread_state_addr(b.img, 1);
+        memcpy(synth_bytes(b.img, rr.interp + (uint64_t)rr.l->interp_threads_head, 8), &main_ts, 8);
+        fp_reader racing = {&RACING_OPS, &rr};
+        reattach(&b, &racing);
+        rr.armed = true;
+        int rc = fp_session_sample(b.s, b.sm);
+        assert_false(rr.armed);
+        if (rc != FP_OK || fp_sample_thread_count(b.sm) != 2)
+            fail_msg("%s: a sample of %zu thread(s) returned %s, expected both threads", id,
+                     fp_sample_thread_count(b.sm), fp_strerror(rc));
+        const fp_thread *mt = fp_sample_thread(b.sm, 1);
+        if (mt->native_id != 4242 || mt->error || mt->frame_count != 2)
+            fail_msg("%s: the main thread came back as %llu with %zu frames (%s)", id,
+                     (unsigned long long)mt->native_id, mt->frame_count, fp_strerror(mt->error));
+        fp_read_stats st;
+        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+        if (st.torn != 1)
+            fail_msg("%s: %llu torn walks, expected 1 (no retry through the moved link)", id,
+                     (unsigned long long)st.torn);
+        unbuild(&b);
+    }
+}
+
 /* Threads come and go as synth_plan_thread_exit and _start write them: an
  * exited thread leaves the sample, a new one in its freed state comes
  * first (the list's head) under its own ids with no frame; the main thread
@@ -2684,6 +2738,7 @@ int main(void)
         cmocka_unit_test(test_unlinked_generator),
         cmocka_unit_test(test_position_bounds),
         cmocka_unit_test(test_frameless_thread_recreated),
+        cmocka_unit_test(test_thread_started_in_front),
         cmocka_unit_test(test_thread_exit_and_start), cmocka_unit_test(test_thread_exits_during_walk),
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_retry_in_one_read), cmocka_unit_test(test_top_frame_without_slots), cmocka_unit_test(test_read_back_ahead_ranges_moved),

@@ -29,6 +29,10 @@
 #define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
 #define WORD 8u
+
+/* The tear a retry of the same thread through the same link cannot mend
+ * (fpi_verify_batch sets link_moved for it). */
+static const char LEFT_LIST[] = "the thread state left its interpreter's list";
 #define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
@@ -415,7 +419,7 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
     w->generation_seen = w->generation;
     const char *what = NULL;
     if (fpi_load_u64(nb, (int32_t)at->link) != w->ts)
-        what = "the thread state left its interpreter's list";
+        what = LEFT_LIST;
     else if ((what = thread_state_change(l, w->tsbuf, nb + at->ts)) != NULL)
         ;
     else if (!live_below_top(s, u, fpi_load_u64(nb + at->ts, l->ts_datastack_chunk),
@@ -512,6 +516,7 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         if (what) {
             fpi_rb_ahead_failed(&s->rb_ahead);
             *failed = i;
+            s->link_moved = what == LEFT_LIST;
             return torn(s, &ws[i], what);
         }
     }

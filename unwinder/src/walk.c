@@ -959,6 +959,13 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     return true;
 }
 
+/* Whether the link that led to a thread state names it now. */
+static bool link_names(fp_session *s, uint64_t link, uint64_t ts)
+{
+    uint64_t now;
+    return fpi_read(s, link, &now, sizeof now) == FP_OK && now == ts;
+}
+
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state
  * (with fp_options.pause_torn, after FP_PAUSE_TORN_AFTER torn walks, with
@@ -995,10 +1002,16 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
         s->spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code;
         fpi_thread_prefetch again;
         const fpi_thread_prefetch *use = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
+        s->link_moved = false;
         rc = fpi_walk_thread_once(s, sm, ii, link, ts, use, next);
         if (rc == FP_E_INCOMPLETE)
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
+            break;
+        /* Its list changed in front of it: while the link names another
+         * state every retry through it tears the same way, so the thread
+         * list is walked again from its head at once (fpi_walk_all). */
+        if (rc == FP_E_INCOMPLETE && s->link_moved && !link_names(s, link, ts))
             break;
     }
     s->rb_retry_on = false;
