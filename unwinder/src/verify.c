@@ -29,12 +29,12 @@
 #define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
 #define WORD 8u
+#define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
+#define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
 /* The tear a retry of the same thread through the same link cannot mend
  * (fpi_verify_batch sets link_moved for it). */
 static const char LEFT_LIST[] = "the thread state left its interpreter's list";
-#define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
-#define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
 size_t fpi_outside_prefix(const fpi_layout *l)
 {
@@ -256,8 +256,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
      * thread pushed frames below it again with the very bytes the copy had
      * read (the copy itself read them after that push): the stack of no
      * instant (fuzz_live_consistency, corpora/regressions). */
-    at->top_before = NO_READ;
-    at->top_instr = *used;
+    at->top_before = at->top_instr = NO_READ;
     if (w->last && u->nseen) {
         uint64_t cur = top_word(l, w);
         if (cur) {

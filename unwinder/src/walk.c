@@ -959,11 +959,13 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     return true;
 }
 
-/* Whether the link that led to a thread state names it now. */
-static bool link_names(fp_session *s, uint64_t link, uint64_t ts)
+/* Whether the link that led to a thread state, read now, names another:
+ * a retry through it would tear again, and the interpreter's threads are
+ * walked again from its list head instead (fpi_walk_all). */
+static bool link_moved_from(fp_session *s, uint64_t link, uint64_t ts)
 {
     uint64_t now;
-    return fpi_read(s, link, &now, sizeof now) == FP_OK && now == ts;
+    return fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts;
 }
 
 /* A running thread changes under the walker; a walk that fails for any
@@ -1008,10 +1010,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
-        /* Its list changed in front of it: while the link names another
-         * state every retry through it tears the same way, so the thread
-         * list is walked again from its head at once (fpi_walk_all). */
-        if (rc == FP_E_INCOMPLETE && s->link_moved && !link_names(s, link, ts))
+        if (rc == FP_E_INCOMPLETE && s->link_moved && link_moved_from(s, link, ts))
             break;
     }
     s->rb_retry_on = false;
@@ -1541,9 +1540,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                  * head as it is now, a bounded number of times, rather than
                  * rejecting the sample for a thread that exited under the
                  * walk (which thread_churn did for every exit). */
-                uint64_t now = 0, head = 0;
-                if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS &&
-                    fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts &&
+                uint64_t head = 0;
+                if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS && link_moved_from(s, link, ts) &&
                     fpi_read(s, interp + (uint64_t)l->interp_threads_head, &head, sizeof head) == FP_OK) {
                     restarts++;
                     sm->nthreads = threads0;
