@@ -1089,11 +1089,13 @@ typedef struct racing_reader {
     uint64_t watch;
     int skip;                  /* reads of watch to let through first */
     void (*change)(struct racing_reader *);
-    bool armed;
+    bool armed, changed;
     int fail;                  /* when set by change: what the read that triggered it returns */
     synth_image *img;
     const fpi_layout *l;
     uint64_t interp, ts, other;
+    uint64_t count_at;         /* after the change: 8-byte reads of count_at, counted in counted */
+    unsigned counted;
 } racing_reader;
 
 static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -1101,9 +1103,12 @@ static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
     racing_reader *r = ctx;
     if (r->armed && addr <= r->watch && r->watch - addr < len && r->skip-- == 0) {
         r->armed = false;
+        r->changed = true;
         r->change(r);
         if (r->fail)
             return r->fail;
+    } else if (r->changed && r->count_at && addr == r->count_at && len == sizeof r->count_at) {
+        r->counted++;
     }
     return fp_reader_read(&r->inner, addr, buf, len);
 }
@@ -1213,6 +1218,7 @@ static void test_thread_started_in_front(void **state)
          * does). */
         uint64_t main_ts = synth_thread_state_addr(b.img, 1);
         memcpy(synth_bytes(b.img, rr.interp + (uint64_t)rr.l->interp_threads_head, 8), &main_ts, 8);
+        rr.count_at = rr.interp + (uint64_t)rr.l->interp_threads_head;
         fp_reader racing = {&RACING_OPS, &rr};
         reattach(&b, &racing);
         rr.armed = true;
@@ -1221,6 +1227,13 @@ static void test_thread_started_in_front(void **state)
         if (rc != FP_OK || fp_sample_thread_count(b.sm) != 2)
             fail_msg("%s: a sample of %zu thread(s) returned %s, expected both threads", id,
                      fp_sample_thread_count(b.sm), fp_strerror(rc));
+        /* The link (here the list head) is read after the change by the
+         * walk's read-back (it names another), by the check that it still
+         * does, as the head the walk starts again from, and by the new
+         * head thread's read-back: the restart takes the check's verdict
+         * rather than reading the link a fifth time. */
+        if (rr.counted != 4)
+            fail_msg("%s: the moved link was read %u times after the change, expected 4", id, rr.counted);
         const fp_thread *mt = fp_sample_thread(b.sm, 1);
         if (mt->native_id != 4242 || mt->error || mt->frame_count != 2)
             fail_msg("%s: the main thread came back as %llu with %zu frames (%s)", id,

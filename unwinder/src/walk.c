@@ -971,12 +971,15 @@ static bool link_moved_from(fp_session *s, uint64_t link, uint64_t ts)
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state
  * (with fp_options.pause_torn, after FP_PAUSE_TORN_AFTER torn walks, with
- * the thread stopped). */
+ * the thread stopped).  *link_left: the retries ended because the link
+ * that led to the thread state was read naming another (fpi_walk_all then
+ * walks the list again from its head without reading the link again). */
 static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
-                       const fpi_thread_prefetch *pre, uint64_t *next)
+                       const fpi_thread_prefetch *pre, uint64_t *next, bool *link_left)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
+    *link_left = false;
     s->rb_retry_on = true;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
         /* The read-backs the last attempt planned become the ones its
@@ -1010,7 +1013,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
-        if (rc == FP_E_INCOMPLETE && s->link_moved && link_moved_from(s, link, ts))
+        if (rc == FP_E_INCOMPLETE && s->link_moved && (*link_left = link_moved_from(s, link, ts)))
             break;
     }
     s->rb_retry_on = false;
@@ -1519,7 +1522,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
             if ((rc = fpi_remember_thread(s, interp, ts)))
                 return rc;
-            rc = walk_thread(s, sm, &ii, link, ts, pre, &next);
+            bool link_left;
+            rc = walk_thread(s, sm, &ii, link, ts, pre, &next, &link_left);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
@@ -1539,9 +1543,12 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                  * The interpreter's threads are walked again from its list
                  * head as it is now, a bounded number of times, rather than
                  * rejecting the sample for a thread that exited under the
-                 * walk (which thread_churn did for every exit). */
+                 * walk (which thread_churn did for every exit).  The link
+                 * is read here unless walk_thread's last retry found it
+                 * moved already. */
                 uint64_t head = 0;
-                if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS && link_moved_from(s, link, ts) &&
+                if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS &&
+                    (link_left || link_moved_from(s, link, ts)) &&
                     fpi_read(s, interp + (uint64_t)l->interp_threads_head, &head, sizeof head) == FP_OK) {
                     restarts++;
                     sm->nthreads = threads0;
