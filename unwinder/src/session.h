@@ -27,7 +27,7 @@
 #define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
-#define FPI_THREAD_LIST_RESTARTS 2u                  /* walks of an interpreter's threads again from its head */
+#define FPI_THREAD_LIST_RESTARTS 5u                  /* walks of an interpreter's threads again from its head */
 #define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
 #define FPI_VERIFY_READS_CHECKED 1u                  /* ... before its frames where the callee check applies */
 #define FPI_MAX_READ_AHEAD_BYTES (8u * 1024u * 1024u) /* the last sample's read-backs read again with a first read */
