@@ -961,25 +961,26 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
 
 /* Whether the link that led to a thread state, read now, names another:
  * a retry through it would tear again, and the interpreter's threads are
- * walked again from its list head instead (fpi_walk_all). */
-static bool link_moved_from(fp_session *s, uint64_t link, uint64_t ts)
+ * walked again from its list head instead (fpi_walk_all).  *now: what the
+ * link names now (when the link is the list head, the head to start from). */
+static bool link_moved_from(fp_session *s, uint64_t link, uint64_t ts, uint64_t *now)
 {
-    uint64_t now;
-    return fpi_read(s, link, &now, sizeof now) == FP_OK && now != ts;
+    return fpi_read(s, link, now, sizeof *now) == FP_OK && *now != ts;
 }
 
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state
  * (with fp_options.pause_torn, after FP_PAUSE_TORN_AFTER torn walks, with
  * the thread stopped).  *link_left: the retries ended because the link
- * that led to the thread state was read naming another (fpi_walk_all then
+ * that led to the thread state was read naming *link_now (fpi_walk_all then
  * walks the list again from its head without reading the link again). */
 static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
-                       const fpi_thread_prefetch *pre, uint64_t *next, bool *link_left)
+                       const fpi_thread_prefetch *pre, uint64_t *next, bool *link_left, uint64_t *link_now)
 {
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
     *link_left = false;
+    *link_now = 0;
     s->rb_retry_on = true;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
         /* The read-backs the last attempt planned become the ones its
@@ -1013,7 +1014,7 @@ static int walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
-        if (rc == FP_E_INCOMPLETE && s->link_moved && (*link_left = link_moved_from(s, link, ts)))
+        if (rc == FP_E_INCOMPLETE && s->link_moved && (*link_left = link_moved_from(s, link, ts, link_now)))
             break;
     }
     s->rb_retry_on = false;
@@ -1523,7 +1524,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             if ((rc = fpi_remember_thread(s, interp, ts)))
                 return rc;
             bool link_left;
-            rc = walk_thread(s, sm, &ii, link, ts, pre, &next, &link_left);
+            uint64_t link_now;
+            rc = walk_thread(s, sm, &ii, link, ts, pre, &next, &link_left, &link_now);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {
@@ -1545,11 +1547,13 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                  * rejecting the sample for a thread that exited under the
                  * walk (which thread_churn did for every exit).  The link
                  * is read here unless walk_thread's last retry found it
-                 * moved already. */
-                uint64_t head = 0;
+                 * moved already; when the link is the list head, what it
+                 * was read naming is the head to start from. */
+                uint64_t head_at = interp + (uint64_t)l->interp_threads_head, head = 0;
                 if (rc != FP_E_LIMIT && restarts < FPI_THREAD_LIST_RESTARTS &&
-                    (link_left || link_moved_from(s, link, ts)) &&
-                    fpi_read(s, interp + (uint64_t)l->interp_threads_head, &head, sizeof head) == FP_OK) {
+                    (link_left || link_moved_from(s, link, ts, &link_now)) &&
+                    (link == head_at ? (head = link_now, true)
+                                     : fpi_read(s, head_at, &head, sizeof head) == FP_OK)) {
                     restarts++;
                     sm->nthreads = threads0;
                     sm->nframes = frames0;
@@ -1558,7 +1562,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     result = result0;
                     first_err = err0;
                     nthreads = 0;
-                    link = interp + (uint64_t)l->interp_threads_head;
+                    link = head_at;
                     ts = head;
                     continue;
                 }
