@@ -1247,6 +1247,66 @@ static void test_thread_started_in_front(void **state)
     }
 }
 
+/* The head thread exits and another starts in front of the main thread,
+ * each time the head's state is read (re-armed for the new head, until
+ * MAX_HEAD_SWAPS): every walk of the list tears at its head. */
+#define MAX_HEAD_SWAPS 64u
+
+static void head_swapped(racing_reader *r)
+{
+    uint64_t now = r->watch == r->ts ? r->other : r->ts;
+    memcpy(synth_bytes(r->img, r->interp + (uint64_t)r->l->interp_threads_head, 8), &now, 8);
+    r->counted++;
+    if (r->counted < MAX_HEAD_SWAPS) {
+        r->watch = now;
+        r->skip = 0;
+        r->armed = true;
+    }
+}
+
+/* A thread list that changes under every walk of it is walked again from
+ * its head a bounded number of times (FPI_THREAD_LIST_RESTARTS), then the
+ * sample is rejected as incomplete: never a sample without the thread in
+ * front, and never a walk that goes on as long as the list keeps moving. */
+static void test_thread_list_restarts_bounded(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        const char *id = LAYOUTS[i];
+        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+        synth_thread th[] = {{4243, 0x7f0000002000ull, false, NULL, 0},
+                             {4244, 0x7f0000003000ull, false, NULL, 0},
+                             {4242, 0x7f0000001000ull, true, main_frames, 1}};
+        synth_desc d = {th, 3, NULL, 0};
+        built b;
+        build(id, &d, 0, &b);
+        uint64_t first = synth_thread_state_addr(b.img, 0), second = synth_thread_state_addr(b.img, 1);
+        uint64_t main_ts = synth_thread_state_addr(b.img, 2);
+        racing_reader rr = racing_over(&b, first, head_swapped);
+        fp_target_desc td;
+        synth_target(b.img, &td);
+        memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+        rr.ts = first;
+        rr.other = second;
+        /* Either one in front: both name the main thread as their next. */
+        memcpy(synth_bytes(b.img, second + (uint64_t)rr.l->ts_next, 8), &main_ts, 8);
+        memcpy(synth_bytes(b.img, first + (uint64_t)rr.l->ts_next, 8), &main_ts, 8);
+        fp_reader racing = {&RACING_OPS, &rr};
+        reattach(&b, &racing);
+        rr.armed = true;
+        int rc = fp_session_sample(b.s, b.sm);
+        if (rc != FP_E_INCOMPLETE)
+            fail_msg("%s: a list moving under every walk gave %s with %zu thread(s), expected incomplete", id,
+                     fp_strerror(rc), fp_sample_thread_count(b.sm));
+        /* The first walk and every walk again from the head: each read
+         * the head's state once and moved the head. */
+        if (rr.counted != FPI_THREAD_LIST_RESTARTS + 1)
+            fail_msg("%s: the list's head was read and moved %u times, expected %u", id, rr.counted,
+                     FPI_THREAD_LIST_RESTARTS + 1);
+        unbuild(&b);
+    }
+}
+
 /* Threads come and go as synth_plan_thread_exit and _start write them: an
  * exited thread leaves the sample, a new one in its freed state comes
  * first (the list's head) under its own ids with no frame; the main thread
@@ -2752,6 +2812,7 @@ int main(void)
         cmocka_unit_test(test_position_bounds),
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_started_in_front),
+        cmocka_unit_test(test_thread_list_restarts_bounded),
         cmocka_unit_test(test_thread_exit_and_start), cmocka_unit_test(test_thread_exits_during_walk),
         cmocka_unit_test(test_read_stats),
         cmocka_unit_test(test_batched_read_back_torn), cmocka_unit_test(test_retry_in_one_read), cmocka_unit_test(test_top_frame_without_slots), cmocka_unit_test(test_read_back_ahead_ranges_moved),
