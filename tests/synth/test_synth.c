@@ -116,6 +116,17 @@ static void build(const char *id, const synth_desc *d, uint32_t max_depth, built
         fail_msg("%s: attach: %s", id, fp_session_errmsg(b->s));
 }
 
+/* The address of the image's first (here only) interpreter state, read
+ * from the runtime's list of interpreters. */
+static uint64_t first_interp(synth_image *img)
+{
+    fp_target_desc td;
+    uint64_t interp;
+    synth_target(img, &td);
+    memcpy(&interp, synth_bytes(img, td.runtime_addr + (uint64_t)synth_layout(img)->rt_interpreters_head, 8), 8);
+    return interp;
+}
+
 static void unbuild(built *b)
 {
     fp_sample_free(b->sm);
@@ -827,10 +838,7 @@ static void follows_thread_list_changes(size_t layout, const char *id, built *b)
     assert_int_equal(fp_sample_thread_count(b->sm), 2);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     /* The head moves to the second thread, the first now after it. */
-    uint64_t interp;
-    fp_target_desc td;
-    synth_target(b->img, &td);
-    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    uint64_t interp = first_interp(b->img);
     uint8_t *head = synth_bytes(b->img, interp + (uint64_t)l->interp_threads_head, 8);
     uint8_t *next1 = synth_bytes(b->img, t1 + (uint64_t)l->ts_next, 8);
     memcpy(head, &t1, 8);
@@ -1096,6 +1104,7 @@ typedef struct racing_reader {
     uint64_t interp, ts, other;
     uint64_t count_at;         /* after the change: 8-byte reads of count_at, counted in counted */
     unsigned counted;
+    unsigned changes;          /* times change ran (it may arm the reader again) */
 } racing_reader;
 
 static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
@@ -1104,6 +1113,7 @@ static int racing_read(void *ctx, uint64_t addr, void *buf, size_t len)
     if (r->armed && addr <= r->watch && r->watch - addr < len && r->skip-- == 0) {
         r->armed = false;
         r->changed = true;
+        r->changes++;
         r->change(r);
         if (r->fail)
             return r->fail;
@@ -1158,9 +1168,7 @@ static void test_frameless_thread_recreated(void **state)
                 rr.watch = synth_frame_addr(b.img, 1, 0);
                 rr.skip = 1; /* its copy, then its read-back */
             }
-            fp_target_desc td;
-            synth_target(b.img, &td);
-            memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+            rr.interp = first_interp(b.img);
             rr.ts = synth_thread_state_addr(b.img, 0);
             rr.other = synth_thread_state_addr(b.img, 1);
             fp_reader racing = {&RACING_OPS, &rr};
@@ -1209,9 +1217,7 @@ static void test_thread_started_in_front(void **state)
         built b;
         build(id, &d, 0, &b);
         racing_reader rr = racing_over(&b, synth_frame_addr(b.img, 1, 0), head_pushed);
-        fp_target_desc td;
-        synth_target(b.img, &td);
-        memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+        rr.interp = first_interp(b.img);
         rr.other = synth_thread_state_addr(b.img, 0);
         /* Not started yet: the head is the main thread's state (the new
          * one already names it as its next, as a state pushed at the head
@@ -1256,8 +1262,7 @@ static void head_swapped(racing_reader *r)
 {
     uint64_t now = r->watch == r->ts ? r->other : r->ts;
     memcpy(synth_bytes(r->img, r->interp + (uint64_t)r->l->interp_threads_head, 8), &now, 8);
-    r->counted++;
-    if (r->counted < MAX_HEAD_SWAPS) {
+    if (r->changes < MAX_HEAD_SWAPS) {
         r->watch = now;
         r->skip = 0;
         r->armed = true;
@@ -1283,9 +1288,7 @@ static void test_thread_list_restarts_bounded(void **state)
         uint64_t first = synth_thread_state_addr(b.img, 0), second = synth_thread_state_addr(b.img, 1);
         uint64_t main_ts = synth_thread_state_addr(b.img, 2);
         racing_reader rr = racing_over(&b, first, head_swapped);
-        fp_target_desc td;
-        synth_target(b.img, &td);
-        memcpy(&rr.interp, synth_bytes(b.img, td.runtime_addr + (uint64_t)rr.l->rt_interpreters_head, 8), 8);
+        rr.interp = first_interp(b.img);
         rr.ts = first;
         rr.other = second;
         /* Either one in front: both name the main thread as their next. */
@@ -1300,8 +1303,8 @@ static void test_thread_list_restarts_bounded(void **state)
                      fp_strerror(rc), fp_sample_thread_count(b.sm));
         /* The first walk and every walk again from the head: each read
          * the head's state once and moved the head. */
-        if (rr.counted != FPI_THREAD_LIST_RESTARTS + 1)
-            fail_msg("%s: the list's head was read and moved %u times, expected %u", id, rr.counted,
+        if (rr.changes != FPI_THREAD_LIST_RESTARTS + 1)
+            fail_msg("%s: the list's head was read and moved %u times, expected %u", id, rr.changes,
                      FPI_THREAD_LIST_RESTARTS + 1);
         unbuild(&b);
     }
@@ -1533,14 +1536,12 @@ static void code_generation_checked(size_t layout, const char *id, built *b)
     const fpi_layout *l = synth_layout(b->img);
     if (l->interp_code_generation == FPI_OFF_NONE)
         return;
-    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f3 = synth_frame_addr(b->img, 0, 3), code_a, code_u, interp;
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f3 = synth_frame_addr(b->img, 0, 3), code_a, code_u;
     memcpy(&code_a, synth_bytes(b->img, f0 + (uint64_t)l->fr_executable, 8), 8);
     memcpy(&code_u, synth_bytes(b->img, f3 + (uint64_t)l->fr_executable, 8), 8);
     code_a &= ~l->executable_tag_mask;
     code_u &= ~l->executable_tag_mask;
-    fp_target_desc td;
-    synth_target(b->img, &td);
-    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    uint64_t interp = first_interp(b->img);
     generation_bumper g = {.rr = racing_over(b, f3, replace_and_bump),
                            .generation_at = interp + (uint64_t)l->interp_code_generation,
                            .qualname_at = code_u + (uint64_t)l->co_qualname};
@@ -1697,10 +1698,7 @@ static void head_not_set_up(const char *id, int warm, built *b)
     for (int k = 0; k < warm; k++)
         assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
     const fpi_layout *l = synth_layout(b->img);
-    fp_target_desc td;
-    synth_target(b->img, &td);
-    uint64_t interp, ts = synth_thread_state_addr(b->img, 1), zero = 0;
-    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    uint64_t interp = first_interp(b->img), ts = synth_thread_state_addr(b->img, 1), zero = 0;
     int32_t template_zeros[] = {l->ts_interp, l->ts_next, l->ts_native_thread_id, l->ts_thread_id};
     for (size_t f = 0; f < sizeof template_zeros / sizeof template_zeros[0]; f++)
         memcpy(synth_bytes(b->img, ts + (uint64_t)template_zeros[f], 8), &zero, 8);
@@ -2162,10 +2160,7 @@ static void generation_beside_head(size_t layout, const char *id, built *b)
     const fpi_layout *l = synth_layout(b->img);
     if (l->interp_code_generation == FPI_OFF_NONE)
         return;
-    fp_target_desc td;
-    synth_target(b->img, &td);
-    uint64_t interp;
-    memcpy(&interp, synth_bytes(b->img, td.runtime_addr + (uint64_t)l->rt_interpreters_head, 8), 8);
+    uint64_t interp = first_interp(b->img);
     uint64_t head = interp + (uint64_t)l->interp_threads_head, gen = interp + (uint64_t)l->interp_code_generation;
     keeping_reader kr = {.inner = b->rd};
     fp_reader rd = {&KEEPING_OPS, &kr};
