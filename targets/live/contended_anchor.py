@@ -22,23 +22,23 @@ WORK = 40                         # loop iterations in each leaf
 DEEP_WORK = 8                     # loop iterations in deep2
 RARE_EVERY = 32                   # rounds between two calls of the deep pair
 WARM_SAMPLES = 200                # helper samples before "ready"
-# The helper samples until this process is gone (it polls the pid), pacing
-# itself so that it takes one CPU's share of time at most about half.
+# The helper samples until this process is gone (it polls the pid every 256
+# calls, whether they succeed or not), with a short sleep after each call.
 HELPER = """
 import os, sys, time, _remote_debugging
 pid, warm = int(sys.argv[1]), int(sys.argv[2])
 u = _remote_debugging.RemoteUnwinder(pid, all_threads=True, cache_frames=True)
-n = 0
+done = calls = 0
 while True:
+    calls += 1
     try:
         u.get_stack_trace()
-        n += 1
+        done += 1
+        if done == warm:
+            print("warm", flush=True)
     except Exception:
         pass
-    if n == warm:
-        print("warm", flush=True)
-        n += 1
-    if n % 256 == 0:
+    if calls % 256 == 0:
         try:
             os.kill(pid, 0)
         except OSError:
