@@ -3,7 +3,9 @@
  * unfolded root first; a code object address that comes back with another
  * function gets that function's name (the (address, line) hint is only a
  * hint); the modes keep and count exactly the threads they should; torn
- * and idle threads are counted, never added. */
+ * and idle threads are counted, never added; the top functions (top.c)
+ * by self and total samples, a recursive function counted once per sample,
+ * and the distinct stacks per thread. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "profile.h"
+#include "top.h"
 
 #define CODE_A 0x7f0000001000ull
 #define NATIVE_ID 4242u
@@ -112,12 +115,72 @@ static void test_mode_names(void **state)
     assert_int_equal(fpr_mode_parse("exception"), -1);
 }
 
+/* Adds n samples of one thread whose stack is frames[0..depth), innermost first. */
+static void add_n(fpr_profile *p, uint64_t native_id, const fp_frame *frames, size_t depth, int n)
+{
+    fp_thread th = thread(depth);
+    th.native_id = native_id;
+    for (int i = 0; i < n; i++)
+        assert_int_equal(fpr_profile_add_thread(p, &th, frames, i), FP_OK);
+}
+
+static void test_top(void **state)
+{
+    (void)state;
+    fpr_profile *p;
+    assert_int_equal(fpr_profile_new(FPR_MODE_WALL, NULL, NULL, &p), FP_OK);
+    const fp_frame mod = frame("<module>", "m.py", 1, CODE_A), f5 = frame("f", "m.py", 5, CODE_A + 64),
+                   f6 = frame("f", "m.py", 6, CODE_A + 64), f7 = frame("f", "m.py", 7, CODE_A + 64),
+                   g = frame("g", "m.py", 10, CODE_A + 128), other_g = frame("g", "other.py", 3, CODE_A + 192);
+    const fp_frame fg[] = {g, f5, mod}, f_at_6[] = {f6, mod}, recursive[] = {f7, f5, mod}, lone[] = {other_g};
+    add_n(p, 1, fg, 3, 3);
+    add_n(p, 1, f_at_6, 2, 1);
+    add_n(p, 1, recursive, 3, 2); /* f twice on the stack: once in its total */
+    add_n(p, 2, lone, 1, 1);      /* another function of the same name */
+    add_n(p, 2, fg, 3, 1);        /* thread 1's stack again: another (thread, stack) pair */
+    fpr_top t;
+    assert_int_equal(fpr_top_compute(p, 3, &t), FP_OK);
+    assert_int_equal(t.samples, 8);
+    assert_int_equal(t.stacks, 5);
+    assert_int_equal(t.functions, 4);
+    assert_int_equal(t.count, 3);
+    const struct {
+        const char *function, *file;
+        int32_t line;
+        uint64_t self, total;
+    } want[] = {{"g", "m.py", 10, 4, 4}, {"f", "m.py", 7, 3, 7}, {"g", "other.py", 3, 1, 1}};
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(t.top[i].function, want[i].function);
+        assert_string_equal(t.top[i].file, want[i].file);
+        assert_int_equal(t.top[i].line, want[i].line);
+        assert_int_equal(t.top[i].self, want[i].self);
+        assert_int_equal(t.top[i].total, want[i].total);
+    }
+    fpr_top_free(&t);
+    /* All of them: <module> last, no self sample, so no line. */
+    assert_int_equal(fpr_top_compute(p, 10, &t), FP_OK);
+    assert_int_equal(t.count, 4);
+    assert_string_equal(t.top[3].function, "<module>");
+    assert_int_equal(t.top[3].self, 0);
+    assert_int_equal(t.top[3].total, 7);
+    assert_int_equal(t.top[3].line, FP_POS_NONE);
+    fpr_top_free(&t);
+    fpr_profile_free(p);
+    /* An empty profile. */
+    assert_int_equal(fpr_profile_new(FPR_MODE_WALL, NULL, NULL, &p), FP_OK);
+    assert_int_equal(fpr_top_compute(p, 3, &t), FP_OK);
+    assert_int_equal(t.samples + t.stacks + t.functions + t.count, 0);
+    fpr_top_free(&t);
+    fpr_profile_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_interning),
         cmocka_unit_test(test_modes_and_dropped),
         cmocka_unit_test(test_mode_names),
+        cmocka_unit_test(test_top),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);
