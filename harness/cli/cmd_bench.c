@@ -15,6 +15,7 @@
 #include "frameproof/frameproof.h"
 #include "json_writer.h"
 #include "sampler.h"
+#include "sampling_policy.h"
 
 #define BENCH_DEFAULT_SAMPLES 10000ul
 #define BENCH_MAX_SAMPLES 100000000ul
@@ -30,7 +31,8 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
-    "                       [--no-cache] [--json] [--blocking | --pause-torn] [--colocate] [--floor]\n"
+    "                       [--no-cache] [--json] [--blocking | --no-colocate | --no-pause-torn]\n"
+    "                       [--inject-fault drop-torn|retry-quiet] [--floor]\n"
     "                       [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
@@ -49,12 +51,9 @@ static const char BENCH_USAGE[] =
     "                   up; the output adds the achieved rate and missed ticks\n"
     "  --duration S     stop after S seconds (at most " BENCH_XSTR(BENCH_MAX_DURATION_S) "); N then bounds\n"
     "                   the run only when --samples is given\n"
-    "  --colocate       make each sample from the CPU the target's GIL holder\n"
-    "                   (else its main thread) last ran on, moving bench's\n"
-    "                   thread there first (while bench reads, that thread does\n"
-    "                   not run), and walk a thread whose walk tore again from\n"
-    "                   that thread's CPU (\"colocate_moves\": the moves made,\n"
-    "                   \"colocate_retry_follows\": the torn walks moved for)\n"
+    FP_CLI_POLICY_HELP
+    "                   (\"colocate_moves\": the moves made, \"colocate_retry_follows\":\n"
+    "                   the torn walks moved for, \"paused_walks\": threads stopped)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
@@ -66,8 +65,8 @@ static const char BENCH_USAGE[] =
     "Transient failures are counted, not retried; the first fatal one ends\n"
     "bench with its message (exit status 1).\n"
     "The target keeps running (with --blocking every thread is stopped with\n"
-    "ptrace for each sample and resumed; with --pause-torn a thread whose walk\n"
-    "the target tore twice is stopped alone, walked again and resumed).\n"
+    "ptrace for each sample and resumed; by default a thread whose walk the\n"
+    "target tore twice is stopped alone, walked again and resumed).\n"
     "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
@@ -272,6 +271,9 @@ int fp_cmd_bench(int argc, char **argv)
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
+        {"no-pause-torn", no_argument, NULL, 't'},
+        {"no-colocate", no_argument, NULL, 'c'},
+        {"inject-fault", required_argument, NULL, 'I'},
         {"json", no_argument, NULL, 'j'},
         {"floor", no_argument, NULL, 'F'},
         {"colocate", no_argument, NULL, 'C'},
@@ -283,6 +285,8 @@ int fp_cmd_bench(int argc, char **argv)
     o.thread_cpu_state = false; /* measure the unwinder, not /proc */
     fps_config cfg;
     fps_config_init(&cfg);
+    fp_cli_policy policy;
+    fp_cli_policy_init(&policy);
     unsigned long pid = 0, n = 0;
     int json = 0, c;
     bench_extra extra = {0};
@@ -315,11 +319,17 @@ int fp_cmd_bench(int argc, char **argv)
             break;
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
-        case 'B': o.blocking = true; break;
-        case 'T': o.pause_torn = true; break;
+        case 'B': policy.blocking = true; break;
+        case 'T': policy.pause_torn = FP_POLICY_ON; break;
+        case 't': policy.pause_torn = FP_POLICY_OFF; break;
+        case 'c': policy.colocate = FP_POLICY_OFF; break;
+        case 'I':
+            if (fp_cli_policy_fault("bench", optarg, &policy))
+                return FP_EXIT_USAGE;
+            break;
         case 'j': json = 1; break;
         case 'F': extra.floor = true; break;
-        case 'C': cfg.colocate_pid = 1; break; /* the pid, once known */
+        case 'C': policy.colocate = FP_POLICY_ON; break;
         case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
         default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;
         }
@@ -328,10 +338,8 @@ int fp_cmd_bench(int argc, char **argv)
         fputs(BENCH_USAGE, stderr);
         return FP_EXIT_USAGE;
     }
-    if (o.blocking && o.pause_torn) {
-        fputs("frameproof bench: --blocking and --pause-torn exclude each other\n", stderr);
+    if (fp_cli_policy_apply("bench", &policy, &o, &cfg))
         return FP_EXIT_USAGE;
-    }
     if (cfg.colocate_pid)
         cfg.colocate_pid = (int)pid;
     /* --duration alone is bounded by the most samples bench can keep. */

@@ -23,6 +23,7 @@
 #include "out.h"
 #include "profile.h"
 #include "sampler.h"
+#include "sampling_policy.h"
 
 #define RECORD_DEFAULT_RATE_HZ 100.0
 #define RECORD_MAX_RATE_HZ 100000.0      /* 10 µs per tick, below a sample's cost */
@@ -48,7 +49,8 @@ static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
-    "                         [--blocking | --pause-torn] [--realtime] [--colocate]\n"
+    "                         [--blocking | --no-colocate | --no-pause-torn]\n"
+    "                         [--inject-fault drop-torn|retry-quiet] [--realtime]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -80,28 +82,22 @@ static const char RECORD_USAGE[] =
     "  -o, --output F   write the profile to F (default: standard output); F is\n"
     "                   opened before the target is launched or attached, and an\n"
     "                   existing F is only replaced once the profile is written\n"
-    FP_CLI_BLOCKING_HELP
-    FP_CLI_PAUSE_TORN_HELP
+    FP_CLI_POLICY_HELP;
+
+/* The flags after the policy's (one string would pass the 4095
+ * characters C11 compilers must take). */
+static const char RECORD_USAGE_FLAGS[] =
     "  --realtime       sample at real-time priority (SCHED_FIFO "RECORD_XSTR(FPS_RT_PRIORITY)", restored at\n"
     "                   the end; needs root or CAP_SYS_NICE): a busy target can\n"
     "                   then neither delay a tick nor preempt a sample, which\n"
     "                   keeps the rate with --blocking on many running threads\n"
-    "  --colocate       take each sample from the CPU the target's GIL holder\n"
-    "                   (else its main thread) last ran on, moving the sampler\n"
-    "                   there first: while it reads, that thread does not run,\n"
-    "                   so its samples are hardly ever torn (threads running at\n"
-    "                   once on free-threaded builds keep running elsewhere;\n"
-    "                   a thread whose walk tore is walked again from its CPU);\n"
-    "                   with --realtime it also keeps every tick: without it\n"
-    "                   the sampler may wait there for a busy thread's slice\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
     FP_CLI_UNTESTED_HELP
     "  --help           print this help\n";
 
-/* The rest of the help (one string would pass the 4095 characters C11
- * compilers must take). */
+/* The rest of the help. */
 static const char RECORD_USAGE_END[] =
     "\n"
     "A sample that the target changed under (torn) is counted and left out,\n"
@@ -115,8 +111,16 @@ static const char RECORD_USAGE_END[] =
     "duration, Ctrl-C or the target's exit; 1 on an error (attach failed, a\n"
     "fatal sampling error, the output could not be written); 2 on a usage error.\n";
 
+static void print_usage(FILE *f)
+{
+    fputs(RECORD_USAGE, f);
+    fputs(RECORD_USAGE_FLAGS, f);
+    fputs(RECORD_USAGE_END, f);
+}
+
 typedef struct record_opts {
     fp_options lib;
+    fp_cli_policy policy;    /* --blocking, --[no-]colocate, --[no-]pause-torn, --inject-fault */
     unsigned long pid;
     char **command;          /* argv after "--", NULL with --pid */
     fps_config sampling;
@@ -178,6 +182,26 @@ static void progress(record_run *r, int64_t t_ns, bool final)
     fflush(stderr);
 }
 
+/* Adds attempt o's sample to p; a thread the run leaves out as torn
+ * (fps_outcome.skip_ids, a self-test fault) is counted as a torn one. */
+static int add_sample(fpr_profile *p, const fps_outcome *o)
+{
+    if (o->nskip == 0)
+        return fpr_profile_add(p, o->sample, o->t_ns);
+    size_t n = fp_sample_thread_count(o->sample);
+    for (size_t i = 0; i < n; i++) {
+        fp_thread th = *fp_sample_thread(o->sample, i);
+        for (size_t k = 0; k < o->nskip; k++)
+            if (o->skip_ids[k] == th.native_id)
+                th.error = FP_E_INCOMPLETE;
+        const fp_frame *frames = th.frame_count ? fp_sample_frame(o->sample, th.first_frame) : NULL;
+        int rc = fpr_profile_add_thread(p, &th, frames, o->t_ns);
+        if (rc)
+            return rc;
+    }
+    return FP_OK;
+}
+
 static int on_sample(void *ctx, const fps_outcome *o)
 {
     record_run *r = ctx;
@@ -187,7 +211,7 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->ok++;
     else
         r->errors++;
-    if (o->sample && fpr_profile_add(r->profile, o->sample, o->t_ns) != FP_OK) {
+    if (o->sample && add_sample(r->profile, o) != FP_OK) {
         r->oom = true;
         return 1;
     }
@@ -217,8 +241,11 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"output", required_argument, NULL, 'o'},
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
+        {"no-pause-torn", no_argument, NULL, 't'},
         {"realtime", no_argument, NULL, 'X'},
         {"colocate", no_argument, NULL, 'L'},
+        {"no-colocate", no_argument, NULL, 'l'},
+        {"inject-fault", required_argument, NULL, 'I'},
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-progress", no_argument, NULL, 'N'},
@@ -275,10 +302,16 @@ static int parse_args(int argc, char **argv, record_opts *o)
             }
             break;
         case 'o': o->output = optarg; break;
-        case 'B': o->lib.blocking = true; break;
-        case 'T': o->lib.pause_torn = true; break;
+        case 'B': o->policy.blocking = true; break;
+        case 'T': o->policy.pause_torn = FP_POLICY_ON; break;
+        case 't': o->policy.pause_torn = FP_POLICY_OFF; break;
         case 'X': o->sampling.realtime = true; break;
-        case 'L': o->sampling.colocate_pid = 1; break; /* the pid, once known */
+        case 'L': o->policy.colocate = FP_POLICY_ON; break;
+        case 'l': o->policy.colocate = FP_POLICY_OFF; break;
+        case 'I':
+            if (fp_cli_policy_fault("record", optarg, &o->policy))
+                return -1;
+            break;
         case 'r':
             if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
                 return -1;
@@ -292,8 +325,8 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'N': o->progress = false; break;
         case 'U': o->lib.allow_untested = true; break;
-        case 'h': fputs(RECORD_USAGE, stdout); fputs(RECORD_USAGE_END, stdout); return 1;
-        default: fputs(RECORD_USAGE, stderr); fputs(RECORD_USAGE_END, stderr); return -1;
+        case 'h': print_usage(stdout); return 1;
+        default: print_usage(stderr); return -1;
         }
     }
     if (optind < argc && strcmp(argv[optind - 1], "--") == 0)
@@ -304,13 +337,12 @@ static int parse_args(int argc, char **argv, record_opts *o)
         return -1;
     }
     if (!o->pid == !o->command) {
-        fprintf(stderr, "frameproof record: give either --pid PID or -- COMMAND\n%s%s", RECORD_USAGE, RECORD_USAGE_END);
+        fputs("frameproof record: give either --pid PID or -- COMMAND\n", stderr);
+        print_usage(stderr);
         return -1;
     }
-    if (o->lib.blocking && o->lib.pause_torn) {
-        fputs("frameproof record: --blocking and --pause-torn exclude each other\n", stderr);
+    if (fp_cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
         return -1;
-    }
     if (seed && !o->sampling.poisson) {
         fputs("frameproof record: --seed needs --poisson\n", stderr);
         return -1;
@@ -558,6 +590,7 @@ int fp_cmd_record(int argc, char **argv)
     record_opts o = {.mode = FPR_MODE_WALL, .format = FPR_FORMAT_COLLAPSED, .progress = true};
     fp_options_init(&o.lib);
     fps_config_init(&o.sampling);
+    fp_cli_policy_init(&o.policy);
     o.sampling.rate_hz = RECORD_DEFAULT_RATE_HZ;
     int pr = parse_args(argc, argv, &o);
     if (pr)

@@ -6,6 +6,7 @@
 
 #include "clock.h"
 #include "colocate.h"
+#include "fault.h"
 
 #include <errno.h>
 #include <linux/sched.h>       /* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
@@ -187,9 +188,29 @@ static int check_config(const fp_session *s, const fp_sample *sm, const fps_conf
         return FP_E_INVALID_ARG;
     if (c->colocate_pid < 0)
         return FP_E_INVALID_ARG;
+    if (c->fault != FPS_FAULT_NONE && c->fault != FPS_FAULT_DROP_TORN && c->fault != FPS_FAULT_RETRY_QUIET)
+        return FP_E_INVALID_ARG;
     if (!c->count && c->duration_s == 0 && !cb)
         return FP_E_INVALID_ARG;
     return FP_OK;
+}
+
+/* One attempt: fp_session_sample, taken again while fault
+ * FPS_FAULT_RETRY_QUIET finds it torn (tl logs the tears of the last
+ * take; NULL without a fault). */
+static int take_sample(fp_session *s, fp_sample *sm, int fault, fps_torn_log *tl, uint32_t *takes)
+{
+    int rc;
+    *takes = 0;
+    for (;;) {
+        if (tl)
+            fps_torn_log_reset(tl);
+        rc = fp_session_sample(s, sm);
+        ++*takes;
+        const bool torn = (tl && tl->tears > 0) || fps_classify(rc) == FPS_TRANSIENT;
+        if (fault != FPS_FAULT_RETRY_QUIET || !torn || *takes >= FPS_RETRY_QUIET_MAX)
+            return rc;
+    }
 }
 
 /* Counts attempt o in st. */
@@ -247,6 +268,15 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         col.chain_ctx = caller_hook_ctx;
         fp_session_set_retry_hook(s, fps_colocate_retry_hook, &col); /* a torn walk's retry moves too */
     }
+    fps_torn_log tl = {0};
+    fp_retry_hook fault_saved = NULL; /* the hook the fault's log stands in front of, put back at the end */
+    void *fault_saved_ctx = NULL;
+    if (c->fault != FPS_FAULT_NONE) {
+        fp_session_get_retry_hook(s, &fault_saved, &fault_saved_ctx);
+        tl.chain = fault_saved;
+        tl.chain_ctx = fault_saved_ctx;
+        fp_session_set_retry_hook(s, fps_torn_log_hook, &tl);
+    }
     bool have_last = false; /* sm holds the last attempt's usable sample */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
@@ -278,7 +308,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         if (c->colocate_pid > 0)
             fps_colocate_follow(&col, s, have_last ? sm : NULL);
         const int64_t start = fps_clock_ns();
-        o.rc = fp_session_sample(s, sm);
+        o.rc = take_sample(s, sm, c->fault, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
         now = fps_clock_ns();
         o.t_ns = start - t0;
         o.cost_ns = now - start;
@@ -286,6 +316,10 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.sample = fp_sample_usable(o.rc, sm) ? sm : NULL;
         have_last = o.sample != NULL;
         o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
+        if (c->fault == FPS_FAULT_DROP_TORN && o.sample && tl.n > 0) {
+            o.skip_ids = tl.ids;
+            o.nskip = tl.n;
+        }
         count_attempt(st, &o);
         const int stop = cb ? cb(ctx, &o) : 0;
         now = fps_clock_ns();
@@ -301,6 +335,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
     }
     now = fps_clock_ns();
+    if (c->fault != FPS_FAULT_NONE)
+        fp_session_set_retry_hook(s, fault_saved, fault_saved_ctx);
     if (c->colocate_pid > 0) {
         st->colocate_moves = col.moves;
         st->colocate_unknown = col.unknown;

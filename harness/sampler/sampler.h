@@ -19,6 +19,8 @@
 #define FPS_MAX_DURATION_S (7.0 * 86400.0) /* one week */
 #define FPS_SLICE_NS 100000ull            /* a paced run's time slice (sched_runtime; the kernel's least) */
 #define FPS_RT_PRIORITY 1                 /* a real-time run's SCHED_FIFO priority: the lowest */
+#define FPS_TORN_IDS_MAX 256              /* threads one attempt of FPS_FAULT_DROP_TORN remembers as torn */
+#define FPS_RETRY_QUIET_MAX 64            /* takes of one attempt under FPS_FAULT_RETRY_QUIET */
 
 /* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
  * down to FP_E_STATE (-13); a code outside that range is only counted as
@@ -39,6 +41,35 @@ int fps_classify(int rc);
 /* "ok", "transient", "fatal" ("?" for anything else). */
 const char *fps_class_name(int cls);
 
+/* Self-test faults (fps_config.fault): samplers biased on purpose, which
+ * an accuracy verdict must fail.  Each tells apart what a sampler may not
+ * do: leave out, or move to a later instant, the samples whose stack
+ * changed while they were read. */
+enum fps_fault {
+    FPS_FAULT_NONE = 0,
+    /* Every thread whose walk tore at least once in an attempt (the
+     * session's retry hook heard of it) is left out of that attempt's
+     * sample, even when a retry then walked it: fps_outcome.skip_ids. */
+    FPS_FAULT_DROP_TORN = 1,
+    /* An attempt in which any walk tore, or which failed transiently, is
+     * taken again at once, up to FPS_RETRY_QUIET_MAX times; the first take
+     * in which nothing tore is the attempt's sample (the last take when
+     * none is quiet). */
+    FPS_FAULT_RETRY_QUIET = 2,
+};
+
+/* The unbiased policy, the default of `record` and `bench`: colocate_pid
+ * set to the target (every attempt made from the CPU of the target's
+ * running thread, which then does not run while it is read; a torn walk
+ * retried from its own thread's CPU) and the session opened with
+ * fp_options.pause_torn (a thread torn again is stopped alone and walked
+ * exactly).  Which ticks are sampled and the instant a sample describes
+ * are then set by the schedule, not by the stack: a tick is lost only when
+ * a sample overran it or the sample failed outright.  Without colocation
+ * a running thread's walk tears on most ticks, and the retries move the
+ * sample to a later, quieter instant: short-lived stacks are then
+ * under-represented. */
+
 /* How a run is paced and bounded.  A run with neither count nor duration
  * is accepted only with a callback, which is then what ends it (or a
  * fatal error); without one it is FP_E_INVALID_ARG. */
@@ -51,6 +82,7 @@ typedef struct fps_config {
     bool realtime;     /* a paced run (needs rate_hz) at SCHED_FIFO priority FPS_RT_PRIORITY, see fps_run */
     int colocate_pid;  /* > 0: the session's target; each attempt is made from the CPU its running thread
                           last ran on (colocate.h); 0: wherever the scheduler puts the caller */
+    int fault;         /* enum fps_fault: FPS_FAULT_NONE but in self-tests */
 } fps_config;
 
 /* Back to back, unbounded, fixed spacing, seed 0, not real-time. */
@@ -67,6 +99,11 @@ typedef struct fps_outcome {
                                 when a thread carries the failure (the threads that could
                                 be walked); NULL otherwise */
     const char *errmsg;      /* fp_session_errmsg(), "" on FP_OK */
+    /* FPS_FAULT_DROP_TORN: the native ids of the sample's threads to leave
+     * out as torn (nskip of them); NULL and 0 otherwise. */
+    const uint64_t *skip_ids;
+    size_t nskip;
+    uint32_t takes;          /* fp_session_sample calls the attempt made (more than 1 only with FPS_FAULT_RETRY_QUIET) */
 } fps_outcome;
 
 /* Called after every attempt, fatal ones included; nonzero stops the run
@@ -138,7 +175,8 @@ int fps_realtime_check(char *msg, size_t msglen);
  * it (it sets the session's retry hook, fp_session_set_retry_hook, for the
  * run, calling the caller's own hook after each move, and puts the
  * caller's back at the end), and gives it its CPU affinity back at the
- * end. */
+ * end.  A fault (fps_config.fault, FP_E_INVALID_ARG when unknown) sets the
+ * session's retry hook too, chained the same way, and puts it back. */
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out);
 
 #endif

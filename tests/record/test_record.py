@@ -505,11 +505,12 @@ def json_header(path):
         return json.loads(f.readline())
 
 
-def header_with_and_without(pid, tmp, option):
+def header_with_and_without(pid, tmp, option, without=()):
     """The JSON header's field `option` of a short record of pid with
-    --OPTION and without it (or the error of a run that failed)."""
+    --OPTION and with the flags `without` instead (or the error of a run
+    that failed)."""
     heads = []
-    for flags in ((f"--{option}",), ()):
+    for flags in ((f"--{option}",), tuple(without)):
         js = os.path.join(tmp, f"{option}.jsonl")
         r = record("--pid", pid, "--duration", STARTUP_S, "--format", "json", "-o", js, *flags)
         heads.append(json_header(js).get(option) if r.returncode == 0 else r.stderr)
@@ -560,8 +561,8 @@ def colocate(entry, tmp):
         check_collapsed("record --colocate --pid", r, it.script)
         check("record --colocate: the summary gives its moves", b"colocated (--colocate): " in r.stderr, r.stderr)
         check("record --colocate: the target is left running", alive(target.pid))
-        heads = header_with_and_without(target.pid, tmp, "colocate")
-        check("record --colocate: the JSON header says so", heads == [True, False], heads)
+        heads = header_with_and_without(target.pid, tmp, "colocate", ["--no-colocate"])
+        check("record --colocate: the JSON header says so (and not with --no-colocate)", heads == [True, False], heads)
     finally:
         target.kill()
         target.wait()

@@ -5,7 +5,10 @@
  * a paced run's timer slack and time slice, given back afterwards (a
  * caller's own slice too), and a real-time run's priority, given back
  * too, or refused with its reason; a colocated run's moves to the CPU of
- * the target's GIL holder, and the caller's affinity given back.
+ * the target's GIL holder, and the caller's affinity given back; the
+ * self-test faults: drop-torn names torn threads to leave out, retry-quiet
+ * takes a torn attempt again, each with the session's hook chained and
+ * put back.
  * usage: test_sampler PYTHON (empty: skipped) */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,6 +46,13 @@
 #define SPIN_PROGRAM                                                                                        \
     "import threading\ndef spin():\n    while True: pass\n"                                                  \
     "t = threading.Thread(target=spin, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
+/* A worker switching between two short call chains for ever: its walks
+ * tear now and then under a sampler on another CPU. */
+#define CHURN_PROGRAM                                                                                      \
+    "import threading\ndef leaf(): return 1\ndef mid(): return leaf()\ndef other(): return 2\n"           \
+    "def churn():\n    while True: mid(); other()\n"                                                      \
+    "t = threading.Thread(target=churn, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
+#define FAULT_SAMPLES 4000 /* back-to-back attempts of a fault test: enough to see walks torn */
 #define COLOCATE_SAMPLES 30
 #define CPU_READ_TRIES 20   /* a running thread may move between two reads of its CPU */
 #define HOLDER_TRIES 300    /* samples, HOLDER_PAUSE_NS apart, before the worker must have been seen with the GIL */
@@ -111,6 +121,11 @@ static int setup_program(void **state, const char *program)
 static int setup(void **state)
 {
     return setup_program(state, TARGET_PROGRAM);
+}
+
+static int setup_churn(void **state)
+{
+    return setup_program(state, CHURN_PROGRAM);
 }
 
 static int setup_spin(void **state)
@@ -803,6 +818,84 @@ static void test_colocate_mover(void **state)
     reap(helper);
 }
 
+/* What a fault test's callback saw. */
+typedef struct fault_seen {
+    uint64_t calls, skipping, retaken, bad;
+    uint32_t max_takes;
+} fault_seen;
+
+static int on_fault(void *ctx, const fps_outcome *o)
+{
+    fault_seen *f = ctx;
+    f->calls++;
+    if (o->takes == 0 || (o->nskip > 0) != (o->skip_ids != NULL) || (o->nskip && !o->sample))
+        f->bad++;
+    if (o->nskip)
+        f->skipping++;
+    for (size_t k = 0; k < o->nskip; k++) {
+        bool found = false; /* a thread left out is one of the sample's */
+        for (size_t i = 0; o->sample && i < fp_sample_thread_count(o->sample); i++)
+            found = found || fp_sample_thread(o->sample, i)->native_id == o->skip_ids[k];
+        if (!found)
+            f->bad++;
+    }
+    if (o->takes > 1)
+        f->retaken++;
+    if (o->takes > f->max_takes)
+        f->max_takes = o->takes;
+    return 0;
+}
+
+/* Runs fault on t back to back, the caller's own hook set; it must have
+ * been called for every torn walk and be set again afterwards. */
+static void run_fault(target *t, int fault, fault_seen *f)
+{
+    fps_config c = config(0, 0, FAULT_SAMPLES);
+    c.fault = fault;
+    own_hook own = {0, 0};
+    assert_int_equal(fp_session_set_retry_hook(t->s, on_own_retry, &own), FP_OK);
+    fp_read_stats before, after;
+    assert_int_equal(fp_session_read_stats(t->s, &before), FP_OK);
+    *f = (fault_seen){0};
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_fault, f, NULL), FP_OK);
+    assert_int_equal(fp_session_read_stats(t->s, &after), FP_OK);
+    assert_int_equal(f->calls, FAULT_SAMPLES);
+    assert_int_equal(f->bad, 0);
+    assert_true(own.calls > 0);
+    assert_true(own.calls <= after.torn - before.torn);
+    fp_retry_hook hook = NULL;
+    void *hook_ctx = NULL;
+    assert_int_equal(fp_session_get_retry_hook(t->s, &hook, &hook_ctx), FP_OK);
+    assert_ptr_equal(hook, on_own_retry);
+    assert_ptr_equal(hook_ctx, &own);
+    assert_int_equal(fp_session_set_retry_hook(t->s, NULL, NULL), FP_OK);
+}
+
+/* drop-torn names the threads whose walk tore, each a thread of the
+ * sample, and never takes an attempt twice. */
+static void test_fault_drop_torn(void **state)
+{
+    fault_seen f;
+    run_fault(*state, FPS_FAULT_DROP_TORN, &f);
+    assert_true(f.skipping > 0);
+    assert_int_equal(f.retaken, 0);
+    assert_int_equal(f.max_takes, 1);
+}
+
+/* retry-quiet takes a torn attempt again, at most FPS_RETRY_QUIET_MAX
+ * times, and leaves nothing out. */
+static void test_fault_retry_quiet(void **state)
+{
+    fault_seen f;
+    run_fault(*state, FPS_FAULT_RETRY_QUIET, &f);
+    assert_true(f.retaken > 0);
+    assert_int_equal(f.skipping, 0);
+    assert_true(f.max_takes <= FPS_RETRY_QUIET_MAX);
+    fps_config c = config(0, 0, 1);
+    c.fault = FPS_FAULT_RETRY_QUIET + 1;
+    assert_int_equal(fps_run(((target *)*state)->s, ((target *)*state)->sm, &c, NULL, NULL, NULL), FP_E_INVALID_ARG);
+}
+
 static void test_classify(void **state)
 {
     (void)state;
@@ -858,6 +951,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_follows_gil_holder, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
+        cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("sampler", tests, NULL, NULL);

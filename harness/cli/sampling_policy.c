@@ -1,0 +1,47 @@
+/* sampling_policy.c — record's and bench's flags to a sampling policy
+ * (sampling_policy.h). */
+#include "sampling_policy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void fp_cli_policy_init(fp_cli_policy *p)
+{
+    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
+}
+
+int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
+{
+    if (strcmp(value, "drop-torn") == 0)
+        p->fault = FPS_FAULT_DROP_TORN;
+    else if (strcmp(value, "retry-quiet") == 0)
+        p->fault = FPS_FAULT_RETRY_QUIET;
+    else {
+        fprintf(stderr, "frameproof %s: --inject-fault must be drop-torn or retry-quiet, not '%s'\n", cmd, value);
+        return -1;
+    }
+    return 0;
+}
+
+int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib, fps_config *cfg)
+{
+    const char *clash = NULL;
+    if (p->blocking && p->pause_torn == FP_POLICY_ON)
+        clash = "--blocking and --pause-torn exclude each other";
+    else if (p->fault != FPS_FAULT_NONE && p->blocking)
+        clash = "--inject-fault and --blocking exclude each other";
+    else if (p->fault != FPS_FAULT_NONE && (p->colocate == FP_POLICY_ON || p->pause_torn == FP_POLICY_ON))
+        clash = "--inject-fault takes plain reads: not with --colocate or --pause-torn";
+    if (clash) {
+        fprintf(stderr, "frameproof %s: %s\n", cmd, clash);
+        return -1;
+    }
+    /* Stopping every thread makes the default's two halves moot; a
+     * fault's bias shows only in plain reads. */
+    const bool plain = p->blocking || p->fault != FPS_FAULT_NONE;
+    lib->blocking = p->blocking;
+    lib->pause_torn = plain ? false : p->pause_torn != FP_POLICY_OFF;
+    cfg->colocate_pid = p->colocate == FP_POLICY_ON || (!plain && p->colocate == FP_POLICY_UNSET) ? 1 : 0;
+    cfg->fault = p->fault;
+    return 0;
+}
