@@ -1,0 +1,41 @@
+"""testsuite.py — a real workload of the accuracy verdict (ci/accuracy
+real): CPython's own regression tests, `python -m test -q MODULE...`, run
+in this process (regrtest without -j runs its tests sequentially in the
+process that started it, so the profiled pid is the one running them).  A
+FIXED module list that exists in the test suite of every interpreter of the
+matrix (3.11 to 3.15, Debian's libpython3.X-testsuite and 3.13t's own
+Lib/test); it runs to completion (see gevent_pool.py for why).
+
+usage: testsuite.py [full | short | check]   (short: the list for Py_DEBUG
+builds, which run the same tests several times slower, and for quick runs;
+check: exit 0 when every module of both lists is installed here, else name
+the missing ones)"""
+import importlib.util
+import runpy
+import sys
+
+# About 8 s on CPython 3.11 (non-debug) on one core of the machine the
+# lists were timed on; each runs to completion.
+FULL = ["test_re", "test_json", "test_textwrap", "test_difflib", "test_fractions",
+        "test_functools", "test_itertools", "test_enum", "test_dataclasses", "test_generators"]
+# Py_DEBUG builds: a shorter list of the same kind.
+SHORT = ["test_re", "test_json", "test_textwrap", "test_fractions"]
+LISTS = {"full": FULL, "short": SHORT}
+
+
+def main():
+    which = sys.argv[1] if len(sys.argv) > 1 else "full"
+    if which == "check":
+        missing = [m for m in FULL + SHORT if importlib.util.find_spec("test." + m) is None]
+        if missing:
+            sys.exit(f"CPython's test suite is not installed for this interpreter (no test.{missing[0]}; "
+                     f"Debian: libpython3.X-testsuite)")
+        return
+    if which not in LISTS:
+        sys.exit(f"testsuite.py: unknown list {which!r} (one of {', '.join(LISTS)})")
+    sys.argv = ["python -m test", "-q"] + LISTS[which]
+    runpy.run_module("test", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()
