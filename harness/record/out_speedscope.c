@@ -1,8 +1,10 @@
 /* out_speedscope.c — speedscope's file format
  * (https://www.speedscope.app/file-format-schema.json): the run's frames
  * shared (name = function, file, line), and one "sampled" profile per
- * thread, its samples in time order as frame indices root first, each of
- * weight 1 (unit "none": weights count samples). */
+ * thread, named by the thread's name and native id, its samples in time
+ * order as frame indices root first, each weighing the sampling period
+ * (unit "milliseconds": a thread's weights add up to the time its samples
+ * stand for; back to back, unit "none" and weight 1). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -12,6 +14,7 @@
 #define SPEEDSCOPE_SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define LABEL_MAX 96
 #define NAME_MAX_LEN 160
+#define MS_PER_S 1000.0
 
 int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
 {
@@ -53,6 +56,8 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
     }
     fp_json_end_array(&j);
     fp_json_end_object(&j);
+    const bool timed = run->rate_hz > 0;
+    const double weight = timed ? MS_PER_S / run->rate_hz : 1.0;
     fp_json_key(&j, "profiles");
     fp_json_begin_array(&j);
     for (size_t i = 0; i < fpr_profile_thread_count(p); i++) {
@@ -65,11 +70,11 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
         fp_json_key(&j, "name");
         fp_json_string(&j, label);
         fp_json_key(&j, "unit");
-        fp_json_string(&j, "none");
+        fp_json_string(&j, timed ? "milliseconds" : "none");
         fp_json_key(&j, "startValue");
         fp_json_int(&j, 0);
         fp_json_key(&j, "endValue");
-        fp_json_uint(&j, t->count);
+        fp_json_number(&j, weight * (double)t->count);
         fp_json_key(&j, "samples");
         fp_json_begin_array(&j);
         for (size_t k = 0; k < t->count; k++) {
@@ -83,7 +88,7 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
         fp_json_key(&j, "weights");
         fp_json_begin_array(&j);
         for (size_t k = 0; k < t->count; k++)
-            fp_json_int(&j, 1);
+            fp_json_number(&j, weight);
         fp_json_end_array(&j);
         fp_json_end_object(&j);
     }

@@ -3,14 +3,18 @@ usage: test_record.py FRAMEPROOF_BINARY
 
 1. every interpreter of the provisioning matrix (facts/facts.env; an id not
    provisioned is skipped) launched by `record -- ...` running
-   record_target.py until it exits: exit 0, the collapsed profile holds the
-   expected call chains of both threads, hot() (three times cold()'s work)
-   has more samples than cold() in each thread, and the counts add up to
-   the summary's "thread samples kept";
+   record_target.py until it exits: exit 0, the profile written to
+   frameproof-PID.txt in the current directory (nothing on stdout), the
+   collapsed profile holds the expected call chains of both threads, hot()
+   (three times cold()'s work) has more samples than cold() in each thread,
+   the counts add up to the summary's "thread samples kept", its lines to
+   the distinct stacks the summary gives, and the summary's top-functions
+   table agrees with the profile for spin();
 2. on the first provisioned interpreter, every format: speedscope output
    valid against the JSON schema of the speedscope npm package
    (provisioned by ci/speedscope; skipped when absent) and consistent
-   (samples, weights, endValue, frame indices); the gecko output opened by
+   (samples, weights in milliseconds of the sampling period, endValue,
+   frame indices, profiles named by thread); the gecko output opened by
    the Firefox Profiler's own loader (its command-line client, provisioned
    by ci/profiler-cli; skipped when absent), whose call trees must count
    every kept sample and show hot() outweighing cold() (and must not with
@@ -193,10 +197,16 @@ def check_speedscope(name, path, schema):
         doc = json.load(f)
     problems = []
     nframes = len(doc["shared"]["frames"])
+    period_ms = 1000.0 / RATE
     for p in doc["profiles"]:
-        if not (len(p["samples"]) == len(p["weights"]) == p["endValue"] > 0):
+        if not (len(p["samples"]) == len(p["weights"]) > 0
+                and abs(p["endValue"] - period_ms * len(p["samples"])) < 1e-6 * p["endValue"]):
             problems.append(f"{p['name']}: {len(p['samples'])} samples, {len(p['weights'])} weights, "
                             f"endValue {p['endValue']}")
+        if p["unit"] != "milliseconds" or any(w != period_ms for w in p["weights"]):
+            problems.append(f"{p['name']}: unit {p['unit']}, weights {set(p['weights'])}, not {period_ms} ms each")
+        if not re.fullmatch(r".+ \(\d+\)", p["name"]) or "pid" in p["name"]:
+            problems.append(f"profile named {p['name']!r}, not by its thread's name and native id")
         if any(i >= nframes for s in p["samples"] for i in s):
             problems.append(f"{p['name']}: frame index out of range")
     if not any(f["name"] == "hot" for f in doc["shared"]["frames"]):
