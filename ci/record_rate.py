@@ -28,9 +28,9 @@ RATES = (100, 1000)
 MAX_PROBE_HZ = 100000
 DEFAULT_DURATION_S = 10.0
 RECORD_TIMEOUT_PAD_S = 60
-ACHIEVED = re.compile(r"([\d.]+) Hz achieved of ([\d.]+) requested \((\d+) ticks missed, ([\d.]+) %\)")
+ACHIEVED = re.compile(r"([\d.]+) Hz achieved of ([\d.]+) requested, (\d+) missed \(([\d.]+) %\)")
 KEPT = re.compile(r"thread samples kept: (\d+)")
-TORN = re.compile(r"walked again\): (\d+)")
+TORN = re.compile(r"threads walked again after the target changed under them: (\d+)")
 
 
 def record(fp, pid, rate, duration, blocking, realtime):

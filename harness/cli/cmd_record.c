@@ -19,11 +19,13 @@
 
 #include "cli.h"
 #include "frameproof/frameproof.h"
+#include "idle.h"
 #include "interrupt.h"
 #include "out.h"
 #include "profile.h"
 #include "sampler.h"
 #include "sampling_policy.h"
+#include "top.h"
 
 #define RECORD_DEFAULT_RATE_HZ 100.0
 #define RECORD_MAX_RATE_HZ 100000.0      /* 10 µs per tick, below a sample's cost */
@@ -34,9 +36,16 @@
 #define RECORD_CHILD_POLL_NS 20000000L
 #define RECORD_PROGRESS_NS 500000000LL   /* progress line refresh on a terminal */
 #define RECORD_COMM_PATH_MAX 64
-/* A share of thread walks torn by the target's progress from which the
- * summary warns that short-lived stacks are under-represented. */
-#define RECORD_TORN_NOTE 0.05
+/* A share of ticks or thread samples lost from which the summary warns
+ * what the losses do to the profile (torn: short-lived stacks
+ * under-represented; missed: the rate not held) and says what avoids them. */
+#define RECORD_LOSS_NOTE 0.05
+#define RECORD_TOP_FUNCTIONS 15          /* rows of the top-functions table at the end */
+#define RECORD_IDLE_BUDGET 0.01          /* share of the run's time spent reading thread states (idle.h) */
+#define RECORD_MOSTLY_WAITING 0.9        /* a thread this share of whose checked samples were off a CPU is named */
+#define RECORD_WAITING_NAMED 4           /* at most this many such threads named */
+#define RECORD_LABEL_MAX 96              /* a thread's label: name and native id */
+#define RECORD_PATH_MAX 64               /* the default output's name, frameproof-PID.EXT */
 /* A share of missed ticks from which the summary of a --realtime run warns
  * that the rate was beyond the sampler, which then held its CPU. */
 #define RECORD_REALTIME_MISSED_NOTE 0.05
@@ -79,9 +88,14 @@ static const char RECORD_USAGE[] =
     "                   json (JSON Lines records for tools, streamed: each\n"
     "                   sample's records as it is taken) or gecko (the Firefox\n"
     "                   Profiler's processed format); see docs/record-formats.md\n"
-    "  -o, --output F   write the profile to F (default: standard output); F is\n"
-    "                   opened before the target is launched or attached, and an\n"
-    "                   existing F is only replaced once the profile is written\n"
+    "  -o, --output F   write the profile to F, - for standard output (default:\n"
+    "                   with -- COMMAND, frameproof-PID.EXT in the current\n"
+    "                   directory, PID the command's and EXT txt, speedscope.json,\n"
+    "                   jsonl or gecko.json by format, so that the profile is\n"
+    "                   never mixed with the command's own output; with --pid,\n"
+    "                   standard output); F is opened before the command runs or\n"
+    "                   the target is attached, and an existing F is only\n"
+    "                   replaced once the profile is written\n"
     FP_CLI_POLICY_HELP;
 
 /* The flags after the policy's (one string would pass the 4095
@@ -101,11 +115,15 @@ static const char RECORD_USAGE_FLAGS[] =
 static const char RECORD_USAGE_END[] =
     "\n"
     "A sample that the target changed under (torn) is counted and left out,\n"
-    "never guessed: the summary on stderr gives attempts, samples kept, errors\n"
-    "by kind (transient or fatal), the achieved rate and the missed ticks, and\n"
-    "how many thread samples were left out (torn, no Python frame, not in the\n"
-    "mode).  Ctrl-C (SIGINT) or SIGTERM stops sampling and still writes the\n"
-    "profile.\n"
+    "never guessed.  At the end stderr gets a summary: the ticks scheduled,\n"
+    "sampled and missed, the thread samples kept, what was lost and why\n"
+    "(missed ticks, samples refused as torn, torn threads, threads with no\n"
+    "Python frame, threads the mode does not count), one line on what the\n"
+    "losses mean for the profile, in wall and gil mode the share of kept\n"
+    "samples of threads that were off a CPU (waiting: --mode cpu leaves them\n"
+    "out), the top functions by self samples with their total share, and\n"
+    "where the profile was written.  Ctrl-C (SIGINT) or SIGTERM stops\n"
+    "sampling and still writes the profile.\n"
     "\n"
     "Exit status: 0 when the profile was written and sampling ended on its\n"
     "duration, Ctrl-C or the target's exit; 1 on an error (attach failed, a\n"
@@ -125,7 +143,7 @@ typedef struct record_opts {
     char **command;          /* argv after "--", NULL with --pid */
     fps_config sampling;
     int mode, format;
-    const char *output;      /* NULL or "-" = stdout */
+    const char *output;      /* -o: "-" = stdout; NULL = the default (frameproof-PID.EXT with a command, else stdout) */
     bool progress;
 } record_opts;
 
@@ -138,7 +156,9 @@ typedef struct record_run {
     int write_errno;
     int64_t next_progress_ns;
     uint64_t attempts, ok, errors;
+    uint64_t partial;        /* failed attempts whose sample was still usable (some threads torn, the rest kept) */
     int64_t cost_ns;         /* time inside fp_session_sample, summed */
+    fpr_idle *idle;          /* wall and gil mode: which kept threads were off a CPU; NULL otherwise */
 } record_run;
 
 static int64_t mono_ns(void)
@@ -211,7 +231,13 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->ok++;
     else
         r->errors++;
+    if (o->rc != FP_OK && o->sample)
+        r->partial++;
     if (o->sample && add_sample(r->profile, o) != FP_OK) {
+        r->oom = true;
+        return 1;
+    }
+    if (o->sample && r->idle && fpr_idle_check(r->idle, r->profile, o->t_ns) != FP_OK) {
         r->oom = true;
         return 1;
     }
@@ -361,22 +387,53 @@ static bool realtime_granted(const record_opts *o)
     return false;
 }
 
-/* Launches o->command; its pid, or -1 with a message. */
-static pid_t launch(char **command)
+/* Forks for command, the child held before it runs the command until
+ * release() (so that the output, named after its pid, is opened before the
+ * command runs); its pid, or -1 with a message.  *gate is the pipe end
+ * that releases it. */
+static pid_t launch(char **command, int *gate)
 {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        fprintf(stderr, "frameproof record: pipe: %s\n", strerror(errno));
+        return -1;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fprintf(stderr, "frameproof record: fork: %s\n", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
         return -1;
     }
     if (pid == 0) {
         signal(SIGPIPE, SIG_DFL);
+        close(fds[1]);
+        char go = 0;
+        ssize_t n;
+        while ((n = read(fds[0], &go, 1)) < 0 && errno == EINTR)
+            ;
+        if (n != 1)
+            _exit(127); /* not released: the command never runs */
         execvp(command[0], command);
         fprintf(stderr, "frameproof record: cannot run '%s': %s\n", command[0], strerror(errno));
         _exit(127);
     }
+    close(fds[0]);
+    *gate = fds[1];
     return pid;
+}
+
+/* Lets a launched command run (go), or has it exit without running; closes
+ * the gate.  A command that does not run is reaped here. */
+static void release(pid_t pid, int gate, bool go)
+{
+    if (go && write(gate, "g", 1) != 1)
+        go = false; /* the child is gone: attaching says so */
+    close(gate);
+    if (!go)
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
 }
 
 /* Whether launched child pid has exited; reaps it into *status. */
@@ -434,104 +491,264 @@ static void end_child(pid_t pid, int *status)
         ;
 }
 
-static void describe_child(int status)
+/* How a launched command ended, in words ("exit status 0"). */
+static void child_words(int status, char *buf, size_t size)
 {
     if (WIFEXITED(status))
-        fprintf(stderr, "frameproof record: the command exited with status %d\n", WEXITSTATUS(status));
+        snprintf(buf, size, "exit status %d", WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
-        fprintf(stderr, "frameproof record: the command was ended by signal %d\n", WTERMSIG(status));
+        snprintf(buf, size, "ended by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, size, "status %d", status);
 }
 
-static void summarize(const fps_stats *st, const fpr_profile *p, const record_opts *o, const fpr_run *run)
+static void describe_child(int status)
 {
-    const fpr_dropped *d = fpr_profile_dropped(p);
-    const uint64_t ticks = st->attempts + st->missed_ticks;
-    const double missed = ticks ? (double)st->missed_ticks / (double)ticks : 0.0;
-    fprintf(stderr, "frameproof record: %" PRIu64 " attempts in %.2f s", st->attempts, st->elapsed_s);
-    if (o->sampling.rate_hz > 0)
-        fprintf(stderr, ", %.1f Hz achieved of %g requested (%" PRIu64 " ticks missed, %.2f %%)",
-                st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks, 100.0 * missed);
+    char words[RECORD_LABEL_MAX];
+    child_words(status, words, sizeof words);
+    fprintf(stderr, "frameproof record: the command's %s\n", words);
+}
+
+static double share(uint64_t part, uint64_t whole)
+{
+    return whole ? (double)part / (double)whole : 0.0;
+}
+
+/* What the summary needs besides the options. */
+typedef struct record_end {
+    const fps_stats *st;
+    const fpr_profile *p;
+    const fpr_run *run;
+    const record_run *r;
+    int rc;                  /* fps_run's return */
+    bool child_ended;        /* a launched command was reaped: child_status holds how it ended */
+    int child_status;
+} record_end;
+
+/* The first line: how long and until what. */
+static void summarize_end(const record_opts *o, const record_end *e)
+{
+    char why[2 * RECORD_LABEL_MAX] = "";
+    char words[RECORD_LABEL_MAX] = "";
+    if (e->child_ended)
+        child_words(e->child_status, words, sizeof words);
+    if (e->rc == FP_E_PROCESS_GONE)
+        snprintf(why, sizeof why, "until the target exited%s%s%s", words[0] ? " (" : "", words, words[0] ? ")" : "");
+    else if (e->rc != FP_OK)
+        snprintf(why, sizeof why, "until an error stopped it");
+    else if (e->st->stop_reason == FPS_STOP_DURATION)
+        snprintf(why, sizeof why, "for --duration%s%s", words[0] ? "; the command, still running, was ended: " : "",
+                 words);
+    else if (e->r->oom || e->r->write_failed)
+        snprintf(why, sizeof why, "until it had to stop (above)");
     else
-        fprintf(stderr, ", %.1f Hz back to back", st->achieved_rate_hz);
-    fprintf(stderr, "\n  ok %" PRIu64 ", transient %" PRIu64 ", fatal %" PRIu64 "\n", st->ok, st->transient, st->fatal);
-    for (int k = 1; k < FPS_ERROR_SLOTS; k++)
-        if (st->by_error[k])
-            fprintf(stderr, "    %s (%s): %" PRIu64 "\n", fp_strerror(-k), fps_class_name(fps_classify(-k)),
-                    st->by_error[k]);
-    fprintf(stderr,
-            "  thread samples kept: %" PRIu64 " (%zu threads, %zu distinct frames, %zu distinct stacks)\n"
-            "  left out: %" PRIu64 " torn threads, %" PRIu64 " with no Python frame, %" PRIu64
-            " not counted by --mode %s (%" PRIu64 " of them in an unknown state)\n",
-            fpr_profile_points(p), fpr_profile_thread_count(p), fpr_profile_frame_count(p),
-            fpr_profile_stack_count(p), d->torn_threads, d->idle_threads, d->mode_threads,
-            fpr_mode_name(o->mode), d->unknown_state);
-    uint64_t walks = run->torn_walks + fpr_profile_points(p) + d->torn_threads + d->idle_threads + d->mode_threads;
-    double torn = walks ? (double)run->torn_walks / (double)walks : 0.0;
-    fprintf(stderr, "  thread walks the target changed under (walked again): %" PRIu64 " (%.1f %%); mean sample %.1f us\n",
-            run->torn_walks, 100.0 * torn, run->mean_sample_us);
-    if (o->lib.pause_torn)
-        fprintf(stderr, "  walked again with their thread stopped (--pause-torn): %" PRIu64 "\n", run->paused_walks);
+        snprintf(why, sizeof why, "until interrupted%s%s", words[0] ? "; the command: " : "", words);
+    fprintf(stderr, "frameproof record: sampled %.2f s of %s (%s mode), %s\n", e->st->elapsed_s,
+            o->command ? "the command" : "the process", fpr_mode_name(o->mode), why);
+}
+
+/* Errors other than torn samples and the target's exit: rare, each named. */
+static void summarize_errors(const record_end *e)
+{
+    bool any = false;
+    for (int k = 1; k < FPS_ERROR_SLOTS; k++) {
+        uint64_t n = e->st->by_error[k];
+        if (-k == FP_E_PROCESS_GONE && e->rc == FP_E_PROCESS_GONE)
+            n--; /* the target's exit, which ended the run: no error */
+        if (-k == FP_E_INCOMPLETE || !n)
+            continue;
+        fprintf(stderr, "%s %s: %" PRIu64 " (%s)", any ? "," : "  errors:", fp_strerror(-k), n,
+                fps_classify(-k) == FPS_TRANSIENT ? "sample refused, the next tick sampled" : "sampling stopped");
+        any = true;
+    }
+    if (any)
+        fputc('\n', stderr);
+}
+
+/* Samples walked again and threads stopped: the sampling policy at work. */
+static void summarize_rereads(const record_opts *o, const record_end *e)
+{
+    fprintf(stderr, "  threads walked again after the target changed under them: %" PRIu64, e->run->torn_walks);
     if (o->sampling.colocate_pid > 0)
-        fprintf(stderr, "  colocated (--colocate): %" PRIu64 " moves to another CPU, %" PRIu64
-                " attempts where the followed thread's CPU was unknown, %" PRIu64
-                " torn walks retried from their thread's CPU\n", st->colocate_moves, st->colocate_unknown,
-                st->colocate_retry_follows);
-    if (torn >= RECORD_TORN_NOTE && !o->lib.blocking && !o->lib.pause_torn)
+        fprintf(stderr, "; threads walked again from their own CPU: %" PRIu64, e->st->colocate_retry_follows);
+    if (o->lib.pause_torn)
+        fprintf(stderr, "; threads stopped briefly to read them exactly: %" PRIu64, e->run->paused_walks);
+    fputc('\n', stderr);
+    if (o->sampling.colocate_pid > 0)
         fprintf(stderr,
-                "  note: a sample is kept only when nothing changed while it was read (%.1f us on average), so\n"
-                "  stacks that last about that long or less are under-represented; %s\n",
-                run->mean_sample_us,
-                o->sampling.colocate_pid > 0 ? "--blocking samples them exactly, pausing the target for each sample"
-                                             : "--colocate reads the GIL holder while it does not run, and\n"
-                                               "  --blocking samples every thread exactly, pausing the target for each sample");
-    if (o->sampling.realtime && missed >= RECORD_REALTIME_MISSED_NOTE)
+                "  sampler moved to the CPU of the target's running thread: %" PRIu64 " times (that CPU unknown: %" PRIu64
+                " times)\n",
+                e->st->colocate_moves, e->st->colocate_unknown);
+}
+
+/* The one line on what the losses mean for the profile. */
+static void summarize_verdict(const record_opts *o, const record_end *e, uint64_t ticks, uint64_t refused)
+{
+    const fpr_dropped *d = fpr_profile_dropped(e->p);
+    const uint64_t kept = fpr_profile_points(e->p);
+    const double lost = share(e->st->missed_ticks + refused, ticks), missed = share(e->st->missed_ticks, ticks);
+    const double torn = share(refused, ticks), torn_threads = share(d->torn_threads, kept + d->torn_threads);
+    if (torn >= RECORD_LOSS_NOTE || torn_threads >= RECORD_LOSS_NOTE)
+        fprintf(stderr,
+                "  warning: %.1f %% of ticks refused and %.1f %% of thread samples lost because the target changed while "
+                "they were read (a sample takes %.1f us): stacks that last about that long or less are "
+                "under-represented; %s\n",
+                100.0 * torn, 100.0 * torn_threads, e->run->mean_sample_us,
+                o->sampling.colocate_pid > 0 && o->lib.pause_torn
+                    ? "--blocking reads every thread exactly, pausing the target for each sample"
+                    : "the default sampling (without --no-colocate and --no-pause-torn) or --blocking avoids it");
+    else if (missed >= RECORD_LOSS_NOTE)
+        fprintf(stderr,
+                "  warning: %.1f %% of ticks missed: samples took longer than the %.3g ms between ticks, so the profile "
+                "has fewer samples than asked for and those after the slowest samples are missing; lower --rate%s\n",
+                100.0 * missed, 1e3 / o->sampling.rate_hz, o->sampling.realtime ? "" : ", or --realtime on a busy machine");
+    else
+        fprintf(stderr,
+                "  lost %.1f %% of ticks and %.1f %% of thread samples to torn walks: too few to bias the profile\n",
+                100.0 * lost, 100.0 * torn_threads);
+}
+
+/* The share of kept thread samples of threads off a CPU, and the threads
+ * that were mostly so. */
+static void summarize_idle(const record_end *e)
+{
+    const fpr_idle_counts *c = fpr_idle_totals(e->r->idle);
+    if (!c->checked)
+        return;
+    fprintf(stderr,
+            "  off CPU: %.1f %% of the kept thread samples (%" PRIu64 " of %" PRIu64 " checked) were of threads waiting "
+            "(sleep, I/O, a lock, the GIL); --mode cpu leaves them out\n",
+            100.0 * share(c->off_cpu, c->checked), c->checked, c->checked + c->unknown + c->unchecked);
+    int named = 0;
+    for (size_t i = 0; i < fpr_profile_thread_count(e->p) && named < RECORD_WAITING_NAMED; i++) {
+        uint64_t checked, off;
+        fpr_idle_thread(e->r->idle, i, &checked, &off);
+        if (!checked || share(off, checked) < RECORD_MOSTLY_WAITING)
+            continue;
+        char label[RECORD_LABEL_MAX];
+        fpr_thread_label(fpr_profile_thread(e->p, i), label, sizeof label);
+        fprintf(stderr, "%s %s %.0f %%", named++ ? "," : "    mostly waiting:", label, 100.0 * share(off, checked));
+    }
+    if (named)
+        fputc('\n', stderr);
+}
+
+/* The top functions: self (the sample's innermost frame is theirs) and
+ * total (anywhere on its stack, once per sample). */
+static void summarize_top(const fpr_top *t)
+{
+    if (!t->count)
+        return;
+    fprintf(stderr,
+            "  top %zu of %zu functions, of %" PRIu64 " thread samples (self: the innermost frame; total: anywhere on "
+            "the stack)\n      self    total  function (file:line with the most self samples)\n",
+            t->count, t->functions, t->samples);
+    for (size_t i = 0; i < t->count; i++) {
+        const fpr_top_entry *f = &t->top[i];
+        fprintf(stderr, "    %5.1f %%  %5.1f %%  %s (%s", 100.0 * share(f->self, t->samples),
+                100.0 * share(f->total, t->samples), f->function, f->file);
+        if (f->line != FP_POS_NONE)
+            fprintf(stderr, ":%" PRId32, f->line);
+        fputs(")\n", stderr);
+    }
+}
+
+/* The summary on stderr: how the run ended, the ticks and samples, what
+ * was lost and why, what that means, threads off a CPU, the top
+ * functions.  Where the profile went follows it (write_profile). */
+static void summarize(const record_opts *o, const record_end *e, const fpr_top *top)
+{
+    const fps_stats *st = e->st;
+    const fpr_dropped *d = fpr_profile_dropped(e->p);
+    const uint64_t ticks = st->attempts + st->missed_ticks;
+    const uint64_t refused = st->transient - e->r->partial; /* transient failures with no usable sample */
+    const uint64_t refused_torn = st->by_error[-FP_E_INCOMPLETE] - e->r->partial;
+    summarize_end(o, e);
+    fprintf(stderr,
+            "  ticks: %" PRIu64 " scheduled, %" PRIu64 " sampled: %.1f Hz achieved of %g requested, %" PRIu64
+            " missed (%.2f %%)%s\n",
+            ticks, st->attempts, st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks,
+            100.0 * share(st->missed_ticks, ticks),
+            st->missed_ticks ? ": the sampler was late (a slow sample overran them; never caught up)" : "");
+    fprintf(stderr,
+            "  samples: %" PRIu64 " taken whole, %" PRIu64 " with some threads torn, %" PRIu64
+            " refused as torn (the target changed while they were read); a sample takes %.1f us on average\n",
+            st->ok, e->r->partial, refused_torn, e->run->mean_sample_us);
+    fprintf(stderr, "  thread samples kept: %" PRIu64 " in %zu threads\n", fpr_profile_points(e->p),
+            fpr_profile_thread_count(e->p));
+    fprintf(stderr,
+            "  thread samples lost: %" PRIu64 " torn threads, %" PRIu64 " threads with no Python frame, %" PRIu64
+            " threads not counted by --mode %s%s",
+            d->torn_threads, d->idle_threads, d->mode_threads, fpr_mode_name(o->mode),
+            o->mode == FPR_MODE_CPU ? " (off a CPU)" : o->mode == FPR_MODE_GIL ? " (not holding the GIL)" : "");
+    if (d->unknown_state)
+        fprintf(stderr, " (%" PRIu64 " of them in an unknown state)", d->unknown_state);
+    fputc('\n', stderr);
+    summarize_errors(e);
+    summarize_rereads(o, e);
+    summarize_verdict(o, e, ticks, refused);
+    if (e->r->idle)
+        summarize_idle(e);
+    if (o->sampling.realtime && share(st->missed_ticks, ticks) >= RECORD_REALTIME_MISSED_NOTE)
         fprintf(stderr,
                 "  note: --realtime could not hold %g Hz: the sampler ran without a pause at real-time\n"
                 "  priority, taking its CPU from everything else on it up to the kernel's real-time\n"
                 "  limit (sched_rt_runtime_us); a rate it holds leaves that CPU free between ticks\n",
                 o->sampling.rate_hz);
+    summarize_top(top);
 }
 
+/* Whether the profile goes to standard output: -o -, or --pid without -o.
+ * A launched command without -o writes to frameproof-PID.EXT instead, so
+ * that the profile is never mixed with the command's own output. */
 static bool to_stdout(const record_opts *o)
 {
-    return !o->output || strcmp(o->output, "-") == 0;
+    return o->output ? strcmp(o->output, "-") == 0 : !o->command;
 }
 
-/* The output, opened before the target is launched or attached to, so that
- * a path that cannot be written fails at once rather than after the
- * recording.  An existing file keeps its contents until the profile starts
- * to be written; a file this run created is removed again when no profile
- * was written into it. */
+/* The output, opened before the command runs or the target is attached
+ * to, so that a path that cannot be written fails at once rather than
+ * after the recording.  An existing file keeps its contents until the
+ * profile starts to be written; a file this run created is removed again
+ * when no profile was written into it. */
 typedef struct record_out {
     FILE *f;
-    bool created; /* the file did not exist before this run */
-    bool started; /* truncated: the profile is being written into it */
+    const char *path;           /* NULL for standard output */
+    char name[RECORD_PATH_MAX]; /* the default file's name, frameproof-PID.EXT */
+    bool created;               /* the file did not exist before this run */
+    bool started;               /* truncated: the profile is being written into it */
 } record_out;
 
-static const char *out_name(const record_opts *o)
+static const char *out_name(const record_out *ro)
 {
-    return to_stdout(o) ? "standard output" : o->output;
+    return ro->path ? ro->path : "standard output";
 }
 
-/* 0, or -1 with a message. */
-static int open_output(const record_opts *o, record_out *ro)
+/* pid: the launched command's, which names the default file.  0, or -1
+ * with a message. */
+static int open_output(const record_opts *o, int pid, record_out *ro)
 {
     *ro = (record_out){0};
     if (to_stdout(o)) {
         ro->f = stdout;
         return 0;
     }
-    int fd = open(o->output, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ro->path = o->output;
+    if (!ro->path) {
+        snprintf(ro->name, sizeof ro->name, "frameproof-%d.%s", pid, fpr_format_extension(o->format));
+        ro->path = ro->name;
+    }
+    int fd = open(ro->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     ro->created = fd >= 0;
     if (fd < 0 && errno == EEXIST)
-        fd = open(o->output, O_WRONLY | O_CLOEXEC);
+        fd = open(ro->path, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || !(ro->f = fdopen(fd, "w"))) {
         int e = errno;
         if (fd >= 0)
             close(fd);
         if (ro->created)
-            unlink(o->output);
-        fprintf(stderr, "frameproof record: cannot write %s: %s\n", o->output, strerror(e));
+            unlink(ro->path);
+        fprintf(stderr, "frameproof record: cannot write %s: %s\n", ro->path, strerror(e));
         return -1;
     }
     return 0;
@@ -539,12 +756,12 @@ static int open_output(const record_opts *o, record_out *ro)
 
 /* Empties an existing regular file before the profile goes into it (a pipe
  * or a device has nothing to empty).  0, or -1 with a message. */
-static int start_output(const record_opts *o, record_out *ro)
+static int start_output(record_out *ro)
 {
     struct stat sb;
     if (!ro->started && ro->f != stdout && fstat(fileno(ro->f), &sb) == 0 && S_ISREG(sb.st_mode) &&
         ftruncate(fileno(ro->f), 0) != 0) {
-        fprintf(stderr, "frameproof record: writing %s failed: %s\n", o->output, strerror(errno));
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(ro), strerror(errno));
         return -1;
     }
     ro->started = true;
@@ -552,22 +769,24 @@ static int start_output(const record_opts *o, record_out *ro)
 }
 
 /* Closes the output; a file created for a profile never written is removed. */
-static void close_output(const record_opts *o, record_out *ro)
+static void close_output(record_out *ro)
 {
     if (ro->f && ro->f != stdout) {
         fclose(ro->f);
         if (ro->created && !ro->started)
-            unlink(o->output);
+            unlink(ro->path);
     }
     ro->f = NULL;
 }
 
 /* Ends the output: the streamed json's summary (already started), or the
- * whole profile in the other formats.  0, or -1 with a message. */
-static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run, fpr_json_stream *stream,
-                         record_out *ro)
+ * whole profile in the other formats, and says where it went and how many
+ * stacks it holds (top: NULL when they could not be counted).  0, or -1
+ * with a message. */
+static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_run *run, const fpr_top *top,
+                         fpr_json_stream *stream, record_out *ro)
 {
-    if (start_output(o, ro))
+    if (start_output(ro))
         return -1;
     FILE *out = ro->f;
     ro->f = NULL;
@@ -578,10 +797,14 @@ static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_r
         err = errno;
     }
     if (rc) {
-        fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(o), strerror(err));
+        fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(ro), strerror(err));
         return -1;
     }
-    fprintf(stderr, "frameproof record: wrote %s profile to %s\n", fpr_format_name(o->format), out_name(o));
+    fprintf(stderr, "frameproof record: wrote %s profile to %s", fpr_format_name(o->format), out_name(ro));
+    if (top)
+        fprintf(stderr, ": %" PRIu64 " distinct stacks in %zu threads, %" PRIu64 " thread samples", top->stacks,
+                fpr_profile_thread_count(p), top->samples);
+    fputc('\n', stderr);
     return 0;
 }
 
@@ -597,8 +820,10 @@ int fp_cmd_record(int argc, char **argv)
         return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
     if (!realtime_granted(&o))
         return FP_EXIT_ERROR;
-    /* Only --mode cpu needs each thread's scheduler state: one /proc read
-     * per thread and sample, which would double a 16-thread sample's cost. */
+    /* Only --mode cpu needs each thread's scheduler state inside the
+     * sample: one /proc read per thread and sample, which more than doubles
+     * a 16-thread sample's cost.  The other modes read it after the
+     * sample, within a time budget (idle.h). */
     o.lib.thread_cpu_state = o.mode == FPR_MODE_CPU;
     if (cf_signal_install() != 0) {
         fputs("frameproof record: cannot install signal handlers\n", stderr);
@@ -609,15 +834,22 @@ int fp_cmd_record(int argc, char **argv)
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     fpr_profile *p = NULL;
+    fpr_idle *idle = NULL;
+    fpr_top top = {0};
+    bool have_top = false, summarized = false;
     record_out ro;
     fpr_json_stream *stream = NULL;
-    if (open_output(&o, &ro))
+    int gate = -1;
+    pid_t pid = o.command ? launch(o.command, &gate) : (pid_t)o.pid;
+    if (pid < 0)
         return FP_EXIT_ERROR;
-    pid_t pid = o.command ? launch(o.command) : (pid_t)o.pid;
-    if (pid < 0) {
-        close_output(&o, &ro);
+    if (open_output(&o, (int)pid, &ro)) {
+        if (o.command)
+            release(pid, gate, false);
         return FP_EXIT_ERROR;
     }
+    if (o.command)
+        release(pid, gate, true);
     int target = (int)pid;
     if (o.sampling.colocate_pid)
         o.sampling.colocate_pid = target;
@@ -626,6 +858,8 @@ int fp_cmd_record(int argc, char **argv)
         rc = fp_sample_new(&sm);
     if (rc == FP_OK)
         rc = fpr_profile_new(o.mode, name_thread, &target, &p);
+    if (rc == FP_OK && o.mode != FPR_MODE_CPU)
+        rc = fpr_idle_new(target, RECORD_IDLE_BUDGET, &idle);
     if (rc) {
         fprintf(stderr, "frameproof record: %s\n", fp_strerror(rc));
         goto out;
@@ -638,18 +872,18 @@ int fp_cmd_record(int argc, char **argv)
         fprintf(stderr, "frameproof record: --mode gil: Python %s is free-threaded and has no GIL\n", py.version);
         goto out;
     }
-    record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO)};
+    record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO), .idle = idle};
     fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
                     .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
-        if (start_output(&o, &ro))
+        if (start_output(&ro))
             goto out;
         struct stat sb;
         bool flush_each = fstat(fileno(ro.f), &sb) != 0 || !S_ISREG(sb.st_mode);
         if (fpr_json_stream_open(ro.f, p, &head, flush_each, &stream) != 0) {
-            fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(&o), strerror(errno));
+            fprintf(stderr, "frameproof record: writing %s failed: %s\n", out_name(&ro), strerror(errno));
             goto out;
         }
         run.stream = stream;
@@ -659,14 +893,12 @@ int fp_cmd_record(int argc, char **argv)
     if (run.show_progress)
         progress(&run, (int64_t)(st.elapsed_s * (double)NS_PER_S), true);
     bool ended_ok = !run.oom && !run.write_failed && (rc == FP_OK || rc == FP_E_PROCESS_GONE);
-    if (rc == FP_E_PROCESS_GONE)
-        fputs("frameproof record: the target exited\n", stderr);
-    else if (rc)
+    if (rc && rc != FP_E_PROCESS_GONE)
         fprintf(stderr, "frameproof record: sampling stopped: %s\n", st.first_fatal);
     if (run.oom)
         fputs("frameproof record: out of memory: sampling stopped early\n", stderr);
     if (run.write_failed)
-        fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n", out_name(&o),
+        fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n", out_name(&ro),
                 strerror(run.write_errno));
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
@@ -675,8 +907,18 @@ int fp_cmd_record(int argc, char **argv)
     info.torn_walks = rs.torn;
     info.paused_walks = rs.paused;
     info.mean_sample_us = run.attempts ? (double)run.cost_ns / (double)run.attempts / 1e3 : 0.0;
-    summarize(&st, p, &o, &info);
-    if (write_profile(&o, p, &info, stream, &ro) == 0 && ended_ok)
+    /* A command still running is ended now, so that the summary can say how
+     * it ended. */
+    if (o.command) {
+        end_child(pid, &child_status);
+        child_gone = true;
+    }
+    record_end end = {.st = &st, .p = p, .run = &info, .r = &run, .rc = rc, .child_ended = o.command != NULL,
+                      .child_status = child_status};
+    have_top = fpr_top_compute(p, RECORD_TOP_FUNCTIONS, &top) == FP_OK;
+    summarize(&o, &end, &top);
+    summarized = true;
+    if (write_profile(&o, p, &info, have_top ? &top : NULL, stream, &ro) == 0 && ended_ok)
         status = FP_EXIT_OK;
     stream = NULL; /* closed by write_profile, with the output */
 out:
@@ -684,10 +926,12 @@ out:
         end_child(pid, &child_status);
         child_gone = true;
     }
-    if (o.command)
+    if (o.command && !summarized)
         describe_child(child_status);
     fpr_json_stream_free(stream); /* sampling never started: no summary */
-    close_output(&o, &ro);
+    close_output(&ro);
+    fpr_top_free(&top);
+    fpr_idle_free(idle);
     fpr_profile_free(p);
     fp_sample_free(sm);
     fp_session_free(s);

@@ -7,6 +7,7 @@
 #include "out.h"
 
 static const char *const FORMAT_NAMES[FPR_FORMAT_COUNT] = {"collapsed", "speedscope", "json", "gecko"};
+static const char *const FORMAT_EXTENSIONS[FPR_FORMAT_COUNT] = {"txt", "speedscope.json", "jsonl", "gecko.json"};
 
 int fpr_format_parse(const char *s)
 {
@@ -24,6 +25,11 @@ const char *fpr_format_name(int format)
 void fpr_thread_label(const fpr_thread *t, char *buf, size_t size)
 {
     snprintf(buf, size, "%s (%" PRIu64 ")", t->name[0] ? t->name : "thread", t->native_id);
+}
+
+const char *fpr_format_extension(int format)
+{
+    return format >= 0 && format < FPR_FORMAT_COUNT ? FORMAT_EXTENSIONS[format] : "out";
 }
 
 int fpr_write(FILE *out, int format, const fpr_profile *p, const fpr_run *run)

@@ -23,6 +23,9 @@ enum fpr_format {
 /* The format named s; -1 for anything else. */
 int fpr_format_parse(const char *s);
 const char *fpr_format_name(int format);
+/* The file name extension of a format's default output file, without the
+ * dot: "txt", "speedscope.json", "jsonl", "gecko.json". */
+const char *fpr_format_extension(int format);
 
 /* What the outputs say about the run besides the profile. */
 typedef struct fpr_run {

@@ -27,7 +27,9 @@ usage: test_record.py FRAMEPROOF_BINARY
    and a --realtime the kernel refuses is a one-line error; --colocate
    gives the same chains, says so in the JSON header and gives its moves;
 4. usage and runtime errors are one-line messages with the documented
-   exit status."""
+   exit status; a launched command's output never holds the profile, which
+   goes to frameproof-PID.EXT unless -o says otherwise (-o - to stdout),
+   and a default file is removed when no profile was written."""
 import json
 import os
 import re
@@ -66,6 +68,9 @@ UNHOLDABLE_RATE = 100000 # Hz, --rate's maximum: above any sample's cost, so --r
 UNHOLDABLE_SECONDS = 0.3 # short: such a run holds one CPU at real-time priority
 STALE_BYTES = 1 << 20   # an earlier file at -o, longer than any profile of these runs
 KEPT = re.compile(rb"thread samples kept: (\d+)")
+WROTE = re.compile(rb"wrote (\S+) profile to (.+?): (\d+) distinct stacks in \d+ threads, (\d+) thread samples\n")
+TOP_ROW = re.compile(rb"^ +([\d.]+) %  +([\d.]+) %  (\S+) \(", re.M)
+DEFAULT_NAME = re.compile(r"^frameproof-(\d+)\.(txt|speedscope\.json|jsonl|gecko\.json)$")
 SPIN_SHARE = 0.9         # the least share of hot()/cold() samples inside spin()
 
 
@@ -93,8 +98,27 @@ class Interp:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def record(*args, timeout=TIMEOUT):
-    return subprocess.run([FP, "record", "--no-progress", *map(str, args)], capture_output=True, timeout=timeout)
+WORKDIR = tempfile.mkdtemp(prefix="fp-record-cwd-")  # the current directory of every record run
+
+
+def record(*args, timeout=TIMEOUT, cwd=None):
+    return subprocess.run([FP, "record", "--no-progress", *map(str, args)], capture_output=True, timeout=timeout,
+                          cwd=cwd or WORKDIR)
+
+
+def default_profile(r, cwd):
+    """The profile a launched command's run wrote to its default file (whose
+    name the summary gives: frameproof-PID.EXT in cwd), removed after
+    reading; None when the summary names no such file."""
+    m = WROTE.search(r.stderr)
+    name = m.group(2).decode() if m else ""
+    if not DEFAULT_NAME.match(name) or not os.path.exists(os.path.join(cwd, name)):
+        return None
+    path = os.path.join(cwd, name)
+    with open(path, "rb") as f:
+        body = f.read()
+    os.unlink(path)
+    return body
 
 
 def parse_collapsed(text):
@@ -127,14 +151,36 @@ def line_of(frame):
     return int(frame.rsplit(":", 1)[1].rstrip(")"))
 
 
-def check_collapsed(name, r, script):
+def check_collapsed(name, r, script, profile=None):
+    """profile: what the run wrote, when not to stdout."""
     if r.returncode != 0:
         check(name, False, f"status {r.returncode}: {r.stderr.decode(errors='replace')}")
         return
-    problems = collapsed_problems(r.stdout, r.stderr, script)
+    profile = r.stdout if profile is None else profile
+    problems = collapsed_problems(profile, r.stderr, script) + summary_problems(profile, r.stderr)
     check(name, not problems, "\n".join(problems) + "\n" + r.stderr.decode(errors="replace"))
     if not problems and not MUTANTS_CHECKED:
-        check_mutants(name, r, script)
+        check_mutants(name, profile, r.stderr, script)
+
+
+def summary_problems(profile, stderr):
+    """The summary's distinct stacks are the collapsed profile's lines, and
+    its top-functions row of spin() gives spin's self and total shares of
+    the profile (spin is always innermost: both equal)."""
+    problems = []
+    m = WROTE.search(stderr)
+    lines = profile.decode().splitlines()
+    if not m or int(m.group(3)) != len(lines):
+        problems.append(f"summary gives {m.group(3).decode() if m else '?'} distinct stacks, the profile has "
+                        f"{len(lines)} lines")
+    prof = parse_collapsed(profile)
+    total = sum(prof.values())
+    in_spin = sum(n for (_, frames), n in prof.items() if frames and func(frames[-1]) == "spin")
+    rows = {fn.decode(): (float(s), float(t)) for s, t, fn in TOP_ROW.findall(stderr)}
+    want = round(100.0 * in_spin / total, 1) if total else None
+    if "spin" not in rows or abs(rows["spin"][0] - want) > 0.05 or abs(rows["spin"][1] - want) > 0.05:
+        problems.append(f"top functions give spin {rows.get('spin')}, the profile {want} %")
+    return problems
 
 
 def drop_leaf(line):
@@ -146,13 +192,20 @@ def shift_line(line):
     return re.sub(r":(\d+)\)", lambda m: f":{int(m.group(1)) + 1})", line)
 
 
-def check_mutants(name, r, script):
+def check_mutants(name, profile, stderr, script):
     """The check must fail on this very profile with its innermost frames
-    dropped, or every line shifted by one."""
+    dropped, or every line shifted by one; the summary's check on it with
+    one line missing or spin's samples halved."""
     MUTANTS_CHECKED.append(name)
     for what, mutate in (("innermost frames dropped", drop_leaf), ("lines shifted", shift_line)):
-        bad = "\n".join(mutate(line) for line in r.stdout.decode().splitlines()).encode() + b"\n"
-        check(f"{name}: the check catches a profile with {what}", bool(collapsed_problems(bad, r.stderr, script)))
+        bad = "\n".join(mutate(line) for line in profile.decode().splitlines()).encode() + b"\n"
+        check(f"{name}: the check catches a profile with {what}", bool(collapsed_problems(bad, stderr, script)))
+    lines = profile.decode().splitlines()
+    halved = [f"{line.rpartition(' ')[0]} {int(line.rpartition(' ')[2]) // 2}"
+              if func(line.rpartition(" ")[0].split(";")[-1]) == "spin" else line for line in lines]
+    for what, bad in (("a line missing", lines[1:]), ("spin's samples halved", halved)):
+        check(f"{name}: the summary check catches a profile with {what}",
+              bool(summary_problems(("\n".join(bad) + "\n").encode(), stderr)))
 
 
 def collapsed_problems(stdout, stderr, script):
@@ -394,7 +447,12 @@ def every_interpreter(facts, provisioned):
         it = Interp(entry)
         try:
             r = record("--rate", RATE, *SHARE_SAMPLING, "--", *it.argv(RUN_SECONDS))
-            check_collapsed(name, r, it.script)
+            profile = default_profile(r, WORKDIR)
+            if profile is None or r.stdout:
+                check(name, False, f"no profile in frameproof-PID.txt, or output on stdout {r.stdout[:200]!r}: "
+                                   f"{r.stderr.decode(errors='replace')}")
+            else:
+                check_collapsed(name, r, it.script, profile)
             by_pid(ident, it)
         finally:
             it.close()
@@ -452,8 +510,9 @@ def json_streamed(entry):
     it = Interp(entry)
     name = f"json streamed on {entry['id']}"
     try:
-        p = subprocess.Popen([FP, "record", "--no-progress", "--rate", str(STREAM_RATE), "--format", "json", "--",
-                              *it.argv(STREAM_SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen([FP, "record", "--no-progress", "--rate", str(STREAM_RATE), "--format", "json", "-o", "-",
+                              "--", *it.argv(STREAM_SECONDS)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             cwd=WORKDIR)
         start = time.monotonic()
         first_sample = summary = None
         for line in p.stdout:
@@ -569,7 +628,7 @@ def colocate(entry, tmp):
         time.sleep(STARTUP_S)
         r = record("--pid", target.pid, "--rate", RATE, *SHARE_SAMPLING, "--duration", RUN_SECONDS, "--colocate")
         check_collapsed("record --colocate --pid", r, it.script)
-        check("record --colocate: the summary gives its moves", b"colocated (--colocate): " in r.stderr, r.stderr)
+        check("record --colocate: the summary gives its moves", b"sampler moved to the CPU of the target's running thread: " in r.stderr, r.stderr)
         check("record --colocate: the target is left running", alive(target.pid))
         heads = header_with_and_without(target.pid, tmp, "colocate", ["--no-colocate"])
         check("record --colocate: the JSON header says so (and not with --no-colocate)", heads == [True, False], heads)
@@ -602,6 +661,40 @@ def out_errors():
         r = record("-o", new, "--format", "json", "--pid", 999999999)
         check("error: a new -o is removed when attaching fails",
               r.returncode == 1 and not os.path.exists(new), f"status {r.returncode}, {r.stderr!r}")
+        r = record("--format", "speedscope", "--", "/nonexistent/python", cwd=tmp)
+        left = [f for f in os.listdir(tmp) if f.startswith("frameproof-")]
+        check("error: a default output file is removed when the command cannot run",
+              r.returncode == 1 and not left, f"status {r.returncode}, left {left}, {r.stderr!r}")
+
+
+def default_output(entry):
+    """A launched command's own output stays its own: without -o the
+    profile goes to frameproof-PID.txt (PID the command's), named in the
+    summary; with -o - to stdout after the command's output."""
+    it = Interp(entry)
+    name = "a launched command's output is not mixed with the profile"
+    try:
+        argv = ["sh", "-c", 'echo "the command speaks"; exec "$@"', "sh", *it.argv(RUN_SECONDS)]
+        r = record("--", *argv)
+        m = WROTE.search(r.stderr)
+        fname = m.group(2).decode() if m else ""
+        pid = DEFAULT_NAME.match(fname)
+        profile = default_profile(r, WORKDIR)
+        check(name, r.returncode == 0 and r.stdout == b"the command speaks\n" and pid and fname.endswith(".txt")
+              and profile and b"spin (" in profile, f"status {r.returncode}, stdout {r.stdout[:300]!r}, file {fname!r}, "
+              f"{r.stderr.decode(errors='replace')}")
+        r = record("--format", "json", "-o", "-", "--", *argv)
+        lines = r.stdout.decode().splitlines()
+        check("-o - writes the profile to stdout, after the command's own output",
+              r.returncode == 0 and len(lines) > 1 and lines[0] == "the command speaks"
+              and json.loads(lines[-1])["type"] == "summary", f"status {r.returncode}, stdout {r.stdout[:300]!r}")
+        r = record("--format", "gecko", "--", *it.argv(RUN_SECONDS))
+        m = WROTE.search(r.stderr)
+        check("the default file's extension follows the format",
+              r.returncode == 0 and m and m.group(2).decode().endswith(".gecko.json")
+              and default_profile(r, WORKDIR) is not None, r.stderr.decode(errors="replace"))
+    finally:
+        it.close()
 
 
 def errors(provisioned):
@@ -648,10 +741,12 @@ def main():
             skip("formats", "no interpreter provisioned")
             skip("--pid and SIGINT", "no interpreter provisioned")
             skip("json streamed", "no interpreter provisioned")
+            skip("default output", "no interpreter provisioned")
             skip("record --realtime", "no interpreter provisioned")
             skip("record --colocate", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
+            default_output(first)
             json_streamed(first)
             by_pid_and_interrupt(first, tmp)
             realtime(first, tmp)
@@ -659,6 +754,7 @@ def main():
         errors(provisioned)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(WORKDIR, ignore_errors=True)
     report()
 
 
