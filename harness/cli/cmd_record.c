@@ -576,8 +576,8 @@ static void summarize_rereads(const record_opts *o, const record_end *e)
     fputc('\n', stderr);
     if (o->sampling.colocate_pid > 0)
         fprintf(stderr,
-                "  sampler moved to the CPU of the target's running thread: %" PRIu64 " times (that CPU unknown: %" PRIu64
-                " times)\n",
+                "  sampler moved to the CPU of the target's running thread: %" PRIu64 " moves (that CPU unknown on %" PRIu64
+                " ticks)\n",
                 e->st->colocate_moves, e->st->colocate_unknown);
 }
 
@@ -616,7 +616,7 @@ static void summarize_idle(const record_end *e)
     if (!c->checked)
         return;
     fprintf(stderr,
-            "  off CPU: %.1f %% of the kept thread samples (%" PRIu64 " of %" PRIu64 " checked) were of threads waiting "
+            "  off CPU: %.1f %% of the kept thread samples (checked: %" PRIu64 " of %" PRIu64 ") were of threads waiting "
             "(sleep, I/O, a lock, the GIL); --mode cpu leaves them out\n",
             100.0 * share(c->off_cpu, c->checked), c->checked, c->checked + c->unknown + c->unchecked);
     int named = 0;
