@@ -5,17 +5,23 @@
  * hint); the modes keep and count exactly the threads they should; torn
  * and idle threads are counted, never added; the top functions (top.c)
  * by self and total samples, a recursive function counted once per sample,
- * and the distinct stacks per thread. */
+ * and the distinct stacks per thread; the off-CPU share (idle.c) of this
+ * process's own threads, one running and one blocked, within its budget. */
+#include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include <stdio.h>
 #include <string.h>
 
+#include "idle.h"
 #include "profile.h"
 #include "top.h"
 
@@ -174,6 +180,68 @@ static void test_top(void **state)
     fpr_profile_free(p);
 }
 
+typedef struct blocked {
+    sem_t ready, release;
+    uint64_t tid;
+} blocked;
+
+static void *block(void *arg)
+{
+    blocked *b = arg;
+    b->tid = (uint64_t)syscall(SYS_gettid);
+    sem_post(&b->ready);
+    sem_wait(&b->release);
+    return NULL;
+}
+
+/* The test's own threads: this one running ('R' while it reads), another
+ * blocked on a semaphore ('S').  The budget of a whole second's run lets
+ * the first sample be read; a second sample a nanosecond into the run,
+ * after a read that cost more, is counted as not checked. */
+static void test_idle(void **state)
+{
+    (void)state;
+    blocked b = {.tid = 0};
+    sem_init(&b.ready, 0, 0);
+    sem_init(&b.release, 0, 0);
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, block, &b), 0);
+    sem_wait(&b.ready);
+    usleep(20000); /* past sem_wait's way into the kernel */
+    fpr_profile *p;
+    fpr_idle *idle;
+    assert_int_equal(fpr_profile_new(FPR_MODE_WALL, NULL, NULL, &p), FP_OK);
+    assert_int_equal(fpr_idle_new((int)getpid(), 1.0, &idle), FP_OK);
+    fp_frame a[1] = {frame("f", "x.py", 1, CODE_A)};
+    fp_thread running = thread(1), waiting = thread(1), gone = thread(1);
+    running.native_id = (uint64_t)syscall(SYS_gettid);
+    waiting.native_id = b.tid;
+    gone.native_id = UINT32_MAX; /* no such thread */
+    const int64_t first = 1000000000, second = 1;
+    const fp_thread *all[] = {&running, &waiting, &gone};
+    for (size_t k = 0; k < 3; k++)
+        assert_int_equal(fpr_profile_add_thread(p, all[k], a, first), FP_OK);
+    assert_int_equal(fpr_idle_check(idle, p, first), FP_OK);
+    assert_int_equal(fpr_profile_add_thread(p, &running, a, second), FP_OK); /* only this one in the second sample */
+    assert_int_equal(fpr_idle_check(idle, p, second), FP_OK);
+    const fpr_idle_counts *c = fpr_idle_totals(idle);
+    assert_int_equal(c->checked, 2);
+    assert_int_equal(c->off_cpu, 1);
+    assert_int_equal(c->unknown, 1);
+    assert_int_equal(c->unchecked, 1);
+    uint64_t checked, off;
+    fpr_idle_thread(idle, 1, &checked, &off);
+    assert_int_equal(checked, 1);
+    assert_int_equal(off, 1);
+    fpr_idle_thread(idle, 0, &checked, &off);
+    assert_int_equal(checked, 1);
+    assert_int_equal(off, 0);
+    fpr_idle_free(idle);
+    fpr_profile_free(p);
+    sem_post(&b.release);
+    pthread_join(th, NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +249,7 @@ int main(void)
         cmocka_unit_test(test_modes_and_dropped),
         cmocka_unit_test(test_mode_names),
         cmocka_unit_test(test_top),
+        cmocka_unit_test(test_idle),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests(tests, NULL, NULL);
