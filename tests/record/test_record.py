@@ -8,8 +8,9 @@ usage: test_record.py FRAMEPROOF_BINARY
    collapsed profile holds the expected call chains of both threads, hot()
    (three times cold()'s work) has more samples than cold() in each thread,
    the counts add up to the summary's "thread samples kept", its lines to
-   the distinct stacks the summary gives, and the summary's top-functions
-   table agrees with the profile for spin();
+   the distinct stacks the summary gives, the summary's top-functions
+   table agrees with the profile for spin(), and the target's exit is
+   neither called fatal nor an error;
 2. on the first provisioned interpreter, every format: speedscope output
    valid against the JSON schema of the speedscope npm package
    (provisioned by ci/speedscope; skipped when absent) and consistent
@@ -29,7 +30,9 @@ usage: test_record.py FRAMEPROOF_BINARY
 4. usage and runtime errors are one-line messages with the documented
    exit status; a launched command's output never holds the profile, which
    goes to frameproof-PID.EXT unless -o says otherwise (-o - to stdout),
-   and a default file is removed when no profile was written."""
+   and a default file is removed when no profile was written;
+5. threads parked on a lock: all of their kept samples off a CPU, each
+   thread named; --mode cpu keeps none."""
 import json
 import os
 import re
@@ -48,6 +51,8 @@ import fpfacts  # noqa: E402
 FP = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "record_target.py")
+PARKED = os.path.join(HERE, "..", "..", "targets", "bench", "parked.py")  # threads blocked on a lock for good
+PARKED_SHAPE = ("3", "4")  # threads, frames
 LOAD_SPEEDSCOPE = os.path.join(HERE, "load_speedscope.py")
 LOAD_GECKO = os.path.join(HERE, "load_gecko.py")
 CPYTHON_GECKO_ID = "3.15"   # the interpreter whose own sampler's gecko output is the reference shape
@@ -453,6 +458,8 @@ def every_interpreter(facts, provisioned):
                                    f"{r.stderr.decode(errors='replace')}")
             else:
                 check_collapsed(name, r, it.script, profile)
+            check(f"{name}: the target's exit is no error", b"until the target exited (exit status 0)" in r.stderr
+                  and b"fatal" not in r.stderr and b"errors:" not in r.stderr, r.stderr.decode(errors="replace"))
             by_pid(ident, it)
         finally:
             it.close()
@@ -667,6 +674,32 @@ def out_errors():
               r.returncode == 1 and not left, f"status {r.returncode}, left {left}, {r.stderr!r}")
 
 
+def off_cpu(entry):
+    """Threads blocked for good: wall mode keeps their samples and the
+    summary says all of them were off a CPU, naming each thread; --mode cpu
+    keeps none of them."""
+    it = Interp(entry)
+    shutil.copy(PARKED, it.tmp)
+    parked = it.script.rsplit("/", 1)[0] + "/parked.py"
+    pre = ["chroot", it.root] if it.root != "/" else []
+    target = subprocess.Popen(pre + list(entry["argv"]) + [parked, *PARKED_SHAPE], stdout=subprocess.PIPE)
+    try:
+        target.stdout.readline()  # "ready": every thread parked
+        r = record("--pid", target.pid, "--duration", 1)
+        waiting = re.search(rb"mostly waiting: (.*)\n", r.stderr)
+        check("off CPU: parked threads are all off a CPU and named", r.returncode == 0
+              and b"off CPU: 100.0 % of the kept thread samples" in r.stderr and waiting
+              and waiting.group(1).count(b"100 %") == int(PARKED_SHAPE[0]), r.stderr.decode(errors="replace"))
+        r = record("--pid", target.pid, "--duration", 1, "--mode", "cpu")
+        kept = KEPT.search(r.stderr)
+        check("off CPU: --mode cpu leaves parked threads out", r.returncode == 0 and kept and kept.group(1) == b"0"
+              and b"off CPU:" not in r.stderr, r.stderr.decode(errors="replace"))
+    finally:
+        target.kill()
+        target.wait()
+        it.close()
+
+
 def default_output(entry):
     """A launched command's own output stays its own: without -o the
     profile goes to frameproof-PID.txt (PID the command's), named in the
@@ -742,11 +775,13 @@ def main():
             skip("--pid and SIGINT", "no interpreter provisioned")
             skip("json streamed", "no interpreter provisioned")
             skip("default output", "no interpreter provisioned")
+            skip("off CPU", "no interpreter provisioned")
             skip("record --realtime", "no interpreter provisioned")
             skip("record --colocate", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
             default_output(first)
+            off_cpu(first)
             json_streamed(first)
             by_pid_and_interrupt(first, tmp)
             realtime(first, tmp)
