@@ -604,7 +604,8 @@ static void summarize_verdict(const record_opts *o, const record_end *e, uint64_
                 100.0 * missed, 1e3 / o->sampling.rate_hz, o->sampling.realtime ? "" : ", or --realtime on a busy machine");
     else
         fprintf(stderr,
-                "  lost %.1f %% of ticks and %.1f %% of thread samples to torn walks: too few to bias the profile\n",
+                "  lost %.1f %% of ticks (missed or refused) and %.1f %% of thread samples (torn): too few to bias the "
+                "profile\n",
                 100.0 * lost, 100.0 * torn_threads);
 }
 
@@ -661,8 +662,10 @@ static void summarize(const record_opts *o, const record_end *e, const fpr_top *
     const fps_stats *st = e->st;
     const fpr_dropped *d = fpr_profile_dropped(e->p);
     const uint64_t ticks = st->attempts + st->missed_ticks;
-    const uint64_t refused = st->transient - e->r->partial; /* transient failures with no usable sample */
-    const uint64_t refused_torn = st->by_error[-FP_E_INCOMPLETE] - e->r->partial;
+    /* Transient failures with no usable sample (the partial ones are all FP_E_INCOMPLETE). */
+    const uint64_t partial = e->r->partial, torn_attempts = st->by_error[-FP_E_INCOMPLETE];
+    const uint64_t refused = st->transient > partial ? st->transient - partial : 0;
+    const uint64_t refused_torn = torn_attempts > partial ? torn_attempts - partial : 0;
     summarize_end(o, e);
     fprintf(stderr,
             "  ticks: %" PRIu64 " scheduled, %" PRIu64 " sampled: %.1f Hz achieved of %g requested, %" PRIu64
