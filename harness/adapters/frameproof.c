@@ -42,6 +42,7 @@ static const fp_config CONFIGS[] = {
     {FP_READER_VM, true, true, false, false},
     {FP_READER_VM, true, false, true, false},
     {FP_READER_VM, true, false, false, true},
+    {FP_READER_VM, true, false, true, true},
 };
 
 static void detach(void *state)
@@ -177,6 +178,8 @@ static const cf_adapter_def DEFS[] = {
     FP_DEF("vm+cache+blocking", 4),
     FP_DEF_SEL("vm+cache+pause-torn", 5, true), /* stops target threads: only when asked for by name */
     FP_DEF("vm+cache+colocate", 6),
+    /* record's and bench's default policy (harness/sampler/sampler.h); stops threads: only by name */
+    FP_DEF_SEL("vm+cache+colocate+pause-torn", 7, true),
 };
 
 size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)
