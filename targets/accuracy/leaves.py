@@ -1,0 +1,112 @@
+"""leaves.py — the normalisation of the real-workload accuracy verdict
+(ci/accuracy real): every profiler's output becomes the same thing, a
+distribution of leaf functions (self time), so that different unwinders
+can be compared.
+
+A sample's leaf is its innermost Python frame, keyed by (file basename,
+plain function name): the last dot-separated component of the qualified
+name, so "Pool.spawn" (co_qualname, frameproof and CPython's unwinders)
+and "spawn" (co_name) are one function, and "f.<locals>.<lambda>" is
+"<lambda>".  Pseudo-frames, which are not Python frames (CPython's sampler
+writes "<GC>" and "<native>"; a frame with no file), are dropped first; a
+sample austin marks as not read whole (an "INVALID" frame) is dropped.  A
+sample with no Python frame left (a thread outside Python) is left out and
+counted; every other thread's sample counts (wall mode).
+
+Each reader returns a Leaves: counts {(file, function): samples}, kept
+(samples with a leaf), dropped (samples without one or broken), torn (thread
+samples the profiler itself left out as torn; frameproof's summary says)."""
+import collections
+import json
+import os
+import re
+
+PSEUDO_FUNCTIONS = {"<GC>", "<native>"}   # CPython's sampler's artificial frames
+NO_FILE = {"", "~", None}
+BROKEN = ("", "INVALID")   # austin's mark of a stack it could not read whole: the sample is dropped
+
+
+class Leaves:
+    def __init__(self):
+        self.counts = collections.Counter()
+        self.kept = 0
+        self.dropped = 0
+        self.torn = None   # thread samples the profiler left out as torn, when it says
+
+    def add(self, frames, n=1):
+        """frames: [(file, qualified function), ...] innermost LAST."""
+        if BROKEN in frames:
+            self.dropped += n
+            return
+        for file, function in reversed(frames):
+            if function in PSEUDO_FUNCTIONS or file in NO_FILE:
+                continue
+            self.counts[(os.path.basename(file), function.rsplit(".", 1)[-1])] += n
+            self.kept += n
+            return
+        self.dropped += n
+
+    def distribution(self):
+        return {k: v / self.kept for k, v in self.counts.items()} if self.kept else {}
+
+
+def frameproof_json(path):
+    """(Leaves, summary record) of `frameproof record --format json`."""
+    frames, stacks, leaves, summary = {}, {}, Leaves(), {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            t = r["type"]
+            if t == "frame":
+                frames[r["id"]] = (r["file"], r["function"])
+            elif t == "stack":
+                parent = stacks[r["parent"]] if r["parent"] is not None else ()
+                stacks[r["id"]] = parent + (frames[r["frame"]],)
+            elif t == "sample":
+                leaves.add(stacks[r["stack"]])
+            elif t == "summary":
+                summary = r
+    leaves.torn = summary.get("torn_threads")
+    return leaves, summary
+
+
+def split_frame(text):
+    """"file:function:line" -> (file, function); the file may hold colons."""
+    parts = text.rsplit(":", 2)
+    return (parts[0], parts[1]) if len(parts) == 3 else ("", text)
+
+
+def read_collapsed(path, is_thread_field, weighted):
+    """Leaves of collapsed stacks ("THREAD;file:function:line;... N",
+    outermost first, "#" lines skipped): leading fields for which
+    is_thread_field is true name the process or thread and are skipped; a
+    line counts N samples when weighted, else one."""
+    leaves = Leaves()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            stack, _, n = line.rpartition(" ")
+            parts = stack.split(";")
+            while parts and is_thread_field(parts[0]):
+                parts.pop(0)
+            leaves.add([split_frame(p) for p in parts if p], int(n) if weighted else 1)
+    return leaves
+
+
+def collapsed(path):
+    """CPython's `profiling.sampling --collapsed` and
+    remote_unwinder_record.py: "tid:N;..." then COUNT samples."""
+    return read_collapsed(path, lambda field: field.startswith("tid:"), True)
+
+
+AUSTIN_THREAD_FIELD = re.compile(r"^[PT][0-9a-fx:]+$")
+
+
+def austin(path):
+    """austin 3.7's collapsed output ("P<pid>;T<iid>:<tid>;file:function:line;
+    ... METRIC"; "# " lines are metadata): one sample per line, whatever
+    its metric (the time since the thread's previous sample), as every
+    other profiler here counts samples."""
+    return read_collapsed(path, AUSTIN_THREAD_FIELD.match, False)

@@ -1,0 +1,274 @@
+"""real_profilers.py — the interpreters, workloads and profilers of the
+real-workload accuracy verdict (ci/accuracy real), and how each profiler
+is run on a workload to completion and read back into leaves (leaves.py).
+
+The profiler list is a table (profiler_table): frameproof's modes are
+named by what they are (the reference, the default, the old default, the
+mutants); the flags that select each come from what `frameproof record
+--help` offers, so the table follows the build it runs."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+import leaves
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REAL_DIR = os.path.join(HERE, "real")
+SAMPLER_SCRIPT = os.path.join(HERE, "remote_unwinder_record.py")
+sys.path.insert(0, os.path.join(HERE, "..", "..", "facts"))
+import fpfacts  # noqa: E402
+
+RUN_TIMEOUT_S = 900
+DEBUG_SCALE = 0.3           # Py_DEBUG builds run the same work several times slower
+CPYTHON_SAMPLING_MINOR = 15  # profiling.sampling first shipped in 3.15
+REMOTE_UNWINDER_MINOR = 14   # _remote_debugging.RemoteUnwinder first shipped in 3.14
+AUSTIN_MINORS = (8, 13)      # austin 3.7's README: "Austin supports Python 3.8 through 3.13"
+JIT_MINOR = 14               # Debian's 3.14 and 3.15 have the JIT compiled in, off unless PYTHON_JIT=1
+
+# workload: (script in real/, its arguments for a scale and a Py_DEBUG build)
+WORKLOADS = {
+    "testsuite": ("testsuite.py", lambda scale, debug: ["short" if debug or scale < 1 else "full"]),
+    "gevent": ("gevent_pool.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
+    "asyncio": ("asyncio_tasks.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
+}
+
+
+class ProfileError(Exception):
+    """A profiler run that gave no profile; the message says why (one line)."""
+
+
+def last_line(text, fallback):
+    lines = [ln for ln in (text or "").strip().splitlines() if ln.strip()]
+    return lines[-1].strip() if lines else fallback
+
+
+def minor_of(entry):
+    return int(entry["version"].split(".")[1])
+
+
+class Interp:
+    """A row's interpreter: a manifest entry, with the JIT on (PYTHON_JIT=1,
+    id "X+jit") or off (PYTHON_JIT removed from the environment)."""
+
+    def __init__(self, entry, jit=False):
+        self.entry, self.jit = entry, jit
+        self.id = entry["id"] + ("+jit" if jit else "")
+        self.root = entry.get("root", "/")
+        self.minor = minor_of(entry)
+        self.debug = bool(entry.get("debug"))
+        self.free_threaded = bool(entry.get("free_threaded"))
+
+    def prefix(self):
+        return ["chroot", self.root] if self.root != "/" else []
+
+    def env(self):
+        env = dict(os.environ)
+        env.pop("PYTHON_JIT", None)
+        if self.jit:
+            env["PYTHON_JIT"] = "1"
+        return env
+
+
+def jit_reason(entry):
+    """None when entry can run with the JIT on, else why not."""
+    if minor_of(entry) < JIT_MINOR:
+        return f"CPython {entry['version']} has no JIT (3.14 first shipped one)"
+    return None
+
+
+class Place:
+    """The workload scripts and the RemoteUnwinder sampler copied into a
+    fresh directory of the interpreter's root (its /tmp), where profiles are
+    written too: inner(name) is a file's path as the target sees it,
+    host(name) as this process does."""
+
+    def __init__(self, interp):
+        self.dir = tempfile.mkdtemp(prefix="fp-real-", dir=os.path.join(interp.root, "tmp"))
+        os.chmod(self.dir, 0o755)
+        for name in os.listdir(REAL_DIR):
+            if name.endswith(".py"):
+                shutil.copy(os.path.join(REAL_DIR, name), self.dir)
+        shutil.copy(SAMPLER_SCRIPT, self.dir)
+
+    def inner(self, name):
+        return "/tmp/" + os.path.basename(self.dir) + "/" + name
+
+    def host(self, name):
+        return os.path.join(self.dir, name)
+
+    def close(self):
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def workload_args(interp, place, workload, scale):
+    """The workload's command as seen inside the interpreter's root, without the interpreter."""
+    script, args = WORKLOADS[workload]
+    return [place.inner(script)] + args(scale, interp.debug)
+
+
+def check_workload(interp, place, workload):
+    """None when the workload can run on interp, else why not (its `check` mode)."""
+    script = WORKLOADS[workload][0]
+    r = subprocess.run(interp.prefix() + list(interp.entry["argv"]) + [place.inner(script), "check"],
+                       capture_output=True, text=True, timeout=120, env=interp.env())
+    return None if r.returncode == 0 else last_line(r.stderr or r.stdout, f"exit {r.returncode}")
+
+
+def run(cmd, env):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+    except subprocess.TimeoutExpired:
+        raise ProfileError(f"did not finish within {RUN_TIMEOUT_S} s") from None
+
+
+# --- the profilers ------------------------------------------------------------------
+# Each runner: (ctx, interp, place, workload, scale, flags) -> (Leaves, ticks or None).
+
+def run_frameproof(ctx, interp, place, workload, scale, flags):
+    out = place.host("frameproof.json")
+    cmd = [ctx.frameproof, "record", "--no-progress", "--format", "json", "-o", out, "--rate", str(ctx.rate)] + \
+        flags + ["--"] + interp.prefix() + list(interp.entry["argv"]) + workload_args(interp, place, workload, scale)
+    r = run(cmd, interp.env())
+    if r.returncode != 0 or not os.path.exists(out):
+        raise ProfileError(last_line(r.stderr, f"frameproof exited {r.returncode}"))
+    got, summary = leaves.frameproof_json(out)
+    return got, summary.get("attempts")
+
+
+def run_cpython_sampling(ctx, interp, place, workload, scale, flags):
+    cmd = interp.prefix() + list(interp.entry["argv"]) + \
+        ["-m", "profiling.sampling", "run", "-a", "-r", str(ctx.rate), "--collapsed", "-o", place.inner("cpython.txt")] + \
+        flags + workload_args(interp, place, workload, scale)
+    r = run(cmd, interp.env())
+    if r.returncode != 0 or not os.path.exists(place.host("cpython.txt")):
+        raise ProfileError(last_line(r.stderr, f"profiling.sampling exited {r.returncode}"))
+    # Its closing summary: "Captured N samples in S seconds" (attempts, failed ones included).
+    m = re.search(r"Captured (\d+) samples", r.stdout + r.stderr)
+    return leaves.collapsed(place.host("cpython.txt")), int(m.group(1)) if m else None
+
+
+def run_remote_unwinder(ctx, interp, place, workload, scale, flags):
+    target = subprocess.Popen(interp.prefix() + list(interp.entry["argv"]) + workload_args(interp, place, workload, scale),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=interp.env())
+    sampler = subprocess.Popen(interp.prefix() + list(interp.entry["argv"]) +
+                               [place.inner(os.path.basename(SAMPLER_SCRIPT)), str(target.pid), str(ctx.rate),
+                                place.inner("remote.txt")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, target_err = target.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        target.kill()
+        target.wait()
+        sampler.kill()
+        sampler.wait()
+        raise ProfileError(f"the target did not finish within {RUN_TIMEOUT_S} s") from None
+    sampler.send_signal(signal.SIGTERM)
+    out, err = sampler.communicate(timeout=60)
+    if target.returncode != 0:
+        raise ProfileError("the target failed: " + last_line(target_err, f"exit {target.returncode}"))
+    if sampler.returncode != 0 or not out.strip():
+        raise ProfileError("the sampler failed: " + last_line(err, f"exit {sampler.returncode}"))
+    return leaves.collapsed(place.host("remote.txt")), json.loads(last_line(out, "{}")).get("ticks")
+
+
+def austin_prefix(interp):
+    """How austin runs for interp (as harness/adapters/austin.c does):
+    inside a chrooted target's root; for a host target, on the host through
+    the loader and libraries of the root austin is installed in."""
+    facts = fpfacts.load()
+    if interp.root != "/":
+        return ["chroot", interp.root, facts["AUSTIN_EXE"]]
+    home = os.environ.get("FRAMEPROOF_HOME") or facts["FRAMEPROOF_HOME_DEFAULT"]
+    root = os.path.join(home, facts["AUSTIN_HOST_ROOT"])
+    return [root + facts["AUSTIN_LOADER"], "--library-path", root + facts["AUSTIN_LIBDIR"], root + facts["AUSTIN_EXE"]]
+
+
+def run_austin(ctx, interp, place, workload, scale, flags):
+    prefix = austin_prefix(interp)
+    exe = prefix[-1] if interp.root == "/" else interp.root + prefix[-1]
+    if not os.access(exe, os.X_OK):
+        raise ProfileError(f"no austin at {exe} (targets/provision installs it)")
+    out_seen = place.inner("austin.txt") if interp.root != "/" else place.host("austin.txt")
+    cmd = prefix + ["-i", str(max(1, round(1e6 / ctx.rate))), "-o", out_seen] + flags + \
+        list(interp.entry["argv"]) + workload_args(interp, place, workload, scale)
+    r = run(cmd, interp.env())
+    if r.returncode != 0 or not os.path.exists(place.host("austin.txt")):
+        raise ProfileError(last_line(r.stderr, f"austin exited {r.returncode}"))
+    return leaves.austin(place.host("austin.txt")), None
+
+
+# --- the table ----------------------------------------------------------------------
+
+class Profiler:
+    """name (the table's), role: "reference" (exact by construction),
+    "judged" (must pass the verdict), "mutant" (must fail it), "field"
+    (reported, not judged); runner and flags; applies(interp) -> None or
+    why it cannot run there."""
+
+    def __init__(self, name, role, runner, flags=(), applies=None):
+        self.name, self.role, self.runner, self.flags = name, role, runner, list(flags)
+        self.applies = applies or (lambda interp: None)
+
+
+def missing_flags(help_text, flags):
+    """The flags (and flag values) that help_text does not mention."""
+    return [f for f in flags if f not in help_text]
+
+
+def frameproof_modes(help_text):
+    """{mode: flags} for the build whose `record --help` is help_text: the
+    new default (colocated, torn threads paused) is plain `record` once
+    --no-colocate exists, `--colocate --pause-torn` before."""
+    if "--no-colocate" in help_text:
+        return {"default": [], "old default": ["--no-colocate", "--no-pause-torn"]}
+    return {"default": ["--colocate", "--pause-torn"], "old default": []}
+
+
+def cpython_sampling_applies(interp):
+    if interp.minor < CPYTHON_SAMPLING_MINOR:
+        return f"profiling.sampling first shipped in CPython 3.{CPYTHON_SAMPLING_MINOR}"
+    return None
+
+
+def remote_unwinder_applies(interp):
+    if interp.minor < REMOTE_UNWINDER_MINOR:
+        return f"RemoteUnwinder first shipped in CPython 3.{REMOTE_UNWINDER_MINOR}"
+    if interp.minor > REMOTE_UNWINDER_MINOR:
+        return "run on 3.14 only: from 3.15 on profiling.sampling, which samples with it, stands for it"
+    return None
+
+
+def austin_applies(interp):
+    if not AUSTIN_MINORS[0] <= interp.minor <= AUSTIN_MINORS[1]:
+        return f"austin 3.7 supports CPython 3.{AUSTIN_MINORS[0]} to 3.{AUSTIN_MINORS[1]}"
+    return None
+
+
+def profiler_table(help_text):
+    """Every profiler of the verdict, the reference first."""
+    modes = frameproof_modes(help_text)
+    table = [
+        # --realtime: a stopped sample costs more than a tick on a loaded
+        # machine; at real-time priority the reference holds far more of
+        # the rate, and its floor is lower (it stays exact either way).
+        Profiler("frameproof --blocking", "reference", run_frameproof, ["--blocking", "--realtime"]),
+        Profiler("frameproof", "judged", run_frameproof, modes["default"]),
+        Profiler("frameproof old default", "field", run_frameproof, modes["old default"]),
+        Profiler("mutant drop-torn", "mutant", run_frameproof, ["--inject-fault", "drop-torn"]),
+        Profiler("mutant retry-quiet", "mutant", run_frameproof, ["--inject-fault", "retry-quiet"]),
+        Profiler("cpython profiling.sampling", "field", run_cpython_sampling, [], cpython_sampling_applies),
+        Profiler("cpython profiling.sampling --blocking", "field", run_cpython_sampling, ["--blocking"],
+                 cpython_sampling_applies),
+        Profiler("cpython RemoteUnwinder", "field", run_remote_unwinder, [], remote_unwinder_applies),
+        Profiler("austin", "field", run_austin, [], austin_applies),
+    ]
+    for p in table:
+        if p.runner is run_frameproof:
+            gone = missing_flags(help_text, p.flags)
+            if gone:
+                p.applies = lambda interp, gone=gone: "this frameproof build has no " + " ".join(gone)
+    return table

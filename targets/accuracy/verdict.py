@@ -1,0 +1,46 @@
+"""verdict.py — the real-workload accuracy verdict (ci/accuracy real):
+each profiler's leaf distributions (leaves.py) against a reference that is
+exact by construction, beside a noise floor that is measured.
+
+Reference: `frameproof record --blocking` (every thread stopped for each
+sample: nothing changes while it is read), run R >= 2 times.  Floor: the
+mean total variation distance (TVD) between every pair of reference runs —
+what two exact profiles of the same workload differ by from sampling and
+run-to-run variation alone.  A profiler run's TVD is the mean of its TVD
+against each reference run; over its runs the row gives mean, min and
+max, and "x floor" = mean TVD / floor.  Verdict: a profiler that must be
+accurate passes when x floor <= BOUND; a mutant (a sampler known to be
+biased) must fail it, else the verdict has no teeth."""
+import itertools
+import statistics
+
+from compare import tvd  # (the same distance as the synthetic workloads')
+
+BOUND = 1.25   # x floor
+
+
+def floor(references):
+    """Mean pairwise TVD of the reference distributions (>= 2 of them)."""
+    pairs = list(itertools.combinations(references, 2))
+    return statistics.fmean(tvd(a, b) for a, b in pairs) if pairs else float("nan")
+
+
+def judge(runs, references, ref_floor):
+    """runs: the profiler's distributions.  {tvd_mean, tvd_min, tvd_max,
+    x_floor}; each run's TVD is its mean TVD against every reference."""
+    per_run = [statistics.fmean(tvd(p, r) for r in references) for p in runs]
+    mean = statistics.fmean(per_run)
+    return {"tvd_runs": per_run, "tvd_mean": mean, "tvd_min": min(per_run), "tvd_max": max(per_run),
+            "x_floor": mean / ref_floor if ref_floor > 0 else float("inf")}
+
+
+def passes(x_floor, bound=BOUND):
+    return x_floor <= bound
+
+
+def worst(p, references, n=3):
+    """The n leaves p is farthest off on, against the references' mean:
+    [(leaf, p share, reference share)]."""
+    keys = set(p).union(*references)
+    ref = {k: statistics.fmean(r.get(k, 0.0) for r in references) for k in keys}
+    return sorted(((k, p.get(k, 0.0), ref[k]) for k in keys), key=lambda t: -abs(t[1] - t[2]))[:n]
