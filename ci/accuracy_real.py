@@ -1,0 +1,265 @@
+"""ci/accuracy_real.py — accuracy on real programs (`ci/accuracy real`):
+every profiler of targets/accuracy/real_profilers.py on real workloads
+(CPython's own regression tests, a gevent pool, an asyncio TaskGroup) on
+each interpreter, judged against `frameproof record --blocking` beside a
+measured noise floor (targets/accuracy/verdict.py) after one normalisation
+(targets/accuracy/leaves.py).  docs/accuracy-real.md explains the verdict."""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "targets", "accuracy"))
+import real_profilers as rp  # noqa: E402
+import verdict  # noqa: E402
+
+fpfacts = rp.fpfacts
+DEFAULT_IDS = ["3.11", "3.13", "3.14", "3.14+jit", "3.15", "3.15+jit"]
+DEFAULT_RUNS, DEFAULT_MUTANT_RUNS, DEFAULT_REFERENCES = 3, 1, 2
+QUICK_SCALE = 0.25
+RATE = 1000
+JSON_NAME, MD_NAME = "accuracy-real.json", "accuracy-real.md"
+WORKLOAD_NA = "the workload cannot run here: "
+REFERENCE_MAX_TORN = 0.01   # share of thread samples a --blocking reference may leave out as torn
+
+
+def say(msg):
+    print("accuracy real: " + msg, file=sys.stderr, flush=True)
+
+
+def git_commit():
+    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() or None
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="ci/accuracy real",
+        description="Accuracy on real programs: each profiler's distribution of leaf functions (self time) on "
+                    "real workloads, against `frameproof record --blocking` (exact by construction), in units "
+                    "of the noise floor measured between two such reference runs.  frameproof's default must "
+                    f"be within {verdict.BOUND} x floor on every row; each mutant must be farther.  Exit status "
+                    "1 when the default fails or errs, a mutant passes, or a reference could not be taken.")
+    ap.add_argument("--python", action="append", metavar="ID",
+                    help="interpreter id of the manifest, '+jit' appended for the JIT on (3.14+); repeatable; "
+                         f"default: {' '.join(DEFAULT_IDS)}")
+    ap.add_argument("--workload", action="append", choices=sorted(rp.WORKLOADS), help="repeatable; default all")
+    ap.add_argument("--profiler", action="append", metavar="NAME",
+                    help="only these profilers (the table's names; the reference always runs); repeatable")
+    ap.add_argument("--runs", type=int, default=DEFAULT_RUNS,
+                    help="runs of each profiler per row, the mean is judged (default %(default)s)")
+    ap.add_argument("--mutant-runs", type=int, default=DEFAULT_MUTANT_RUNS,
+                    help="runs of each mutant per row (default %(default)s)")
+    ap.add_argument("--references", type=int, default=DEFAULT_REFERENCES,
+                    help="reference runs per row, >= 2; the floor is their mean pairwise TVD (default %(default)s)")
+    ap.add_argument("--scale", type=float, default=1.0,
+                    help="multiplies the gevent and asyncio work; below 1 the test suite runs its short list "
+                         "(default %(default)s)")
+    ap.add_argument("--bound", type=float, default=verdict.BOUND, help="x floor bound (default %(default)s)")
+    ap.add_argument("--quick", action="store_true",
+                    help=f"a smoke test: --scale {QUICK_SCALE}, one run of each profiler (not a verdict to quote)")
+    ap.add_argument("--frameproof", default=os.path.join(ROOT, "build", "frameproof"))
+    ap.add_argument("--report-dir", default="accuracy-report")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.scale, args.runs, args.mutant_runs = QUICK_SCALE, 1, 1
+    if args.references < 2 or args.runs < 1 or args.mutant_runs < 1:
+        ap.error("--references must be >= 2, --runs and --mutant-runs >= 1")
+    args.rate = RATE
+    return args
+
+
+def interpreters(args):
+    """[(id, Interp or None, why not)] in the order asked."""
+    facts = fpfacts.load()
+    manifest, provisioned = fpfacts.provisioned(facts)
+    out = []
+    for ident in args.python or DEFAULT_IDS:
+        base, jit = (ident[:-4], True) if ident.endswith("+jit") else (ident, False)
+        entry = provisioned.get(base)
+        if entry is None:
+            out.append((ident, None, f"not provisioned (no entry in {manifest})"))
+        elif jit and rp.jit_reason(entry):
+            out.append((ident, None, rp.jit_reason(entry)))
+        else:
+            out.append((ident, rp.Interp(entry, jit), None))
+    return out
+
+
+class Row(dict):
+    def __init__(self, workload, interp, profiler, **kw):
+        super().__init__(workload=workload, interpreter=interp, profiler=profiler.name, role=profiler.role,
+                         flags=profiler.flags, **kw)
+
+
+def profile_runs(ctx, interp, place, workload, profiler, n, label):
+    """(distributions, kept, ticks, dropped, torn, errors) of n runs of profiler."""
+    dists, kept, ticks, dropped, torn, errors = [], [], [], [], [], []
+    for i in range(n):
+        say(f"{label} {profiler.name} run {i + 1}/{n} ({time.monotonic() - ctx.started:.0f} s)")
+        try:
+            got, tick = profiler.runner(ctx, interp, place, workload, ctx.scale, profiler.flags)
+        except rp.ProfileError as e:
+            errors.append(str(e))
+            continue
+        if got.kept == 0:
+            errors.append("no sample with a Python frame")
+            continue
+        dists.append(got.distribution())
+        kept.append(got.kept)
+        ticks.append(tick)
+        dropped.append(got.dropped)
+        torn.append(got.torn)
+    return dists, kept, ticks, dropped, torn, errors
+
+
+def torn_share(kept, torn):
+    """The share of thread samples a frameproof profile left out as torn."""
+    torn = sum(t or 0 for t in torn)
+    return torn / (sum(kept) + torn) if kept else 0.0
+
+
+def case(ctx, table, ident, interp, workload):
+    """The rows of one (interpreter, workload)."""
+    label = f"{ident} {workload}:"
+    place = rp.Place(interp)
+    try:
+        why = rp.check_workload(interp, place, workload)
+        if why:
+            # Not a failure of the verdict (e.g. sid's gevent has no extension for
+            # this interpreter), but a row of its own in the table.
+            return [Row(workload, ident, p, verdict="n/a", reason=WORKLOAD_NA + why)
+                    for p in table]
+        ref = table[0]
+        refs, kept, ticks, dropped, torn, errors = profile_runs(ctx, interp, place, workload, ref, ctx.references,
+                                                               label)
+        if len(refs) < 2:
+            return [Row(workload, ident, p, verdict="error",
+                        reason="no reference: " + "; ".join(errors or ["fewer than 2 reference runs"]))
+                    for p in table]
+        floor = verdict.floor(refs)
+        # A stopped target cannot change while it is read: a torn walk under
+        # --blocking means the walk itself is wrong there, and the profile is
+        # no longer exact by construction.
+        share = torn_share(kept, torn)
+        exact = share <= REFERENCE_MAX_TORN
+        rows = [Row(workload, ident, ref, runs=len(refs), kept=kept, ticks=ticks, dropped=dropped, torn=torn,
+                    floor=floor, tvd_mean=floor, x_floor=1.0, verdict="reference" if exact else
+                    f"reference NOT EXACT: {share:.0%} of its thread samples torn", errors=errors)]
+        if not exact:
+            say(f"{label} the reference left {share:.0%} of its thread samples out as torn: its verdicts are void")
+        for p in table[1:]:
+            why = p.applies(interp)
+            if why:
+                rows.append(Row(workload, ident, p, verdict="n/a", reason=why))
+                continue
+            n = ctx.mutant_runs if p.role == "mutant" else ctx.runs
+            dists, kept, ticks, dropped, torn, errors = profile_runs(ctx, interp, place, workload, p, n, label)
+            if not dists:
+                rows.append(Row(workload, ident, p, verdict="error", reason="; ".join(errors)))
+                continue
+            j = verdict.judge(dists, refs, floor)
+            ok = verdict.passes(j["x_floor"], ctx.bound)
+            v = {"judged": "pass" if ok else "FAIL", "mutant": "PASSES (no teeth)" if ok else "fails, as it must",
+                 "field": "within bound" if ok else "beyond bound"}[p.role]
+            if not exact:
+                v += " (void: reference not exact)"
+            worst = [["%s:%s" % k, a, b] for k, a, b in verdict.worst(dists[0], refs)]
+            rows.append(Row(workload, ident, p, runs=len(dists), kept=kept, ticks=ticks, dropped=dropped, torn=torn,
+                            floor=floor, verdict=v, errors=errors, worst=worst, **j))
+            say(f"{label} {p.name}: TVD {j['tvd_mean']:.4f}, floor {floor:.4f}, x floor {j['x_floor']:.2f}: {v}")
+        return rows
+    finally:
+        place.close()
+
+
+def failed(row):
+    """The default failed or could not be judged, the reference was not
+    taken or not exact, or a mutant passed."""
+    return (row["role"] in ("judged", "reference") and row["verdict"] not in ("pass", "reference", "n/a")) or \
+        row["verdict"].startswith("PASSES")
+
+
+def mean_or_blank(values, fmt="%.0f"):
+    values = [v for v in values or [] if v is not None]
+    return fmt % statistics.fmean(values) if values else ""
+
+
+def markdown(doc):
+    lines = [f"Accuracy on real programs, {doc['date']} on {doc['commit']}: `{doc['command']}`", "",
+             f"Leaf functions (self time), TVD against `frameproof record --blocking` (mean over its "
+             f"{doc['references']} runs); floor = mean TVD between those runs; x floor = TVD / floor; bound "
+             f"{doc['bound']} x floor; {doc['rate_hz']} Hz; runs per profiler {doc['runs']} (mutants "
+             f"{doc['mutant_runs']}).", "",
+             "| workload | interpreter | profiler | runs | kept samples | ticks | TVD mean (min–max) | floor | "
+             "x floor | verdict |", "|---|---|---|---:|---:|---:|---|---:|---:|---|"]
+    skipped = []
+    for r in doc["rows"]:
+        if "tvd_mean" not in r:
+            if r["verdict"] == "n/a" and r["role"] != "judged":
+                skipped.append(r)
+                continue
+            lines.append(f"| {r['workload']} | {r['interpreter']} | {r['profiler']} | | | | | | | "
+                         f"{r['verdict']}: {r.get('reason', '')} |")
+            continue
+        spread = "" if r["role"] == "reference" else f" ({r['tvd_min']:.3f}–{r['tvd_max']:.3f})"
+        lines.append(f"| {r['workload']} | {r['interpreter']} | {r['profiler']} | {r['runs']} | "
+                     f"{mean_or_blank(r.get('kept'))} | {mean_or_blank(r.get('ticks'))} | "
+                     f"{r['tvd_mean']:.3f}{spread} | {r['floor']:.3f} | {r['x_floor']:.2f} | {r['verdict']} |")
+    seen = {}
+    for r in skipped:
+        if not r.get("reason", "").startswith(WORKLOAD_NA):   # the judged row of that workload says it
+            seen.setdefault((r["interpreter"], r["profiler"]), r.get("reason", ""))
+    if seen:
+        lines += ["", "Not run:", ""] + [f"- {p} on {i}: {why}" for (i, p), why in seen.items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if not os.access(args.frameproof, os.X_OK):
+        sys.exit(f"ci/accuracy real: no frameproof binary at {args.frameproof} (build it first)")
+    help_text = subprocess.run([args.frameproof, "record", "--help"], capture_output=True, text=True).stdout
+    table = rp.profiler_table(help_text)
+    if args.profiler:
+        unknown = [n for n in args.profiler if n not in {p.name for p in table}]
+        if unknown:
+            sys.exit(f"ci/accuracy real: unknown profiler {unknown[0]!r} (one of: "
+                     f"{', '.join(p.name for p in table)})")
+        table = [table[0]] + [p for p in table[1:] if p.name in args.profiler]
+    args.started = time.monotonic()
+    rows = []
+    for ident, interp, why in interpreters(args):
+        for workload in args.workload or list(rp.WORKLOADS):
+            if interp is None:
+                rows += [Row(workload, ident, p, verdict="error" if p.role in ("judged", "reference") else "n/a",
+                             reason=why) for p in table]
+                continue
+            rows += case(args, table, ident, interp, workload)
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "commit": git_commit(), "command": "ci/accuracy real " + shlex.join(sys.argv[1:] if argv is None else argv),
+           "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
+           "references": args.references, "bound": args.bound, "scale": args.scale,
+           "seconds": round(time.monotonic() - args.started), "rows": rows}
+    os.makedirs(args.report_dir, exist_ok=True)
+    with open(os.path.join(args.report_dir, JSON_NAME), "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1)
+    table_md = markdown(doc)
+    with open(os.path.join(args.report_dir, MD_NAME), "w", encoding="utf-8") as f:
+        f.write(table_md)
+    print(table_md)
+    bad = [r for r in rows if failed(r)]
+    for r in bad:
+        say(f"FAILED: {r['workload']} {r['interpreter']} {r['profiler']}: {r['verdict']} {r.get('reason', '')}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The accuracy verdict on a real program has teeth (TAP): the gevent
+workload of targets/accuracy/real/ (a pool of 50 greenlets) on the host's
+3.11, at 0.6 of its work, recorded three times with `frameproof record
+--blocking` (the reference and its measured noise floor) and once with the mutant sampler
+`--inject-fault drop-torn` (drops every thread sample whose walk tore),
+which ci/accuracy real must judge beyond its bound.  Skipped, saying why,
+when 3.11 or its gevent is not provisioned or the build has no such
+mutant.  (Whether frameproof's default passes is left to the full run:
+one short run on a loaded machine is too noisy to be a test.)
+usage: test_accuracy_real.py FRAMEPROOF_BINARY"""
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+from tap_results import check, report, skip  # noqa: E402
+
+spec = importlib.util.spec_from_file_location("accuracy_real", os.path.join(ROOT, "ci", "accuracy_real.py"))
+accuracy_real = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(accuracy_real)
+rp = accuracy_real.rp
+
+INTERPRETER = "3.11"
+WORKLOAD = "gevent"
+SCALE = 0.6          # about 4 s of work on 3.11; shorter runs put the floor too close to the mutant
+REFERENCES = 3       # three pairs: a steadier floor than one
+MUTANT = "mutant drop-torn"
+
+
+def main():
+    frameproof = os.path.abspath(sys.argv[1])
+    name = f"{INTERPRETER} {WORKLOAD}: the verdict fails the {MUTANT} sampler"
+    _, provisioned = rp.fpfacts.provisioned(rp.fpfacts.load())
+    if INTERPRETER not in provisioned:
+        skip(name, f"{INTERPRETER} is not provisioned")
+        return report()
+    interp = rp.Interp(provisioned[INTERPRETER])
+    help_text = subprocess.run([frameproof, "record", "--help"], capture_output=True, text=True).stdout
+    table = rp.profiler_table(help_text)
+    mutant = next(p for p in table if p.name == MUTANT)
+    why = mutant.applies(interp)
+    place = rp.Place(interp)
+    try:
+        why = why or rp.check_workload(interp, place, WORKLOAD)
+    finally:
+        place.close()
+    if why:
+        skip(name, why + " (targets/provision installs python3-gevent)" if "gevent" in why else why)
+        return report()
+    ctx = accuracy_real.parse_args(["--runs", "1", "--mutant-runs", "1", "--scale", str(SCALE),
+                                    "--references", str(REFERENCES), "--frameproof", frameproof])
+    ctx.started = time.monotonic()
+    rows = {r["profiler"]: r for r in accuracy_real.case(ctx, [table[0], mutant], INTERPRETER, interp, WORKLOAD)}
+    ref, m = rows[table[0].name], rows[MUTANT]
+    check(f"{INTERPRETER} {WORKLOAD}: two reference runs and a measured floor",
+          ref["verdict"] == "reference" and ref.get("floor", 0) > 0, str(ref))
+    check(name, m["verdict"] == "fails, as it must",
+          f"x floor {m.get('x_floor')}, TVD {m.get('tvd_mean')}, floor {m.get('floor')}, kept {m.get('kept')}, "
+          f"{m.get('reason', '')}")
+    return report()
+
+
+if __name__ == "__main__":
+    main()
