@@ -46,10 +46,11 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(
         prog="ci/accuracy real",
         description="Accuracy on real programs: each profiler's distribution of leaf functions (self time) on "
-                    "real workloads, against `frameproof record --blocking` (exact by construction), in units "
-                    "of the noise floor measured between two such reference runs.  frameproof's default must "
-                    f"be within {verdict.BOUND} x floor on every row; each mutant must be farther.  Exit status "
-                    "1 when the default fails or errs, a mutant passes, or a reference could not be taken.")
+                    "real workloads, against `frameproof record --blocking --realtime` (exact by construction), "
+                    "in units of the noise floor measured between such reference runs.  frameproof's default "
+                    f"must be within {verdict.BOUND} x floor on every row; each mutant must be farther.  Exit "
+                    "status 1 when the default fails or errs, a mutant passes, or a reference could not be "
+                    "taken or was not exact.  docs/accuracy-real.md explains it.")
     ap.add_argument("--python", action="append", metavar="ID",
                     help="interpreter id of the manifest, '+jit' appended for the JIT on (3.14+); repeatable; "
                          f"default: {' '.join(DEFAULT_IDS)}")
@@ -148,9 +149,9 @@ def case(ctx, table, ident, interp, workload):
                         reason="no reference: " + "; ".join(errors or ["fewer than 2 reference runs"]))
                     for p in table]
         floor = verdict.floor(refs)
-        # A stopped target cannot change while it is read: a torn walk under
-        # --blocking means the walk itself is wrong there, and the profile is
-        # no longer exact by construction.
+        # A stopped target cannot change while it is read: a walk torn under
+        # --blocking was stopped inside a change of the target's own (a
+        # greenlet switch) or misreads it, and is left out.
         share = torn_share(kept, torn)
         exact = share <= REFERENCE_TORN_PER_FLOOR * floor
         rows = [Row(workload, ident, ref, runs=len(refs), kept=kept, ticks=ticks, dropped=dropped, torn=torn,
