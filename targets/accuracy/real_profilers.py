@@ -198,7 +198,9 @@ def run_austin(ctx, interp, place, workload, scale, flags):
     r = run(cmd, interp.env())
     if r.returncode != 0 or not os.path.exists(place.host("austin.txt")):
         raise ProfileError(last_line(r.stderr, f"austin exited {r.returncode}"))
-    return leaves.austin(place.host("austin.txt")), None
+    # Its closing statistics: "Error rate : E/N (...) invalid samples", N the samples taken.
+    m = re.search(r"Error rate\D*\d+/(\d+)", re.sub(r"\x1b\[[0-9;]*m", "", r.stderr))
+    return leaves.austin(place.host("austin.txt")), int(m.group(1)) if m else None
 
 
 # --- the table ----------------------------------------------------------------------
