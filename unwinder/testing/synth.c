@@ -24,6 +24,7 @@
 #define SYNTH_NLOCALSPLUS 2u
 #define SYNTH_STACKTOP_RUNNING 0xffffffffu /* -1 */
 #define SYNTH_CLEARS_STACKTOP_MINOR 13u      /* the version whose return zeroes stacktop */
+#define SYNTH_AT_INSTRUCTION_MINOR 13u       /* the first version whose callers name the instruction itself */
 #define TYPE_OBJECT_BYTES 512u
 #define MAX_REGIONS 65536u
 #define MAX_FRAMES_PER_THREAD 4096u
@@ -51,6 +52,7 @@ typedef struct live_frame {
     const built_code *bc;
     int tlbc;
     bool generator;
+    int unit;                  /* the code unit it is at */
 } live_frame;
 
 /* What synth_plan_move needs to know about a thread: where the words it
@@ -89,6 +91,8 @@ struct synth_image {
     uint64_t interp;          /* the one interpreter state */
     size_t *list;             /* the interpreter's thread list as planned: thread indices, head first */
     size_t nlist;
+    int fill_op;              /* the opcode every code unit holds (-1: none known) */
+    int resume_op;            /* 3.12+: SEND or FOR_ITER, as many cache units as fill_op (-1: none) */
     live_frame *suspended;    /* generator frames synth_plan_yield unlinked */
     size_t nsuspended, suspended_cap;
     char *err;
@@ -340,18 +344,12 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     out->src = c;
     out->addr = co;
     /* Every unit holds an instruction at which a caller can be suspended
-     * under any frame (not one of generators only, not one that pushes
-     * only generator frames), so any unit a frame names passes the
-     * walker's call-site checks. */
-    const struct fpi_call_site_set *set = fpi_call_sites_for(FPI_PY_MAJOR, l->minor);
-    for (int op = 0; set && op < 256; op++) {
-        uint64_t bit = 1ull << (op % 64);
-        if (!(set->ops[op / 64] & bit) || (set->gen_ops[op / 64] & bit) || (set->gen_callee_ops[op / 64] & bit))
-            continue;
-        for (int u = 0; u < units; u++)
-            put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)op);
-        break;
-    }
+     * under a function's frame (not one of generators only, not one that
+     * pushes only generator frames), so any unit a frame names passes the
+     * walker's call-site checks; a frame under a generator's frame is put
+     * at SEND or FOR_ITER (place_resumes). */
+    for (int u = 0; im->fill_op >= 0 && u < units; u++)
+        put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)im->fill_op);
     memset(out->tlbc_copies, 0, sizeof out->tlbc_copies);
     out->tlbc_copies[0] = co + (uint64_t)l->co_code_adaptive;
     if (want_tlbc && l->co_tlbc != FPI_OFF_NONE) {
@@ -414,7 +412,72 @@ static uint64_t frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_
     return a;
 }
 
-static int book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator)
+/* The opcode every built code unit holds: one at which a caller can be
+ * suspended under a function's frame.  And (3.12+) the one a caller under
+ * a generator's frame is put at instead, SEND or FOR_ITER; on 3.12 one with
+ * as many inline cache units, so that the instruction map decodes the code
+ * the same way whichever of the two a unit holds. */
+static void choose_ops(synth_image *im)
+{
+    const struct fpi_call_site_set *set = fpi_call_sites_for(FPI_PY_MAJOR, im->l.minor);
+    im->fill_op = im->resume_op = -1;
+    for (int op = 0; set && op < 256 && im->fill_op < 0; op++) {
+        uint64_t bit = 1ull << (op % 64);
+        if ((set->ops[op / 64] & bit) && !(set->gen_ops[op / 64] & bit) && !(set->gen_callee_ops[op / 64] & bit))
+            im->fill_op = op;
+    }
+    for (int op = 0; im->fill_op >= 0 && op < 256 && im->resume_op < 0; op++) {
+        uint64_t bit = 1ull << (op % 64);
+        if ((set->ops[op / 64] & bit) && (set->gen_callee_ops[op / 64] & bit) &&
+            (im->l.minor >= SYNTH_AT_INSTRUCTION_MINOR || set->caches[op] == set->caches[im->fill_op]))
+            im->resume_op = op;
+    }
+}
+
+/* The unit holding the instruction a frame at `unit` is suspended in:
+ * the unit itself (3.13+), or the start of the instruction whose inline
+ * cache units follow it (3.11, 3.12: a caller may name its last one). */
+static uint64_t instruction_unit(const synth_image *im, int unit)
+{
+    if (im->l.minor >= SYNTH_AT_INSTRUCTION_MINOR || im->fill_op < 0)
+        return (uint64_t)unit;
+    const struct fpi_call_site_set *set = fpi_call_sites_for(FPI_PY_MAJOR, im->l.minor);
+    uint64_t len = 1u + set->caches[im->fill_op];
+    return (uint64_t)unit - (uint64_t)unit % len;
+}
+
+static bool at_resume(synth_image *im, const built_code *bc, int unit)
+{
+    return im->resume_op >= 0 && *synth_bytes(im, bc->tlbc_copies[0] + 2u * instruction_unit(im, unit), 1) ==
+                                     (uint8_t)im->resume_op;
+}
+
+/* 3.12+: a frame under a directly linked generator's frame resumed it, so
+ * it is at SEND or FOR_ITER; one under a function's frame called it, so
+ * it is not.  Puts every frame of the first kind at one and fails on a
+ * description whose frames of the second kind share such an instruction
+ * (3.11 resumes every generator from C code: no frame is of the first
+ * kind there). */
+static int place_resumes(synth_image *im, const synth_desc *d, const built_code *codes, size_t ncodes)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t t = 0; t < d->nthreads; t++)
+            for (size_t k = 1; k < d->threads[t].nframes; k++) {
+                const synth_frame *f = &d->threads[t].frames[k], *callee = f - 1;
+                const built_code *bc = NULL;
+                for (size_t c = 0; c < ncodes && !bc; c++)
+                    bc = codes[c].src == f->code ? &codes[c] : NULL;
+                if (callee->entry_below || !bc || im->resume_op < 0)
+                    continue;
+                if (pass == 0 && callee->generator)
+                    put8(im, bc->tlbc_copies[0] + 2u * instruction_unit(im, f->unit), (uint8_t)im->resume_op);
+                if (pass == 1 && !callee->generator && at_resume(im, bc, f->unit))
+                    return fail(im, "a frame under a function's frame shares the SEND of one under a generator's");
+            }
+    return FP_OK;
+}
+
+static int book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator, int unit)
 {
     if (b->n == b->cap) {
         size_t ncap = b->cap ? b->cap * 2 : 16;
@@ -424,7 +487,7 @@ static int book_frame(thread_book *b, uint64_t addr, const built_code *bc, int t
         b->frames = nf;
         b->cap = ncap;
     }
-    b->frames[b->n++] = (live_frame){addr, bc, tlbc, generator};
+    b->frames[b->n++] = (live_frame){addr, bc, tlbc, generator, unit};
     return 0;
 }
 
@@ -521,10 +584,11 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         if (l->fr_stackpointer != FPI_OFF_NONE) /* 3.14+: as a release build leaves it, also the top's */
             put64(im, fa + (uint64_t)l->fr_stackpointer, stopped_stack_pointer(l, fa));
         /* 3.11: the outermost frame of a thread was entered from C code,
-         * and so was one whose caller is C code (entry_below). */
-        if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below))
+         * and so was one whose caller is C code (entry_below), and every
+         * generator's (3.11 resumes them from C code). */
+        if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below || f->generator))
             put8(im, fa + (uint64_t)l->fr_is_entry, 1);
-        if (book_frame(book, fa, bc, tlbc, f->generator))
+        if (book_frame(book, fa, bc, tlbc, f->generator, f->unit))
             return fail(im, "out of memory");
         below = fa;
     }
@@ -564,6 +628,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     int rc = setup_layout(im, layout_id, table, table_len);
     if (rc)
         goto out;
+    choose_ops(im);
     const fpi_layout *l = &im->l;
     im->frame_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->frame_addrs);
     im->ts_addrs = calloc(d->nthreads ? d->nthreads : 1, sizeof *im->ts_addrs);
@@ -644,6 +709,8 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         }
         ncodes++;
     }
+    if ((rc = place_resumes(im, d, codes, ncodes)))
+        goto out;
     uint64_t prev = 0, first = 0;
     for (size_t t = 0; t < d->nthreads; t++) {
         uint64_t ts;
@@ -789,6 +856,15 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             return fail(im, "pushed frames are plain calls with a built bytecode copy");
     }
     size_t start = *nout, keep = b->n - npop;
+    /* Every frame that calls one pushed is at a call, not a SEND or
+     * FOR_ITER. */
+    for (size_t j = 1; j <= npush; j++) {
+        const live_frame *below_caller = &b->frames[keep - 1];
+        bool resume = j == npush ? at_resume(im, below_caller->bc, below_caller->unit)
+                                 : at_resume(im, find_built(im, push[j].code), push[j].unit);
+        if (resume)
+            return fail(im, "a frame at SEND or FOR_ITER calls a function");
+    }
     /* Return: the returning frame stops (its stacktop), the thread's top
      * becomes the caller, the returned frames are cleared (3.13: stacktop
      * 0), the data stack shrinks, and the caller runs on (stacktop -1). */
@@ -833,12 +909,12 @@ int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *p
             add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
             add_write(out, cap, nout, b->top_word, fa, 8, true))
             goto full;
-        placed[npush - 1 - j] = (live_frame){fa, bc, f->tlbc_index, false};
+        placed[npush - 1 - j] = (live_frame){fa, bc, f->tlbc_index, false, f->unit};
         below = fa;
     }
     b->n = keep;
     for (size_t j = 0; j < npush; j++)
-        if (book_frame(b, placed[j].addr, placed[j].bc, placed[j].tlbc, false))
+        if (book_frame(b, placed[j].addr, placed[j].bc, placed[j].tlbc, false, placed[j].unit))
             return fail(im, "out of memory");
     return FP_OK;
 full:
@@ -850,10 +926,11 @@ int synth_plan_advance(synth_image *im, size_t t, int unit, synth_write *out, si
 {
     if (t >= im->nthreads || im->books[t].n == 0)
         return fail(im, "no frame to advance");
-    const live_frame *top = &im->books[t].frames[im->books[t].n - 1];
+    live_frame *top = &im->books[t].frames[im->books[t].n - 1];
     if (add_write(out, cap, nout, top->addr + (uint64_t)im->l.fr_instr_ptr,
                   top->bc->tlbc_copies[top->tlbc] + (uint64_t)unit * 2, 8, true))
         return fail(im, "too many writes for the plan's buffer");
+    top->unit = unit;
     return FP_OK;
 }
 
@@ -917,6 +994,8 @@ int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out,
     thread_book *b = &im->books[t];
     live_frame g = im->suspended[which];
     size_t start = *nout;
+    if (!at_resume(im, b->frames[b->n - 1].bc, b->frames[b->n - 1].unit))
+        return fail(im, "the top frame is not at SEND or FOR_ITER");
     /* SEND / FOR_ITER into a generator: the caller stops at it, the frame
      * is linked under the top, becomes the top and runs. */
     if (stacktop_write(l, out, cap, nout, b->frames[b->n - 1].addr, SYNTH_NLOCALSPLUS) ||
@@ -926,7 +1005,7 @@ int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out,
         *nout = start;
         return fail(im, "too many writes for the plan's buffer");
     }
-    if (book_frame(b, g.addr, g.bc, g.tlbc, true)) {
+    if (book_frame(b, g.addr, g.bc, g.tlbc, true, g.unit)) {
         *nout = start;
         return fail(im, "out of memory");
     }

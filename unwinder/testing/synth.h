@@ -100,8 +100,11 @@ int synth_plan_advance(synth_image *img, size_t t, int unit, synth_write *out, s
  * the top, then the frame's previous link is cleared) and is kept as
  * suspended; synth_plan_resume links suspended generator `which` (0 ..
  * synth_suspended_count()-1, on any thread) under thread t's top and makes
- * it the top (SEND, FOR_ITER).  3.12+ (3.11 resumes a generator in its own
- * evaluation loop, with its own _PyCFrame). */
+ * it the top (SEND, FOR_ITER: refused unless the top is at one, as a frame
+ * described directly under a generator's frame is).  3.12+ (3.11 resumes a
+ * generator in its own evaluation loop, with its own _PyCFrame, and marks
+ * its frame as an entry frame, as the builder does).  synth_plan_move
+ * refuses a call from a frame at SEND or FOR_ITER. */
 int synth_plan_yield(synth_image *img, size_t t, synth_write *out, size_t cap, size_t *nout);
 size_t synth_suspended_count(const synth_image *img);
 int synth_plan_resume(synth_image *img, size_t t, size_t which, synth_write *out, size_t cap, size_t *nout);
