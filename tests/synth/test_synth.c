@@ -283,7 +283,7 @@ enum corruption {
     C_CYCLE, C_NOT_CODE, C_IP_OUTSIDE, C_OWNER, C_TLBC_RANGE, C_NO_BASE, C_STR_STATE, C_WRAPPED_CHUNK,
     C_RETURNED_CALLER, C_CFRAME_EMPTY, C_SETUP_CALLER, C_CACHE_LOOKALIKE_CALLER, C_ARITHMETIC_CALLER,
     C_SEND_CALLER_3_11, C_CLEARED_CALLER_3_13, C_CLEARED_TOP_3_13, C_STOPPED_TOP, C_RESUME_CALLER,
-    C_RESUMING_CALLER, C_RUNNING_CALLER, C_COUNT
+    C_RESUMING_CALLER, C_RUNNING_CALLER, C_CALLER_UNDER_GENERATOR, C_COUNT
 };
 static const char *const CORRUPTION_NAME[C_COUNT] = {
     "frame cycle", "executable is not a code object", "instruction pointer outside the bytecode",
@@ -297,7 +297,8 @@ static const char *const CORRUPTION_NAME[C_COUNT] = {
     "a 3.11-3.13 top frame that is not running (a stack depth, not -1)",
     "a function's caller at RESUME or YIELD_VALUE, a call site of generators only (3.12+)",
     "a caller at SEND or FOR_ITER, which push only generator frames, under a function's frame (3.12+)",
-    "a 3.11-3.13 caller that is running (stack depth -1) under a linked frame"};
+    "a 3.11-3.13 caller that is running (stack depth -1) under a linked frame",
+    "a caller at a call under a directly linked generator's frame, which only SEND and FOR_ITER resume there"};
 
 #define CYCLE_FOUND_WITHIN 16u /* frames walked before a three-frame loop is found */
 #define CYCLE_CUT_DEPTH 4u     /* a max_depth at which Brent's check has not closed that loop */
@@ -338,6 +339,48 @@ static void wipe_code(built *b, uint64_t f, uint64_t *start, uint64_t *unit, uin
     *start = code + (uint64_t)l->co_code_adaptive;
     *unit = (ip - *start) / 2;
     memset(synth_bytes(b->img, *start, (size_t)*units * 2), 0, (size_t)*units * 2);
+}
+
+/* The call-site opcode set of the image's version (NULL: none), and that
+ * version's minor number. */
+static const fpi_call_site_set *image_call_sites(built *b, unsigned *minor)
+{
+    fp_python_info py;
+    if (fp_session_python(b->s, &py) != FP_OK)
+        return NULL;
+    *minor = (py.hexversion >> 16) & 0xffu;
+    return fpi_call_sites_for(3, *minor);
+}
+
+static bool op_in(const uint64_t words[4], int v)
+{
+    return (words[v / 64] >> (v % 64)) & 1u;
+}
+
+/* The first frame-pushing opcode that resumes a generator (`resumes`:
+ * SEND, FOR_ITER) or that pushes a function's frame (a call), or -1. */
+static int pushing_opcode(const fpi_call_site_set *set, bool resumes)
+{
+    for (int v = 0; set && v < 256; v++)
+        if (op_in(set->ops, v) && !op_in(set->gen_ops, v) && op_in(set->gen_callee_ops, v) == resumes)
+            return v;
+    return -1;
+}
+
+/* Frame f's code holds no frame-pushing instruction but `op`, which f is
+ * suspended in: at f's unit (3.13+), or ending at it (3.11, 3.12, whose
+ * callers name an instruction's last inline cache unit), the rest of the
+ * code one-unit instructions as the instruction map decodes it.  False
+ * when f's unit leaves no room for it. */
+static bool suspend_in(built *b, uint64_t f, const fpi_call_site_set *set, unsigned minor, int op)
+{
+    uint64_t start, unit, units;
+    wipe_code(b, f, &start, &unit, &units);
+    uint64_t back = minor < SUSPENDED_AT_INSTRUCTION_MINOR ? set->caches[op] : 0;
+    if (op < 0 || unit >= units || unit < back)
+        return false;
+    *synth_bytes(b->img, start + 2 * (unit - back), 1) = (uint8_t)op;
+    return true;
 }
 
 /* Damages thread 1 (the second thread); thread 0 must stay exact. */
@@ -542,6 +585,19 @@ static bool corrupt(built *b, int what)
         *synth_bytes(b->img, start + 2 * (unit - back), 1) = (uint8_t)op;
         return true;
     }
+    case C_CALLER_UNDER_GENERATOR: {
+        /* Frame 2 waits in a call under frame 1 made a generator's frame
+         * (not waiting in a delegation): a caller that resumed the
+         * generator and went on to its next call, read with the generator
+         * still linked (3.11: no instruction links a generator's frame
+         * directly at all). */
+        unsigned minor;
+        const fpi_call_site_set *set = image_call_sites(b, &minor);
+        if (!set || !suspend_in(b, f2, set, minor, pushing_opcode(set, false)))
+            return false;
+        *synth_bytes(b->img, synth_frame_addr(b->img, 1, 1) + (uint64_t)l->fr_owner, 1) = (uint8_t)l->owner_generator;
+        return true;
+    }
     case C_RUNNING_CALLER: {
         /* 3.11-3.13: frame 2 runs (stacktop -1) with frame 1 linked above
          * it: frame 1 is a slot of an earlier chain that frame 2 has not
@@ -628,6 +684,8 @@ static void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
             if (c == C_RESUMING_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "resuming a generator under a frame"));
+            if (c == C_CALLER_UNDER_GENERATOR)
+                assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended resuming a generator under the"));
             if (c == C_RUNNING_CALLER)
                 assert_non_null(strstr(fp_session_errmsg(b.s), "is running under the frame linked above it"));
             if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
@@ -2541,6 +2599,105 @@ static void test_resuming_caller_from_cache(void **state)
     each_scene(resuming_caller_refused_from_cache);
 }
 
+/* Thread 1 with its frame 1 made a generator's frame directly above frame
+ * 2 (visible now, at its unit 1 with no position). */
+static const expect_frame EXPECT_T2_GENERATOR[] = {
+    {&CODE_UCS4, 1, 15, false}, {&CODE_SHIM, 0, 1, true}, {&CODE_A, 4, 10, false}, {&CODE_A, 3, 7, false}};
+
+/* Makes thread 1's frame 1 a generator's frame (or a function's again). */
+static void frame1_generator(built *b, bool generator)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    *synth_bytes(b->img, synth_frame_addr(b->img, 1, 1) + (uint64_t)l->fr_owner, 1) =
+        (uint8_t)(generator ? l->owner_generator : l->owner_thread);
+}
+
+/* Thread 1's frame 1, a generator's, waits in a `yield from`: at the RESUME
+ * after it (3.13+), or at the YIELD_VALUE before that RESUME (3.12), the
+ * RESUME's operand saying it resumes after a delegation (the value 2). */
+static bool frame1_delegating(built *b, const fpi_call_site_set *set, unsigned minor)
+{
+    int op = -1;
+    for (int v = 0; v < 256 && op < 0; v++)
+        if (op_in(set->gen_ops, v) && set->caches[v] == 0)
+            op = v;
+    uint64_t start, unit, units;
+    wipe_code(b, synth_frame_addr(b->img, 1, 1), &start, &unit, &units);
+    uint64_t resume = minor < SUSPENDED_AT_INSTRUCTION_MINOR ? unit + 1 : unit;
+    if (op < 0 || resume >= units)
+        return false;
+    *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
+    *synth_bytes(b->img, start + 2 * resume, 1) = (uint8_t)op;
+    *synth_bytes(b->img, start + 2 * resume + 1, 1) = 2;
+    frame1_generator(b, true);
+    return true;
+}
+
+/* Thread 1's top word names `frame`. */
+static void set_top(built *b, uint64_t frame)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    uint64_t ts = synth_thread_state_addr(b->img, 1), word;
+    if (l->ts_current_frame != FPI_OFF_NONE) {
+        word = ts + (uint64_t)l->ts_current_frame;
+    } else {
+        memcpy(&word, synth_bytes(b->img, ts + (uint64_t)l->ts_cframe, 8), 8);
+        word += (uint64_t)l->cframe_current_frame;
+    }
+    memcpy(synth_bytes(b->img, word, 8), &frame, 8);
+}
+
+static void expect_resumed_refused(const char *id, built *b, const char *what)
+{
+    int rc = fp_session_sample(b->s, b->sm);
+    if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "is not suspended resuming a generator under the"))
+        fail_msg("%s: %s was not refused as torn: %d %s", id, what, rc, fp_session_errmsg(b->s));
+    assert_int_equal(fp_sample_thread(b->sm, 1)->frame_count, 0);
+    check_thread(id, b->sm, 0, EXPECT_T1, 4);
+}
+
+/* A generator's frame directly above a frame was linked there by it: at
+ * SEND or FOR_ITER (3.12+), or by its call of gen.throw(), below a
+ * generator waiting in a `yield from` with a frame above it.  Thread 1's
+ * frame 2 at a call under its frame 1 made a generator's frame is refused
+ * on a cold walk and through the frame cache (whose key holds neither
+ * frame's kind); at SEND or FOR_ITER, or under a delegating generator that
+ * is not the top, it passes; under that generator as the top, it is
+ * refused. */
+static void generator_callee_checked(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    unsigned minor;
+    const fpi_call_site_set *set = image_call_sites(b, &minor);
+    uint64_t f1 = synth_frame_addr(b->img, 1, 1), f2 = synth_frame_addr(b->img, 1, 2);
+    assert_true(set && suspend_in(b, f2, set, minor, pushing_opcode(set, false)));
+    sample_is(id, b, 1, EXPECT_T2, 3); /* under a function's frame: warms the frame cache */
+    uint64_t hits = b->s->fc.hits;
+    frame1_generator(b, true);
+    expect_resumed_refused(id, b, "a cached caller at a call under a generator's frame");
+    assert_true(b->s->fc.hits > hits);
+    reattach(b, &b->rd);
+    expect_resumed_refused(id, b, "a caller at a call under a generator's frame");
+    if (minor >= SEND_DIRECT_FIRST_MINOR) {
+        reattach(b, &b->rd);
+        assert_true(suspend_in(b, f2, set, minor, pushing_opcode(set, true)));
+        sample_is(id, b, 1, EXPECT_T2_GENERATOR, 4);
+        reattach(b, &b->rd);
+        assert_true(suspend_in(b, f2, set, minor, pushing_opcode(set, false)) && frame1_delegating(b, set, minor));
+        sample_is(id, b, 1, EXPECT_T2_GENERATOR, 4);
+        set_top(b, f1);
+        reattach(b, &b->rd);
+        expect_resumed_refused(id, b, "a caller of gen.throw() under a delegating generator at the top");
+    }
+    print_message("# %s: a caller at a call under a generator's frame is refused\n", id);
+}
+
+static void test_generator_callee_resumed(void **state)
+{
+    (void)state;
+    each_scene(generator_callee_checked);
+}
+
 /* A read-back takes a chain in its order from the bottom, every caller
  * just before its callee: in the first thread (its generator frame, frame
  * 2, outside the data stack, between frame 3 below it and frame 1 above it
@@ -2820,6 +2977,7 @@ int main(void)
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
         cmocka_unit_test(test_resuming_caller_from_cache),
+        cmocka_unit_test(test_generator_callee_resumed),
         cmocka_unit_test(test_batched_read_back_unreadable),
         cmocka_unit_test(test_unreadable_instructions),
         cmocka_unit_test(test_new_thread_with_main_ids),

@@ -14,7 +14,12 @@
  * generator's had moved on from the call that pushed it (ci/live
  * generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
  * work_b it called on the line before, the three reads of one sample each
- * meeting the coroutine between the two).  On
+ * meeting the coroutine between the two).  Conversely, a generator's or
+ * coroutine's frame directly above a caller was linked there by SEND or
+ * FOR_ITER, by the caller's own YIELD_VALUE or RESUME when it is a
+ * generator delegating to it, or by gen.throw() under a generator waiting
+ * in a `yield from` or `await` (fpi_call_site_resumer,
+ * fpi_call_site_delegating; the rule is walk.c's).  On
  * 3.12, whose callers may name an inline cache unit (whose data byte can
  * equal SEND while the instruction is a CALL), that is told only through
  * the code object's instruction map: its bytecode decoded from the start,
@@ -48,6 +53,8 @@
 #define MAX_CACHE_UNITS 16    /* more inline cache units than any instruction has */
 #define SUSPENDED_AT_INSTRUCTION 13u /* the first minor version whose callers point at the instruction */
 #define UNITS_PER_MAP_BYTE 8u
+#define RESUME_LOCATION_MASK 3u     /* RESUME's operand: where it resumes (0 start, 1 yield, 2 yield from, 3 await) */
+#define RESUME_AFTER_DELEGATION 2u  /* ... the first location after a `yield from` or `await` */
 
 const struct fpi_call_site_set *fpi_call_sites_for(unsigned major, unsigned minor)
 {
@@ -157,15 +164,59 @@ bool fpi_call_site_passes_callable(const fpi_call_site_set *set, const fpi_code_
     return op >= 0 && in_set(set->callable_ops, (uint8_t)op);
 }
 
-bool fpi_call_site_resumes_generator(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
-                                     bool generator)
+fpi_resumer fpi_call_site_resumer(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
+                                  bool generator)
 {
     /* 3.11, 3.12: a caller may point at a cache unit, whose data byte can
      * look like SEND or FOR_ITER while the instruction is a CALL (3.12
      * Thread._bootstrap, parked): told apart by the instruction map, and
-     * not checked without one. */
+     * not told without one.  A unit inside a cache, not its last, is where
+     * no instruction waits. */
     if (!checkable(set, e, unit))
-        return false;
-    int op = suspended_op(set, e, unit, generator);
-    return op >= 0 && in_set(set->gen_callee_ops, (uint8_t)op);
+        return FPI_RESUMER_UNKNOWN;
+    int op;
+    if (set->minor >= SUSPENDED_AT_INSTRUCTION) {
+        op = e->bytecode[2u * (size_t)unit];
+        if (set->caches[op] == FPI_CALL_SITE_OPAQUE_LENGTH)
+            return FPI_RESUMER_UNKNOWN;
+    } else {
+        if (!e->starts)
+            return FPI_RESUMER_UNKNOWN;
+        op = mapped_op(set, e, unit);
+        if (op < 0)
+            return FPI_RESUMER_OTHER;
+    }
+    if (in_set(set->gen_callee_ops, (uint8_t)op))
+        return FPI_RESUMER_RESUMES;
+    if (generator && in_set(set->gen_ops, (uint8_t)op))
+        return FPI_RESUMER_DELEGATES;
+    return FPI_RESUMER_OTHER;
+}
+
+enum fp_tristate fpi_call_site_delegating(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
+{
+    if (!checkable(set, e, unit))
+        return FP_UNKNOWN;
+    /* 3.11 (no generator-only call sites): gen.throw() links no generator
+     * under another frame, every resumed generator being an entry frame. */
+    if (!(set->gen_ops[0] | set->gen_ops[1] | set->gen_ops[2] | set->gen_ops[3]))
+        return FP_NO;
+    int32_t resume = unit;
+    if (set->minor < SUSPENDED_AT_INSTRUCTION) {
+        /* 3.12: the generator names the YIELD_VALUE it yielded at; the
+         * RESUME after it says where it resumes. */
+        if (!e->starts)
+            return FP_UNKNOWN;
+        uint8_t op = e->bytecode[2u * (size_t)unit];
+        resume = unit + 1 + set->caches[op];
+        if (!starts_at(e->starts, unit) || !in_set(set->gen_ops, op) || resume >= e->code_units ||
+            !starts_at(e->starts, resume))
+            return FP_NO;
+    }
+    uint8_t op = e->bytecode[2u * (size_t)resume], arg = e->bytecode[2u * (size_t)resume + 1];
+    if (set->caches[op] == FPI_CALL_SITE_OPAQUE_LENGTH)
+        return FP_UNKNOWN;
+    /* YIELD_VALUE's operand (3.13+: 0 or 1) never reaches the delegation
+     * values of RESUME's location. */
+    return in_set(set->gen_ops, op) && (arg & RESUME_LOCATION_MASK) >= RESUME_AFTER_DELEGATION ? FP_YES : FP_NO;
 }

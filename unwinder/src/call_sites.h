@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "call_site_kind.h"
 #include "session.h"
 
 /* The opcode set of CPython 3.minor, or NULL when none is known (a version
@@ -26,13 +27,25 @@ int fpi_call_site_starts(const struct fpi_call_site_set *set, const uint8_t *byt
  * when it can, or when it cannot be told (no bytecode kept, no table). */
 bool fpi_call_site_ok(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit, bool generator);
 
-/* Is the frame of code `e`, suspended under a directly linked callee at
- * `unit`, at an instruction that pushes only a generator's or coroutine's
- * frame (SEND, FOR_ITER)?  False when it cannot be told (3.11, 3.12: a
- * caller there may point at an inline cache unit, told from one of its
- * instruction only through the instruction map). */
-bool fpi_call_site_resumes_generator(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
-                                     bool generator);
+/* What the frame of code `e` (a generator's or coroutine's frame, or not),
+ * suspended under a directly linked callee at `unit`, is suspended in:
+ * SEND or FOR_ITER, which push only a generator's or coroutine's frame; a
+ * generator's YIELD_VALUE or RESUME; another instruction; or unknown (no
+ * table or bytecode kept; 3.11, 3.12 without the instruction map, as a
+ * caller there may point at an inline cache unit whose data byte can look
+ * like any opcode; an instrumented line or instruction). */
+fpi_resumer fpi_call_site_resumer(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit,
+                                  bool generator);
+
+/* Is the generator's or coroutine's frame of code `e`, at `unit`,
+ * suspended in a `yield from` or `await`: at the RESUME after its
+ * YIELD_VALUE (3.13+, whose YIELD_VALUE moves the instruction pointer onto
+ * it), or at the YIELD_VALUE followed by that RESUME (3.12), whose operand
+ * says it resumes after a delegation (as CPython's _PyGen_yf reads it)?
+ * FP_UNKNOWN when it cannot be told (no table or bytecode kept; 3.12
+ * without the instruction map; an instrumented line or instruction). */
+enum fp_tristate fpi_call_site_delegating(const struct fpi_call_site_set *set, const fpi_code_entry *e,
+                                          int32_t unit);
 
 /* Is the frame of code `e`, suspended under a directly linked callee at
  * `unit`, in a CALL, CALL_KW or (3.12, 3.13) CALL_FUNCTION_EX, which leave the function they call at the

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "call_site_kind.h"
+#include "frameproof/frameproof.h"
 #include "linetable.h"
 
 #define FPI_FRAME_CACHE_SLOTS 4096u  /* resolved frames kept (a power of two) */
@@ -27,7 +29,9 @@ typedef struct fpi_resolved_frame {
     bool used;
     bool visible;            /* at or past the code's first traceable instruction */
     bool at_call;            /* its instruction can be suspended in a call (fpi_call_site_ok) */
-    bool resumes_generator;  /* ... at one that resumes a generator (fpi_call_site_resumes_generator) */
+    fpi_resumer resumer;     /* what it is suspended in under a generator's frame (fpi_call_site_resumer) */
+    enum fp_tristate delegating; /* a generator's frame: waits in a `yield from` or `await`
+                                    (fpi_call_site_delegating); else FP_UNKNOWN */
     bool passes_callable;    /* ... in a CALL that keeps its callable (fpi_call_site_passes_callable) */
     int32_t unit;            /* instruction offset in code units */
     fpi_position pos;

@@ -482,15 +482,68 @@ static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_co
  * moved on (call_sites.c).  Checked through the frame cache too: its key
  * does not hold the callee's kind. */
 static int callee_kind_fits(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
-                            bool visible, bool resumes_generator)
+                            bool visible, fpi_resumer resumer)
 {
     const fpi_pending_frame *pf = &pending[i];
-    if (!visible || !pf->called_directly || i == 0 || pending[i - 1].generator || !resumes_generator)
+    if (!visible || !pf->called_directly || i == 0 || pending[i - 1].generator || resumer != FPI_RESUMER_RESUMES)
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s) is suspended resuming a generator under a frame that is no generator's "
                    "(a callee of an earlier call)",
                    (unsigned long long)pf->addr, ce->qualname);
+}
+
+/* A generator's or coroutine's frame linked directly above a frame (3.11:
+ * not marked as entered from C code) was linked there by that frame's own
+ * instruction: SEND or FOR_ITER, which resume it inline (3.12+); or the
+ * frame is a generator waiting at its YIELD_VALUE or RESUME under the one
+ * it delegates to; or it called gen.throw(), which links a generator
+ * suspended in a `yield from` or `await` straight under its caller and
+ * throws into the generator that one delegates to (_gen_throw) — that
+ * generator then waits at the RESUME after its delegation (3.12: at the
+ * YIELD_VALUE before it), with a frame above it (the next one down the
+ * chain, or the entry frame of the generator thrown into) and, where a
+ * frame keeps one, its stack depth saved.  Any other caller under a
+ * generator's frame has moved on from the resumption that linked it: the
+ * caller read at its next call, the generator read still linked.  3.11
+ * links no generator's frame itself (every generator is resumed from C
+ * code, its frame marked as an entry frame), so there a caller under a
+ * directly linked generator's frame is torn whatever its instruction.
+ * Refused with the torn ones: a caller of gen.throw() in the instant the
+ * delegating generator is linked and has nothing above it yet.  Not
+ * checked where the caller's instruction cannot be told
+ * (FPI_RESUMER_UNKNOWN); a generator whose delegation cannot be told
+ * passes as delegating.
+ * Under the JIT (3.13+ tier 2) a frame's instruction pointer is written
+ * only before a micro-op that escapes to C, pushes a frame (_PUSH_FRAME
+ * needs it as the return address) or yields: the optimizer drops every
+ * other _SET_IP (remove_unneeded_uops).  So at the instant a frame links a
+ * callee its instruction pointer names the linking instruction —
+ * FOR_ITER_GEN and SEND_GEN link the generator's frame in
+ * _FOR_ITER_GEN_FRAME / _SEND_GEN_FRAME after their instruction's _SET_IP,
+ * and gen.throw() is reached through a call, which escapes — and it stays
+ * so while the callee is linked, as the caller does not run.  In between
+ * it lags behind (a frame that called a function and went on names that
+ * CALL until its next escape or push): only a running frame's, and a
+ * running frame is the top or links a callee, so it is never the caller
+ * checked here; a running generator above may name the RESUME after its
+ * last yield, which is why the gen.throw() shape also needs that generator
+ * not to be the top and not to be running.  Checked through the frame
+ * cache too: its key holds neither frame's kind. */
+static int generator_was_resumed(fp_session *s, const fpi_pending_frame *pending, size_t i, const fpi_code_entry *ce,
+                                 bool visible, fpi_resumer resumer, enum fp_tristate above_delegating)
+{
+    const fpi_pending_frame *pf = &pending[i];
+    if (!visible || !pf->called_directly || i == 0 || !pending[i - 1].generator ||
+        resumer == FPI_RESUMER_UNKNOWN || resumer == FPI_RESUMER_RESUMES || resumer == FPI_RESUMER_DELEGATES)
+        return FP_OK;
+    const fpi_pending_frame *up = &pending[i - 1];
+    if (!up->top && up->stacktop != FPI_STACKTOP_RUNNING && above_delegating != FP_NO)
+        return FP_OK;
+    return fpi_err(&s->err, FP_E_INCOMPLETE,
+                   "torn: frame 0x%llx (%s) is not suspended resuming a generator under the generator's frame "
+                   "0x%llx linked above it (one it had resumed before)",
+                   (unsigned long long)pf->addr, ce->qualname, (unsigned long long)up->addr);
 }
 
 /* A caller suspended in a CALL or CALL_KW (3.12+: or a CALL_FUNCTION_EX
@@ -543,6 +596,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
 {
     fpi_code_prevalidate(s, pending, n);
     bool callee_is_shim = false; /* frame i - 1 runs the __init__ cleanup shim */
+    enum fp_tristate above_delegating = FP_UNKNOWN; /* frame i - 1, a generator's, waits in a delegation */
     bool shown_above = false;    /* a frame above i is shown */
     for (size_t i = 0; i < n; i++) {
         const fpi_pending_frame *pf = &pending[i];
@@ -588,7 +642,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
             if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call)) ||
-                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumes_generator)) ||
+                (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumer)) ||
+                (rc = generator_was_resumed(s, pending, i, ce, hit->visible, hit->resumer, above_delegating)) ||
                 (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable,
                                         &compared)))
                 return rc;
@@ -597,6 +652,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                 return rc;
             count_link(s, hit->visible, &shown_above, compared);
             callee_is_shim = ce->init_shim;
+            above_delegating = hit->delegating;
             continue;
         }
         uint64_t start;
@@ -623,7 +679,10 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * that entry or a check below reads them (the top, a direct caller). */
         bool verdicts = cacheable || pf->top || pf->called_directly;
         bool at_call = verdicts && fpi_call_site_ok(s->call_sites, ce, unit, pf->generator);
-        bool resumes = verdicts && fpi_call_site_resumes_generator(s->call_sites, ce, unit, pf->generator);
+        fpi_resumer resumer =
+            verdicts ? fpi_call_site_resumer(s->call_sites, ce, unit, pf->generator) : FPI_RESUMER_UNKNOWN;
+        enum fp_tristate delegating =
+            pf->generator ? fpi_call_site_delegating(s->call_sites, ce, unit) : FP_UNKNOWN;
         bool passes = verdicts && s->layout.fr_localsplus != FPI_OFF_NONE &&
                       fpi_call_site_passes_callable(s->call_sites, ce, unit);
         if ((rc = top_must_run(s, pf, ce, visible, at_call)))
@@ -633,7 +692,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            "torn: frame 0x%llx (%s) is not suspended in a call under the frame above it "
                            "(a frame that had returned)",
                            (unsigned long long)pf->addr, ce->qualname);
-        if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumes)) ||
+        if ((rc = callee_kind_fits(s, pending, i, ce, visible, resumer)) ||
+            (rc = generator_was_resumed(s, pending, i, ce, visible, resumer, above_delegating)) ||
             (rc = callee_was_called(s, pending, i, ce, callee_is_shim, visible, passes, &compared)))
             return rc;
         if (!visible && pf->called_directly && !ce->init_shim)
@@ -648,7 +708,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         if (visible && (rc = fpi_code_position(ce, unit, &pos)))
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         fpi_resolved_frame res = {
-            .key = key, .visible = visible, .at_call = at_call, .resumes_generator = resumes,
+            .key = key, .visible = visible, .at_call = at_call, .resumer = resumer, .delegating = delegating,
             .passes_callable = passes, .unit = unit, .pos = pos};
         if (cacheable && fpi_frame_cache_store(&s->fc, at, &res) == FP_OK)
             s->fc.misses++;
@@ -656,6 +716,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
             return rc;
         count_link(s, visible, &shown_above, compared);
         callee_is_shim = ce->init_shim;
+        above_delegating = delegating;
     }
     return FP_OK;
 }
