@@ -64,8 +64,8 @@ def parse_args(argv):
     ap.add_argument("--references", type=int, default=DEFAULT_REFERENCES,
                     help="reference runs per row, >= 2; the floor is their mean pairwise TVD (default %(default)s)")
     ap.add_argument("--scale", type=float, default=1.0,
-                    help="multiplies the gevent and asyncio work; below 1 the test suite runs its short list "
-                         "(default %(default)s)")
+                    help="multiplies the gevent and asyncio work; the test suite runs its list round(SCALE) "
+                         "times, below 1 its short list once (default %(default)s)")
     ap.add_argument("--bound", type=float, default=verdict.BOUND, help="x floor bound (default %(default)s)")
     ap.add_argument("--quick", action="store_true",
                     help=f"a smoke test: --scale {QUICK_SCALE}, one run of each profiler (not a verdict to quote)")

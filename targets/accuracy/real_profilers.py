@@ -32,7 +32,9 @@ JIT_MINOR = 14               # Debian's 3.14 and 3.15 have the JIT compiled in, 
 
 # workload: (script in real/, its arguments for a scale and a Py_DEBUG build)
 WORKLOADS = {
-    "testsuite": ("testsuite.py", lambda scale, debug: ["short" if debug or scale < 1 else "full"]),
+    # the test suite's list is fixed: a scale of N >= 2 runs it N times (rounded)
+    "testsuite": ("testsuite.py", lambda scale, debug: ["short" if debug or scale < 1 else "full",
+                                                        str(max(1, round(scale)))]),
     "gevent": ("gevent_pool.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
     "asyncio": ("asyncio_tasks.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
 }

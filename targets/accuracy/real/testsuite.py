@@ -6,10 +6,11 @@ FIXED module list that exists in the test suite of every interpreter of the
 matrix (3.11 to 3.15, Debian's libpython3.X-testsuite and 3.13t's own
 Lib/test); it runs to completion (see gevent_pool.py for why).
 
-usage: testsuite.py [full | short | check]   (short: the list for Py_DEBUG
-builds, which run the same tests several times slower, and for quick runs;
-check: exit 0 when every module of both lists is installed here, else name
-the missing ones)"""
+usage: testsuite.py [full | short | check] [REPEAT]   (short: the list for
+Py_DEBUG builds, which run the same tests several times slower, and for
+quick runs; REPEAT: run the list that many times in this process, default
+1; check: exit 0 when every module of both lists is installed here, else
+name the missing ones)"""
 import importlib.util
 import runpy
 import sys
@@ -35,8 +36,14 @@ def main():
         return
     if which not in LISTS:
         sys.exit(f"testsuite.py: unknown list {which!r} (one of {', '.join(LISTS)})")
-    sys.argv = ["python -m test", "-q"] + LISTS[which]
-    runpy.run_module("test", run_name="__main__", alter_sys=True)
+    status = 0
+    for _ in range(int(sys.argv[2]) if len(sys.argv) > 2 else 1):
+        sys.argv = ["python -m test", "-q"] + LISTS[which]
+        try:   # regrtest ends with sys.exit(status)
+            runpy.run_module("test", run_name="__main__", alter_sys=True)
+        except SystemExit as e:
+            status = status or e.code
+    sys.exit(status)
 
 
 if __name__ == "__main__":
