@@ -53,7 +53,8 @@ static const char BENCH_USAGE[] =
     "                   the run only when --samples is given\n"
     FP_CLI_POLICY_HELP
     "                   (\"colocate_moves\": the moves made, \"colocate_retry_follows\":\n"
-    "                   the torn walks moved for, \"paused_walks\": threads stopped)\n"
+    "                   the torn walks moved for, \"colocate_escapes\": threads left\n"
+    "                   to finish an update, \"paused_walks\": threads stopped)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
@@ -176,9 +177,10 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         printf(",\"torn_walks\":%llu,\"paused_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn,
                (unsigned long long)r->seen.paused, x->peak_rss_kib);
         if (c->colocate_pid > 0)
-            printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu,\"colocate_retry_follows\":%llu",
+            printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu,\"colocate_retry_follows\":%llu,"
+                   "\"colocate_escapes\":%llu",
                    (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
-                   (unsigned long long)st->colocate_retry_follows);
+                   (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_escapes);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {

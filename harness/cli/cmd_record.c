@@ -570,7 +570,9 @@ static void summarize_rereads(const record_opts *o, const record_end *e)
 {
     fprintf(stderr, "  threads walked again after the target changed under them: %" PRIu64, e->run->torn_walks);
     if (o->sampling.colocate_pid > 0)
-        fprintf(stderr, "; threads walked again from their own CPU: %" PRIu64, e->st->colocate_retry_follows);
+        fprintf(stderr,
+                "; threads walked again from their own CPU: %" PRIu64 "; left to finish an update of their own: %" PRIu64,
+                e->st->colocate_retry_follows, e->st->colocate_escapes);
     if (o->lib.pause_torn)
         fprintf(stderr, "; threads stopped briefly to read them exactly: %" PRIu64, e->run->paused_walks);
     fputc('\n', stderr);

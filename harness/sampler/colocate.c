@@ -63,10 +63,12 @@ static uint64_t pick(const fps_colocation *c, const fp_sample *last)
     return main_tid ? main_tid : (uint64_t)c->pid;
 }
 
-/* The CPU thread c->tid last ran on, or -1. */
-static int thread_cpu(fps_colocation *c)
+/* The CPU thread c->tid last ran on, or -1; *running: its state is R
+ * (running or runnable, not waiting). */
+static int thread_cpu(fps_colocation *c, bool *running)
 {
     char buf[STAT_BYTES];
+    *running = false;
     ssize_t got = pread(c->stat_fd, buf, sizeof buf - 1, 0);
     if (got <= 0)
         return -1;
@@ -75,6 +77,9 @@ static int thread_cpu(fps_colocation *c)
     if (!p)
         return -1;
     p++;
+    while (*p == ' ')
+        p++;
+    *running = *p == 'R';
     for (int field = STAT_FIRST_AFTER_COMM; field < STAT_CPU_FIELD; field++) {
         while (*p == ' ')
             p++;
@@ -90,6 +95,7 @@ static int thread_cpu(fps_colocation *c)
 
 void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample *last)
 {
+    c->escaped_tid = 0;
     uint64_t tid = pick(c, last);
     fp_read_stats rs = {0};
     fp_session_read_stats(s, &rs);
@@ -102,7 +108,41 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
     fps_colocate_follow_tid(c, tid);
 }
 
-void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
+/* Moves the mover to cpu; false when the kernel refused (a CPU it may
+ * not run on, or the mover is gone), counted in c->unknown. */
+static bool move_to(fps_colocation *c, int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(c->mover, sizeof set, &set) != 0) {
+        c->unknown++; /* not a CPU the mover may run on (or the mover is gone) (cgroup cpusets): it stays where it is */
+        return false;
+    }
+    c->cpu = cpu;
+    c->moves++;
+    return true;
+}
+
+/* Moves the mover off its CPU to the next one of its own affinity (the
+ * one it had before the run); stays when there is none. */
+static void escape(fps_colocation *c)
+{
+    cpu_set_t own;
+    memcpy(&own, c->old_mask, sizeof c->old_mask);
+    for (int k = 1; k < FPS_COLOCATE_MAX_CPUS; k++) {
+        int cpu = (c->cpu + k) % FPS_COLOCATE_MAX_CPUS;
+        if (CPU_ISSET(cpu, &own)) {
+            if (move_to(c, cpu))
+                c->escapes++;
+            return;
+        }
+    }
+}
+
+/* The CPU thread tid of the target last ran on (0: its first thread), or
+ * -1, with c's stat file following tid; *running as thread_cpu says. */
+static int cpu_of(fps_colocation *c, uint64_t tid, bool *running)
 {
     if (tid == 0)
         tid = (uint64_t)c->pid;
@@ -115,25 +155,23 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
         c->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
         c->tid = tid;
     }
-    int cpu = c->stat_fd >= 0 ? thread_cpu(c) : -1;
+    *running = false;
+    int cpu = c->stat_fd >= 0 ? thread_cpu(c, running) : -1;
     if (cpu < 0) {
         c->unknown++;
         if (c->stat_fd >= 0)
             close(c->stat_fd);
         c->stat_fd = -1; /* the thread may be gone: open it again next time */
-        return;
     }
-    if (cpu == c->cpu)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(c->mover, sizeof set, &set) != 0) {
-        c->unknown++; /* not a CPU the mover may run on (or the mover is gone) (cgroup cpusets): it stays where it is */
-        return;
-    }
-    c->cpu = cpu;
-    c->moves++;
+    return cpu;
+}
+
+void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
+{
+    bool running;
+    int cpu = cpu_of(c, tid, &running);
+    if (cpu >= 0 && cpu != c->cpu)
+        move_to(c, cpu);
 }
 
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
@@ -141,9 +179,17 @@ void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
     fps_colocation *c = ctx;
     if (!c)
         return;
-    if (native_id != 0) {
-        c->retry_follows++;
-        fps_colocate_follow_tid(c, native_id);
+    if (native_id != 0 && native_id != c->escaped_tid) {
+        bool running;
+        int cpu = cpu_of(c, native_id, &running);
+        if (cpu >= 0 && cpu == c->cpu && running) {
+            c->escaped_tid = native_id;
+            escape(c);
+        } else if (cpu >= 0) {
+            c->retry_follows++;
+            if (cpu != c->cpu)
+                move_to(c, cpu);
+        }
     }
     if (c->chain)
         c->chain(c->chain_ctx, native_id);

@@ -38,6 +38,8 @@ typedef struct fps_colocation {
     uint64_t moves;        /* moves to another CPU */
     uint64_t unknown;      /* attempts made where the followed thread's CPU could not be read */
     uint64_t retry_follows; /* torn walks whose retry the mover was moved for (fps_colocate_retry_hook) */
+    uint64_t escapes;      /* walks of a thread that stood still on the mover's CPU and failed: the mover left that CPU */
+    uint64_t escaped_tid;  /* the thread escaped from in this attempt (0: none): not followed back to its CPU */
     fp_retry_hook chain;   /* a hook the run's replaced, called by fps_colocate_retry_hook after it moves (or NULL) */
     void *chain_ctx;
 } fps_colocation;
@@ -69,14 +71,21 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
 void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
 
 /* An fp_retry_hook (fp_session_set_retry_hook) for a colocated run, its
- * ctx the fps_colocation.  A walk of thread native_id tore: that thread
- * ran while it was read, so not on the mover's CPU (a GIL passed to it, or
- * it runs beside the followed one in a free-threaded build).  The mover
- * goes to the CPU it last ran on before the walk is retried (a /proc read
- * and a move, on torn walks only), and the next attempt follows its pick
- * again.  Native id 0 (not read) changes nothing.  Then it calls c->chain
- * (the hook the caller's session had, which a colocated run keeps), when
- * set, with the same id. */
+ * ctx the fps_colocation.  A walk of thread native_id failed.  When that
+ * thread last ran on another CPU than the mover's, it ran while it was
+ * read (a GIL passed to it, or it runs beside the followed one in a
+ * free-threaded build): the mover goes to that CPU before the walk is
+ * retried (a /proc read and a move, on failed walks only).  When it last
+ * ran on the mover's own CPU, it stood still while it was read and stands
+ * in the middle of an update of its own (a frame half pushed or popped),
+ * which it cannot finish while the mover holds its CPU: the mover leaves
+ * for another CPU of its affinity (counted in c->escapes) and does not
+ * follow that thread back within the attempt, so that the thread finishes
+ * the update and the retry (or, with fp_options.pause_torn, the stop)
+ * sees it an instant later.  The next attempt follows its pick again.
+ * Native id 0 (not read) changes nothing.  Then it calls c->chain (the
+ * hook the caller's session had, which a colocated run keeps), when set,
+ * with the same id. */
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
 
 /* Gives the mover its affinity back and closes what it opened. */

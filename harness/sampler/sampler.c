@@ -341,6 +341,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         st->colocate_moves = col.moves;
         st->colocate_unknown = col.unknown;
         st->colocate_retry_follows = col.retry_follows;
+        st->colocate_escapes = col.escapes;
         fp_session_set_retry_hook(s, caller_hook, caller_hook_ctx);
         fps_colocate_stop(&col);
     }

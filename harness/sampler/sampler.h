@@ -134,6 +134,7 @@ typedef struct fps_stats {
     uint64_t colocate_moves; /* colocate_pid: moves of the calling thread to another CPU */
     uint64_t colocate_unknown; /* ... attempts made where the followed thread's CPU was not known */
     uint64_t colocate_retry_follows; /* ... torn walks retried after a move to their thread's CPU */
+    uint64_t colocate_escapes; /* ... walks of a thread standing mid-update on the sampler's CPU: the sampler left it */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;
