@@ -53,8 +53,8 @@ static const char BENCH_USAGE[] =
     "                   the run only when --samples is given\n"
     FP_CLI_POLICY_HELP
     "                   (\"colocate_moves\": the moves made, \"colocate_retry_follows\":\n"
-    "                   the torn walks moved for, \"colocate_escapes\": threads left\n"
-    "                   to finish an update, \"paused_walks\": threads stopped)\n"
+    "                   torn walks moved for, \"colocate_escapes\": threads left to\n"
+    "                   end an update, \"paused_walks\": threads stopped)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
