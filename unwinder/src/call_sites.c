@@ -197,8 +197,9 @@ enum fp_tristate fpi_call_site_delegating(const fpi_call_site_set *set, const fp
 {
     if (!checkable(set, e, unit))
         return FP_UNKNOWN;
-    /* 3.11 (no generator-only call sites): gen.throw() links no generator
-     * under another frame, every resumed generator being an entry frame. */
+    /* 3.11 (no generator-only call sites): the generator gen.throw() links
+     * under its caller is an entry frame there, as every resumed
+     * generator's frame is, so none waits directly under a frame. */
     if (!(set->gen_ops[0] | set->gen_ops[1] | set->gen_ops[2] | set->gen_ops[3]))
         return FP_NO;
     int32_t resume = unit;
