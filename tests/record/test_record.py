@@ -750,6 +750,12 @@ def errors(provisioned):
     check("error: unknown format", *one_line_error(r, 2, "--format must be"))
     r = record("--pid", 1, "--seed", 3)
     check("error: --seed without --poisson", *one_line_error(r, 2, "--seed needs --poisson"))
+    for flags, needle in ((("--blocking", "--pause-torn"), "--blocking and --pause-torn exclude each other"),
+                          (("--inject-fault", "bogus"), "--inject-fault must be drop-torn or retry-quiet"),
+                          (("--inject-fault", "drop-torn", "--blocking"), "--inject-fault and --blocking exclude"),
+                          (("--inject-fault", "retry-quiet", "--colocate"), "--inject-fault takes plain reads")):
+        r = record("--pid", 1, *flags)
+        check(f"error: {' '.join(flags)}", *one_line_error(r, 2, needle))
     ft = provisioned.get("3.13t")
     if ft is None:
         skip("error: --mode gil on a free-threaded build", "3.13t not provisioned")
