@@ -88,6 +88,9 @@ def read_collapsed(path, is_thread_field, weighted):
             if not line or line.startswith("#"):
                 continue
             stack, _, n = line.rpartition(" ")
+            if weighted and not n.isdigit():
+                leaves.dropped += 1   # not a "STACK COUNT" line: a name that held a newline
+                continue
             parts = stack.split(";")
             while parts and is_thread_field(parts[0]):
                 parts.pop(0)

@@ -31,6 +31,12 @@ def attach(rd, pid):
             time.sleep(0.01)
 
 
+def one_line(frame):
+    """A frame as one collapsed field: a file or function name may hold a
+    newline (code compiled from a string), a ';' or a space."""
+    return frame.replace("\n", "\\n").replace(";", ":").replace(" ", "_")
+
+
 def main():
     pid, rate, out = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
     stop = []
@@ -48,7 +54,8 @@ def main():
         try:
             for item in u.get_stack_trace():
                 for t in getattr(item, "threads", [item]):
-                    frames = [f"{f.filename}:{f.funcname}:{getattr(f, 'lineno', 0)}" for f in reversed(t.frame_info)]
+                    frames = [one_line(f"{f.filename}:{f.funcname}:{getattr(f, 'lineno', 0)}")
+                              for f in reversed(t.frame_info)]
                     counts[";".join([f"tid:{t.thread_id}"] + frames)] += 1
             ok += 1
             last_ok = time.monotonic()
