@@ -115,6 +115,9 @@ def profile_runs(ctx, interp, place, workload, profiler, n, label):
         except rp.ProfileError as e:
             errors.append(str(e))
             continue
+        except (OSError, ValueError, KeyError, IndexError) as e:   # an output it could not read: that run's error
+            errors.append(f"{type(e).__name__} reading its output: {e}")
+            continue
         if got.kept == 0:
             errors.append("no sample with a Python frame")
             continue
@@ -230,6 +233,31 @@ def markdown(doc):
             seen.setdefault((r["interpreter"], r["profiler"]), r.get("reason", ""))
     if seen:
         lines += ["", "Not run:", ""] + [f"- {p} on {i}: {why}" for (i, p), why in seen.items()]
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(doc):
+    """One row per (workload, interpreter), one column per profiler: its x
+    floor (bold beyond the bound), with the floor and the run's date and
+    command; the cells of docs/accuracy-real.md's full table in brief."""
+    profilers, cases = [], {}
+    for r in doc["rows"]:
+        if r["role"] == "reference":
+            cases.setdefault((r["workload"], r["interpreter"]), {})["floor"] = r.get("floor")
+            continue
+        if r["profiler"] not in profilers:
+            profilers.append(r["profiler"])
+        cell = "n/a" if r["verdict"] == "n/a" else "error" if "x_floor" not in r else \
+            ("%.2f" % r["x_floor"] if r["x_floor"] <= doc["bound"] else "**%.2f**" % r["x_floor"])
+        cases.setdefault((r["workload"], r["interpreter"]), {})[r["profiler"]] = cell
+    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}`; x floor (bound {doc['bound']}; bold: "
+             f"beyond it); the floor is the distance between the exact reference's own runs.", "",
+             "| workload | interpreter | floor | " + " | ".join(profilers) + " |",
+             "|---|---|---:|" + "---:|" * len(profilers)]
+    for (workload, interp), cells in cases.items():
+        floor = "%.3f" % cells["floor"] if isinstance(cells.get("floor"), float) else "—"
+        lines.append(f"| {workload} | {interp} | {floor} | " +
+                     " | ".join(cells.get(p, "") for p in profilers) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -83,6 +83,20 @@ def run_recorded(fp, flags, rate, cmd):
                                   "missed": summary["missed_ticks"], "kept": summary["thread_samples"]}
 
 
+def markdown(doc):
+    """The table of an overhead.json document, with its date and command."""
+    lines = [f"What record costs the target, {doc['date']} on {doc['commit']}: `{doc['command']}` "
+             f"({doc['rounds']} rounds, median of each; fixed work timed from inside)", "",
+             "| interpreter | rate | mode | work alone | under record | slowdown | ticks missed | "
+             "thread samples per tick |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+    for r in doc["rows"]:
+        missed = 100.0 * r["ticks_missed"] / r["ticks_scheduled"] if r["ticks_scheduled"] else 0.0
+        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %.2f %% | %.3f |" % (
+            r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"], missed,
+            r["kept_per_tick"] or 0.0))
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(prog="ci/overhead", description=__doc__.split("\n\n")[0])
     ap.add_argument("--python", action="append", help="interpreter id (repeatable; default %s)" % DEFAULT_PYTHONS)
@@ -137,14 +151,7 @@ def main():
     os.makedirs(args.report_dir, exist_ok=True)
     with open(os.path.join(args.report_dir, "overhead.json"), "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
-    lines = ["| interpreter | rate | mode | work alone | under record | slowdown | ticks missed | thread samples per tick |",
-             "|---|---:|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %.2f %% | %.3f |" % (
-            r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"],
-            100.0 * r["ticks_missed"] / r["ticks_scheduled"] if r["ticks_scheduled"] else 0.0,
-            r["kept_per_tick"] or 0.0))
-    print("\n".join(lines))
+    print(markdown(doc), end="")
     return 0
 
 
