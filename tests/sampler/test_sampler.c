@@ -710,6 +710,66 @@ static void test_colocate_run(void **state)
     assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, NULL), FP_E_INVALID_ARG);
 }
 
+/* The native id of the spin program's worker, seen holding the GIL in a
+ * sample of t (t->sm then holds that sample). */
+static uint64_t spinning_holder(target *t)
+{
+    uint64_t holder = 0;
+    int rc = FP_OK;
+    for (int k = 0; k < HOLDER_TRIES && !holder; k++) {
+        if (k > 0) {
+            struct timespec pause = {0, HOLDER_PAUSE_NS};
+            nanosleep(&pause, NULL);
+        }
+        rc = fp_session_sample(t->s, t->sm);
+        for (size_t i = 0; rc == FP_OK && i < fp_sample_thread_count(t->sm); i++)
+            if (fp_sample_thread(t->sm, i)->holds_gil == FP_YES)
+                holder = fp_sample_thread(t->sm, i)->native_id;
+    }
+    if (holder == 0 || holder == (uint64_t)t->pid)
+        fail_msg("GIL holder %llu (main thread %d), last sample: %s %s", (unsigned long long)holder, (int)t->pid,
+                 fp_strerror(rc), fp_session_errmsg(t->s));
+    return holder;
+}
+
+/* A failed walk of a running thread whose last CPU is the mover's own (it
+ * stood still mid-update under the mover) makes the mover leave that CPU
+ * (counted in escapes, not in retry_follows), and the same thread is not
+ * followed back within the attempt; the next attempt's follow forgets it. */
+static void test_colocate_escapes(void **state)
+{
+    target *t = *state;
+    fps_colocation col;
+    char msg[128];
+    assert_int_equal(fps_colocate_start(&col, (int)t->pid, msg, sizeof msg), FP_OK);
+    uint64_t holder = spinning_holder(t);
+    bool escaped = false;
+    int from = -1;
+    for (int k = 0; k < CPU_READ_TRIES && !escaped; k++) {
+        col.recheck_ns = 0;
+        fps_colocate_follow(&col, t->s, t->sm); /* onto the worker's CPU */
+        from = col.cpu;
+        uint64_t follows = col.retry_follows;
+        fps_colocate_retry_hook(&col, holder);
+        escaped = col.escapes == 1;
+        if (!escaped)
+            assert_int_equal(col.escapes, 0);
+        else
+            assert_int_equal(col.retry_follows, follows);
+    }
+    assert_true(escaped);
+    assert_int_equal(col.escaped_tid, holder);
+    assert_int_not_equal(col.cpu, from);
+    assert_int_equal(cpu_now(), col.cpu);
+    uint64_t moves = col.moves;
+    fps_colocate_retry_hook(&col, holder); /* within the attempt: not followed back */
+    assert_int_equal(col.moves, moves);
+    assert_int_equal(col.escapes, 1);
+    fps_colocate_follow(&col, t->s, t->sm);
+    assert_int_equal(col.escaped_tid, 0);
+    fps_colocate_stop(&col);
+}
+
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
  * main thread without a sample; the thread's CPU is not read again while
@@ -727,21 +787,7 @@ static void test_colocate_follows_gil_holder(void **state)
     assert_int_equal(fps_colocate_start(&col, (int)t->pid, msg, sizeof msg), FP_OK);
     fps_colocate_follow(&col, t->s, NULL);
     assert_int_equal(col.tid, (uint64_t)t->pid);
-    uint64_t holder = 0;
-    int rc = FP_OK;
-    for (int k = 0; k < HOLDER_TRIES && !holder; k++) {
-        if (k > 0) {
-            struct timespec pause = {0, HOLDER_PAUSE_NS};
-            nanosleep(&pause, NULL);
-        }
-        rc = fp_session_sample(t->s, t->sm);
-        for (size_t i = 0; rc == FP_OK && i < fp_sample_thread_count(t->sm); i++)
-            if (fp_sample_thread(t->sm, i)->holds_gil == FP_YES)
-                holder = fp_sample_thread(t->sm, i)->native_id;
-    }
-    if (holder == 0 || holder == (uint64_t)t->pid)
-        fail_msg("GIL holder %llu (main thread %d), last sample: %s %s", (unsigned long long)holder, (int)t->pid,
-                 fp_strerror(rc), fp_session_errmsg(t->s));
+    uint64_t holder = spinning_holder(t);
     bool on_its_cpu = false;
     for (int k = 0; k < CPU_READ_TRIES && !on_its_cpu; k++) {
         col.recheck_ns = 0; /* read each time */
@@ -951,6 +997,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_follows_gil_holder, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
         cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),
     };
