@@ -26,7 +26,7 @@ from tap_results import check, report, skip  # noqa: E402
 sys.path.insert(0, os.path.join(HERE, "..", "..", "facts"))
 import fpfacts  # noqa: E402  (the shared facts)
 
-# README's interpreter matrix.
+# The interpreter matrix (docs/interpreters.md).
 MATRIX = ["3.11", "3.11-pyenv", "3.12-pyenv", "3.13.0-pyenv", "3.13", "3.13-dbg", "3.13t",
           "3.14", "3.14-dbg", "3.15", "3.15-dbg"]
 SCENARIO = "generators"

@@ -6,7 +6,7 @@ A copy of a captured image gets one corrupted thread (corrupt_thread: its
 data-stack top below its chunk).  `replay` and `replay --json` must print
 every other thread exactly as they are printed from the intact image, the
 corrupted thread with its error and no frames, one line on stderr, and exit
-1 (README: dump --json)."""
+1 (docs/cli.md: dump --json)."""
 import json
 import os
 import subprocess
