@@ -2532,6 +2532,110 @@ static void test_cleared_between_reads(void **state)
     assert_int_equal(checked, 2); /* 3.13 and 3.13t */
 }
 
+static const synth_code CODE_WAITING = {
+    "waiting", "waiting", "/app/w.py", 20, {{2, 21, 21, 0, 5}, {2, 22, 22, 4, 9}}, 2, false, 0};
+
+/* A thread of the standard scene whose top frame is a generator's of
+ * CODE_WAITING at unit 2, resumed from C (an entry frame below it), the
+ * rest of the first thread's frames under it; `alone`: that frame is the
+ * thread's only one. */
+static void waiting_scene(const char *id, bool alone, scene *sc, built *b)
+{
+    describe(id, sc);
+    sc->t1[0] = (synth_frame){&CODE_WAITING, loc_start(&CODE_WAITING, 1), true, true, 0};
+    if (alone)
+        sc->th[0].nframes = 1;
+    build(id, &sc->d, 0, b);
+}
+
+static void waiting_linked(const char *id, scene *sc, built *b)
+{
+    waiting_scene(id, false, sc, b);
+}
+
+static void waiting_alone(const char *id, scene *sc, built *b)
+{
+    waiting_scene(id, true, sc, b);
+}
+
+/* 3.11-3.13 (a frame keeps its stack depth): the top frame of thread 0
+ * (a generator's) stopped with a stack depth at a wait opcode (YIELD_VALUE
+ * or RETURN_GENERATOR; `wait`) or at another one that no call site or
+ * wait is: its code holds that opcode at its unit and nothing else.
+ * False on a layout without a stack depth. */
+static bool stop_at(built *b, bool wait)
+{
+    const fpi_layout *l = synth_layout(b->img);
+    unsigned minor = 0;
+    const fpi_call_site_set *set = image_call_sites(b, &minor);
+    if (l->fr_stacktop == FPI_OFF_NONE || !set)
+        return false;
+    int op = -1;
+    for (int v = 0; v < 256 && op < 0; v++) {
+        bool waits = op_in(set->wait_ops, v) || (v > 0 && op_in(set->wait_ops, v - 1));
+        if (set->caches[v] == 0 && (wait ? op_in(set->wait_ops, v) : v != set->cache && !waits && !op_in(set->ops, v)))
+            op = v;
+    }
+    assert_true(op >= 0);
+    uint64_t f = synth_frame_addr(b->img, 0, 0), start, unit, units;
+    wipe_code(b, f, &start, &unit, &units);
+    *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)op;
+    uint32_t depth = 3;
+    memcpy(synth_bytes(b->img, f + (uint64_t)l->fr_stacktop, 4), &depth, 4);
+    return true;
+}
+
+static void waiting_passes(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!stop_at(b, true))
+        return;
+    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_thread(b->sm, 0)->error != 0)
+        fail_msg("%s: a generator waiting at its yield, the top, was refused: %s", id, fp_session_errmsg(b->s));
+    const expect_frame waiting[] = {{&CODE_WAITING, 1, 2, true}, EXPECT_T1[1], EXPECT_T1[2], EXPECT_T1[3]};
+    check_thread(id, b->sm, 0, waiting, 4);
+    print_message("# %s: a generator waiting at its yield, the top above a frame, passes\n", id);
+}
+
+static void elsewhere_refused(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!stop_at(b, false))
+        return;
+    (void)fp_session_sample(b->s, b->sm);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    assert_non_null(strstr(fp_session_errmsg(b->s), "the top, is not running"));
+    check_thread(id, b->sm, 1, EXPECT_T2, 3);
+}
+
+static void alone_refused(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    if (!stop_at(b, true))
+        return;
+    (void)fp_session_sample(b->s, b->sm);
+    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    if (!strstr(fp_session_errmsg(b->s), "ended at generator frame") &&
+        !strstr(fp_session_errmsg(b->s), "the top, is not running"))
+        fail_msg("%s: a lone generator's frame waiting at its yield: %s", id, fp_session_errmsg(b->s));
+}
+
+/* 3.11-3.13: a generator's frame at the top with its stack depth saved,
+ * at the instruction where it waits to be resumed (YIELD_VALUE or
+ * RETURN_GENERATOR) and linked above a frame, is a generator being
+ * resumed from C code or yielding back to it: an exact stack.  At any
+ * other instruction it is refused as a frame that is not running (the
+ * check without the exception refused the first case); with no frame
+ * below it (a generator that finished yielding and was unlinked) it is
+ * refused too, as a chain that ends at a generator's frame. */
+static void test_waiting_generator_top(void **state)
+{
+    (void)state;
+    each_scene_made(waiting_linked, waiting_passes);
+    each_scene_made(waiting_linked, elsewhere_refused);
+    each_scene_made(waiting_alone, alone_refused);
+}
+
 /* 3.11-3.13: a top frame seen running, then stopped at no call (it has
  * returned) at the same instruction, is torn though the frame cache knows
  * the frame: the check comes before the cache (a first version ran it
@@ -2976,6 +3080,7 @@ int main(void)
         cmocka_unit_test(test_head_not_set_up),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
+        cmocka_unit_test(test_waiting_generator_top),
         cmocka_unit_test(test_resuming_caller_from_cache),
         cmocka_unit_test(test_generator_callee_resumed),
         cmocka_unit_test(test_batched_read_back_unreadable),

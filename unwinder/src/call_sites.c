@@ -193,6 +193,23 @@ fpi_resumer fpi_call_site_resumer(const fpi_call_site_set *set, const fpi_code_e
     return FPI_RESUMER_OTHER;
 }
 
+bool fpi_call_site_waits(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
+{
+    if (!checkable(set, e, unit))
+        return false;
+    if (set->minor < SUSPENDED_AT_INSTRUCTION) {
+        int op = e->starts ? mapped_op(set, e, unit) : -1;
+        return op >= 0 && in_set(set->wait_ops, (uint8_t)op);
+    }
+    uint8_t op = e->bytecode[2u * (size_t)unit];
+    if (in_set(set->wait_ops, op))
+        return true;
+    if (unit == 0)
+        return false;
+    uint8_t prev = e->bytecode[2u * (size_t)(unit - 1)];
+    return in_set(set->wait_ops, prev) && set->caches[prev] == 0;
+}
+
 enum fp_tristate fpi_call_site_delegating(const fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit)
 {
     if (!checkable(set, e, unit))

@@ -47,6 +47,14 @@ fpi_resumer fpi_call_site_resumer(const struct fpi_call_site_set *set, const fpi
 enum fp_tristate fpi_call_site_delegating(const struct fpi_call_site_set *set, const fpi_code_entry *e,
                                           int32_t unit);
 
+/* Does the generator's or coroutine's frame of code `e` stand, at `unit`,
+ * where such a frame waits to be resumed with its stack depth saved: at
+ * its YIELD_VALUE or its RETURN_GENERATOR (made, not started) (3.11,
+ * 3.12, told through the instruction map), or at that instruction or the
+ * one after it (3.13+, whose YIELD_VALUE and RETURN_GENERATOR move the
+ * instruction pointer past themselves)?  False when it cannot be told. */
+bool fpi_call_site_waits(const struct fpi_call_site_set *set, const fpi_code_entry *e, int32_t unit);
+
 /* Is the frame of code `e`, suspended under a directly linked callee at
  * `unit`, in a CALL, CALL_KW or (3.12, 3.13) CALL_FUNCTION_EX, which leave the function they call at the
  * caller's saved stack depth (or NULL there and the function in the slot

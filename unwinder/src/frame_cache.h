@@ -33,6 +33,7 @@ typedef struct fpi_resolved_frame {
     enum fp_tristate delegating; /* a generator's frame: waits in a `yield from` or `await`
                                     (fpi_call_site_delegating); else FP_UNKNOWN */
     bool passes_callable;    /* ... in a CALL that keeps its callable (fpi_call_site_passes_callable) */
+    bool waits;              /* a generator's frame: where it waits to be resumed (fpi_call_site_waits) */
     int32_t unit;            /* instruction offset in code units */
     fpi_position pos;
 } fpi_resolved_frame;

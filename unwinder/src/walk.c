@@ -462,13 +462,25 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
  * next call, is about to reuse it.  A sample of a running target taken in
  * that instant showed the returned frame as the top under the caller's
  * next call (ci/live many_threads, 3.11: x2 at its call of leaf_x under
- * leaf_y).  Refused with it: a frame in the instant it returns or yields,
- * or stopped for a C trace function. */
+ * leaf_y).  Refused with it: a frame in the instant it returns, or
+ * stopped for a C trace function.  One stop is no such frame: a
+ * generator's or coroutine's frame at the instruction where it waits to
+ * be resumed (`waits`), linked above a frame (`below`), is being resumed
+ * from C code (gen.send(), next(), an asyncio task's step: the frame is
+ * linked before the evaluation loop takes up its stack pointer) or is
+ * yielding back to it (its stack pointer saved, not unlinked yet).  Its
+ * frame lives in the generator, not in a slot a caller reuses, and a
+ * generator that has finished yielding is unlinked (`previous` cleared),
+ * so a chain read through it then ends there (refused by the chain's end
+ * check, and here too).  Thread states stopped in
+ * that instant (every sum() of a generator expression passes through it
+ * for each item) are exact stacks; refused, they left those stacks out
+ * of every profile. */
 static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible,
-                        bool at_call)
+                        bool at_call, bool waits, bool below)
 {
     if (!pf->top || pf->stacktop == FPI_STACKTOP_RUNNING || !visible || s->layout.fr_stacktop == FPI_OFF_NONE ||
-        at_call)
+        at_call || (pf->generator && waits && below))
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s), the top, is not running (stack depth %d) and not at a call: it has "
@@ -641,7 +653,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         size_t at = s->resolve_pos++;
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
-            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call)) ||
+            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call, hit->waits, i + 1 < n)) ||
                 (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumer)) ||
                 (rc = generator_was_resumed(s, pending, i, ce, hit->visible, hit->resumer, above_delegating)) ||
                 (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable,
@@ -685,7 +697,8 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
             pf->generator ? fpi_call_site_delegating(s->call_sites, ce, unit) : FP_UNKNOWN;
         bool passes = verdicts && s->layout.fr_localsplus != FPI_OFF_NONE &&
                       fpi_call_site_passes_callable(s->call_sites, ce, unit);
-        if ((rc = top_must_run(s, pf, ce, visible, at_call)))
+        bool waits = pf->generator && (verdicts && fpi_call_site_waits(s->call_sites, ce, unit));
+        if ((rc = top_must_run(s, pf, ce, visible, at_call, waits, i + 1 < n)))
             return rc;
         if (visible && pf->called_directly && !at_call)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -709,7 +722,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
             return fpi_err(&s->err, rc, "line table of %s (%s): corrupt", ce->qualname, ce->filename);
         fpi_resolved_frame res = {
             .key = key, .visible = visible, .at_call = at_call, .resumer = resumer, .delegating = delegating,
-            .passes_callable = passes, .unit = unit, .pos = pos};
+            .passes_callable = passes, .waits = waits, .unit = unit, .pos = pos};
         if (cacheable && fpi_frame_cache_store(&s->fc, at, &res) == FP_OK)
             s->fc.misses++;
         if (visible && (rc = push_frame(s, sm, th, pf, ce, unit, &pos)))
