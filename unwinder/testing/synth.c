@@ -800,6 +800,21 @@ const fpi_layout *synth_layout(const synth_image *im)
     return &im->l;
 }
 
+uint64_t synth_switch_stack(synth_image *im, size_t t)
+{
+    const fpi_layout *l = &im->l;
+    if (t >= im->nthreads || l->ts_base_frame == FPI_OFF_NONE || im->books[t].n == 0)
+        return 0;
+    thread_book *book = &im->books[t];
+    uint64_t entry = alloc(im, (size_t)l->fr_size); /* the evaluation's entry frame, a C local */
+    if (!entry)
+        return 0;
+    put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
+    put64(im, book->frames[0].addr + (uint64_t)l->fr_previous, entry);
+    book->bottom = entry;
+    return entry;
+}
+
 uint64_t synth_frame_addr(const synth_image *im, size_t t, size_t f)
 {
     return t < im->nthreads && im->frame_addrs[t] ? im->frame_addrs[t][f] : 0;

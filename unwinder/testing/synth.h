@@ -76,6 +76,13 @@ uint8_t *synth_bytes(synth_image *img, uint64_t addr, size_t len);
 /* A new zeroed region of len bytes in the image, above every other; its
  * address, or 0 when out of room or memory. */
 uint64_t synth_alloc(synth_image *img, size_t len);
+/* Thread t now runs a stack that a stack switcher started with no
+ * current frame (a greenlet other than the main one): its outermost
+ * frame's caller becomes an entry frame with no caller, outside the data
+ * stack, where 3.15+ had the thread's base frame (earlier versions already
+ * end every chain at such an entry frame: no change).  Its address, or 0
+ * when nothing changed (before 3.15, no frame, out of memory). */
+uint64_t synth_switch_stack(synth_image *img, size_t t);
 
 /* A running thread's stack changes by word writes, in the interpreter's
  * order.  synth_plan_move plans them without writing: thread t returns from
