@@ -1079,6 +1079,142 @@ static void test_unlinked_generator(void **state)
     each_scene(unlinked_generator_ends_walk);
 }
 
+/* Thread 0 of the standard scene on a stack a stack switcher started
+ * (greenlet): its outermost frame's caller is an entry frame with no
+ * caller, outside the data stack, where 3.15+ would have the base frame. */
+static void switched_scene(const char *id, scene *sc, built *b)
+{
+    build_scene(id, 0, sc, b);
+    if (strncmp(id, "3.15", 4) == 0 && !synth_switch_stack(b->img, 0))
+        fail_msg("%s: cannot switch thread 0's stack", id);
+}
+
+enum switched_case {
+    SW_WHOLE,         /* as built: the whole stack, exactly */
+    SW_CUT_AT_ENTRY,  /* the entry frame under frame 1 loses its caller: frames of the data stack lie below */
+    SW_ONLY_ENTRY,    /* the top names that entry frame, cut so: no frame of the data stack passed */
+    SW_SHIM_BOTTOM,   /* the outermost frame, in the data stack, made interpreter-owned with no caller */
+    SW_EXPOSED,       /* the outermost frame loses its caller (greenlet's links rewritten for a switch) */
+    SW_COUNT
+};
+static const char *const SWITCHED_NAME[SW_COUNT] = {
+    "the whole switched stack", "a chain cut at an entry frame above the data stack's first frame",
+    "a chain of one cut entry frame over a data stack of frames",
+    "an interpreter-owned frame inside the data stack at the bottom", "a chain ending at a Python frame",
+};
+
+static void switched_stack_case(const char *id, enum switched_case c)
+{
+    scene sc;
+    built b;
+    switched_scene(id, &sc, &b);
+    const fpi_layout *l = synth_layout(b.img);
+    uint64_t f1 = synth_frame_addr(b.img, 0, 1), f3 = synth_frame_addr(b.img, 0, 3), entry, zero = 0;
+    memcpy(&entry, synth_bytes(b.img, f1 + (uint64_t)l->fr_previous, 8), 8);
+    switch (c) {
+    case SW_WHOLE:
+        break;
+    case SW_CUT_AT_ENTRY:
+        memcpy(synth_bytes(b.img, entry + (uint64_t)l->fr_previous, 8), &zero, 8);
+        break;
+    case SW_ONLY_ENTRY: {
+        memcpy(synth_bytes(b.img, entry + (uint64_t)l->fr_previous, 8), &zero, 8);
+        uint64_t ts = synth_thread_state_addr(b.img, 0);
+        if (l->ts_current_frame != FPI_OFF_NONE) {
+            memcpy(synth_bytes(b.img, ts + (uint64_t)l->ts_current_frame, 8), &entry, 8);
+        } else {
+            uint64_t cf;
+            memcpy(&cf, synth_bytes(b.img, ts + (uint64_t)l->ts_cframe, 8), 8);
+            memcpy(synth_bytes(b.img, cf + (uint64_t)l->cframe_current_frame, 8), &entry, 8);
+        }
+        break;
+    }
+    case SW_SHIM_BOTTOM:
+        *synth_bytes(b.img, f3 + (uint64_t)l->fr_owner, 1) =
+            (uint8_t)(l->owner_interpreter >= 0 ? l->owner_interpreter : l->owner_cstack);
+        memcpy(synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), &zero, 8);
+        break;
+    case SW_EXPOSED:
+        memcpy(synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), &zero, 8);
+        break;
+    case SW_COUNT:
+        break;
+    }
+    int rc = fp_session_sample(b.s, b.sm);
+    if (c == SW_WHOLE) {
+        if (rc != FP_OK)
+            fail_msg("%s: %s: %s", id, SWITCHED_NAME[c], fp_session_errmsg(b.s));
+        check_thread(id, b.sm, 0, EXPECT_T1, 4);
+    } else if (l->ts_base_frame != FPI_OFF_NONE || (c == SW_EXPOSED && l->fr_is_entry == FPI_OFF_NONE)) {
+        /* 3.15+ refuses every cut; 3.12-3.14, which end every chain at an
+         * entry frame with no caller, refuse the one that ends at a Python
+         * frame (3.11 marks the outermost frame itself as entered from C,
+         * and greenlet rewrites no links there). */
+        if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+            fail_msg("%s: %s: came back as %d (thread 0: %d, %zu frames)", id, SWITCHED_NAME[c], rc,
+                     fp_sample_thread(b.sm, 0)->error, fp_sample_thread(b.sm, 0)->frame_count);
+    }
+    check_thread(id, b.sm, 1, EXPECT_T2, 3);
+    unbuild(&b);
+}
+
+/* A greenlet whose run is a generator's __next__ (called from C): the
+ * outermost Python frame is the generator's, outside the data stack, and
+ * the frame it called from C lies at the data stack's first slot.  Whole,
+ * it is returned exactly (3.12+; 3.11 never samples a stack whose
+ * outermost frame is a generator resumed from C, rule 5 of the README);
+ * with the generator's link cleared, as greenlet leaves the outermost
+ * Python frame while it switches away, it is refused: the walk ends
+ * outside the data stack with nothing of it below, at a frame that was not
+ * entered from C code. */
+static void switched_generator_case(const char *id, bool exposed)
+{
+    const synth_frame frames[] = {
+        {&CODE_A, loc_start(&CODE_A, 1) + 1, false, true, 0},
+        {&CODE_GEN, loc_start(&CODE_GEN, 1), true, false, 0},
+    };
+    const expect_frame want[] = {{&CODE_A, 1, 2, false}, {&CODE_GEN, 1, 2, true}};
+    synth_thread th[] = {{4242, 0x7f0000001000ull, true, frames, 2}};
+    synth_desc d = {th, 1, NULL, 0};
+    built b;
+    build(id, &d, 0, &b);
+    const fpi_layout *l = synth_layout(b.img);
+    if (l->ts_base_frame != FPI_OFF_NONE && !synth_switch_stack(b.img, 0))
+        fail_msg("%s: cannot switch thread 0's stack", id);
+    if (exposed) {
+        uint64_t zero = 0;
+        memcpy(synth_bytes(b.img, synth_frame_addr(b.img, 0, 1) + (uint64_t)l->fr_previous, 8), &zero, 8);
+    }
+    int rc = fp_session_sample(b.s, b.sm);
+    if (l->fr_is_entry != FPI_OFF_NONE || exposed) {
+        if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+            fail_msg("%s: a generator at the bottom of a switched stack%s came back as %d (%zu frames)", id,
+                     exposed ? ", its link cleared," : "", rc, fp_sample_thread(b.sm, 0)->frame_count);
+    } else {
+        if (rc != FP_OK)
+            fail_msg("%s: a generator at the bottom of a switched stack: %s", id, fp_session_errmsg(b.s));
+        check_thread(id, b.sm, 0, want, 2);
+    }
+    unbuild(&b);
+}
+
+/* A running greenlet's stack (3.15+: ending short of the base frame) is
+ * returned exactly on every layout, and each way of cutting such a chain
+ * is refused where the base frame is the rule (walk.c,
+ * ends_at_switched_stack_bottom: with any of its conditions removed, a
+ * case here comes back as a shorter stack). */
+static void test_switched_stack(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++)
+        for (int c = 0; c < SW_COUNT; c++)
+            switched_stack_case(LAYOUTS[i], (enum switched_case)c);
+    for (size_t i = 0; i < NLAYOUTS; i++) {
+        switched_generator_case(LAYOUTS[i], false);
+        switched_generator_case(LAYOUTS[i], true);
+    }
+}
+
 /* Expects the sample to fail thread 0 as corrupt with `what` in the
  * message, and thread 1 to stay exact. */
 static void thread0_corrupt(const char *id, built *b, const char *what)
@@ -3065,6 +3201,7 @@ int main(void)
         cmocka_unit_test(test_frame_cache_aba),
         cmocka_unit_test(test_shim_not_checked),
         cmocka_unit_test(test_unlinked_generator),
+        cmocka_unit_test(test_switched_stack),
         cmocka_unit_test(test_position_bounds),
         cmocka_unit_test(test_frameless_thread_recreated),
         cmocka_unit_test(test_thread_started_in_front),

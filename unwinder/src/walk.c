@@ -22,6 +22,7 @@
 #define PTR_SIZE 8u
 #define CHUNK_HEADER 24u
 #define CHUNK_TOP 16u        /* _PyStackChunk.top: slots in use when a newer chunk was pushed */
+#define ROOT_CHUNK_SKIP 8u   /* a root chunk (no previous) leaves its first slot unused: its first frame follows */
 #define CODEUNIT_SIZE 2
 #define RUNTIME_SPAN_MAX 64
 #define STACK_COPY_INITIAL 65536u  /* bytes */
@@ -314,6 +315,49 @@ static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int
     return true;
 }
 
+/* Does the data stack hold a frame below the lowest one the walk
+ * followed?  The oldest chunk copied has no previous chunk (copy_chunks
+ * stops there): the root, whose first frame lies ROOT_CHUNK_SKIP bytes
+ * past its header.  False when the walk passed that frame, or when no
+ * chunk holds a frame at all. */
+static bool data_stack_below_walk(const fp_session *s)
+{
+    if (s->nchunks == 0)
+        return false;
+    const fpi_chunk_copy *root = &s->chunks[s->nchunks - 1];
+    if (root->lowest == root->remote + CHUNK_HEADER + ROOT_CHUNK_SKIP)
+        return false;
+    for (size_t i = 0; i < s->nchunks; i++) {
+        uint64_t first = CHUNK_HEADER + (i == s->nchunks - 1 ? ROOT_CHUNK_SKIP : 0u);
+        if (s->chunks[i].size > first)
+            return true;
+    }
+    return false;
+}
+
+/* 3.15+: a chain is whole when it ends at the thread's base frame, or at
+ * the bottom of a stack that a stack switcher started with no current
+ * frame.  greenlet does that: a new greenlet runs with the thread state's
+ * current frame and data stack cleared (its own, saved and restored on
+ * every switch; the base frame is left alone), so the entry frame of its
+ * first evaluation has no caller and its frames lie in a data stack of its
+ * own.  CPython 3.15 itself never evaluates with no current frame (a
+ * thread starts at its base frame).  Such a bottom is accepted only as
+ * what it must be: the last frame followed was entered from C code
+ * (interpreter-owned) and lies outside the data stack (an evaluation's
+ * entry frame is a C local; the __init__ shim, also interpreter-owned,
+ * lives in a chunk and always has a caller), the walk stopped there on a
+ * NULL link, and no frame of the data stack lies below the chain (it
+ * passed the root chunk's first frame, or the data stack is empty).  A
+ * chain cut at a stale or half-written frame above the bottom leaves
+ * frames of the data stack below it; a chain greenlet has cut for a switch
+ * (its frames' links rewritten, the outermost Python frame's set to NULL)
+ * ends at a Python frame.  Both are refused. */
+static bool ends_at_switched_stack_bottom(const fp_session *s, bool last_is_entry, bool last_outside)
+{
+    return last_is_entry && last_outside && !data_stack_below_walk(s);
+}
+
 /* Phase 1: follow the chain from the thread's top frame, recording every
  * frame followed (for the read-back check) and every Python frame (entry
  * and shim frames are skipped). */
@@ -325,6 +369,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
     size_t chunk = 0; /* where frame_bytes looks first */
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     bool last_is_entry = false;   /* the frame just followed was entered from C code */
+    bool last_outside = false;    /* the frame just followed lies outside the data stack */
     /* Brent's cycle detection: a frame passed at step 2^k - 1, compared
      * with every later one until step 2^(k+1) - 1.  A chain read across
      * instants can loop (3.12: generator frames, read one by one outside
@@ -376,6 +421,7 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
         int owner = fpi_load_u8(fr, l->fr_owner);
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
+        last_outside = outside;
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
             above_is_python = false;
@@ -426,10 +472,15 @@ static int collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t ba
                        "torn: thread %llu's walk ended at frame 0x%llx, which was not entered from C code (a chain "
                        "cut while it was read)",
                        (unsigned long long)th->native_id, (unsigned long long)last);
-    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame)
+    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame &&
+        !ends_at_switched_stack_bottom(s, last_is_entry, last_outside))
         return fpi_err(&s->err, FP_E_INCOMPLETE,
-                      "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at 0x%llx)",
-                      (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last);
+                      "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at "
+                      "0x%llx, %s)",
+                      (unsigned long long)th->native_id, (unsigned long long)base_frame, (unsigned long long)last,
+                      !last_is_entry ? "not an entry frame"
+                      : !last_outside ? "an interpreter-owned frame inside the data stack"
+                                      : "with frames of the data stack below it");
     return FP_OK;
 }
 
