@@ -1162,7 +1162,7 @@ static void switched_stack_case(const char *id, enum switched_case c)
  * outermost Python frame is the generator's, outside the data stack, and
  * the frame it called from C lies at the data stack's first slot.  Whole,
  * it is returned exactly (3.12+; 3.11 never samples a stack whose
- * outermost frame is a generator resumed from C, rule 5 of the README);
+ * outermost frame is a generator resumed from C, rule 5 of docs/design.md's live checks);
  * with the generator's link cleared, as greenlet leaves the outermost
  * Python frame while it switches away, it is refused: the walk ends
  * outside the data stack with nothing of it below, at a frame that was not
