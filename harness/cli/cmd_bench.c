@@ -31,7 +31,7 @@
 
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
-    "                       [--no-cache] [--json] [--blocking | --no-colocate | --no-pause-torn]\n"
+    "                       [--no-cache] [--json] [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
     "                       [--inject-fault drop-torn|retry-quiet] [--floor]\n"
     "                       [--allow-untested-version]\n"
     "\n"
@@ -50,11 +50,15 @@ static const char BENCH_USAGE[] =
     "                   overran are skipped and counted as missed, never caught\n"
     "                   up; the output adds the achieved rate and missed ticks\n"
     "  --duration S     stop after S seconds (at most " BENCH_XSTR(BENCH_MAX_DURATION_S) "); N then bounds\n"
-    "                   the run only when --samples is given\n"
-    FP_CLI_POLICY_HELP
+    "                   the run only when --samples is given\n";
+
+/* The help after the policy's (one string would pass the 4095 characters
+ * C11 compilers must take). */
+static const char BENCH_USAGE_END[] =
     "                   (\"colocate_moves\": the moves made, \"colocate_retry_follows\":\n"
     "                   torn walks moved for, \"colocate_escapes\": threads left to\n"
-    "                   end an update, \"paused_walks\": threads stopped)\n"
+    "                   end an update, \"colocate_holds\": samples with the thread\n"
+    "                   held, \"paused_walks\": threads stopped)\n"
     "  --floor          after the run, time single process_vm_readv calls of the\n"
     "                   median bytes per sample from one readable mapping of the\n"
     "                   target large enough (/proc/PID/maps) and print their\n"
@@ -70,6 +74,13 @@ static const char BENCH_USAGE[] =
     "target tore twice is stopped alone, walked again and resumed).\n"
     "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
+
+static void print_usage(FILE *f)
+{
+    fputs(BENCH_USAGE, f);
+    fputs(FP_CLI_POLICY_HELP, f);
+    fputs(BENCH_USAGE_END, f);
+}
 
 /* What the callback keeps of each attempt. */
 typedef struct bench_run {
@@ -178,9 +189,10 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                (unsigned long long)r->seen.paused, x->peak_rss_kib);
         if (c->colocate_pid > 0)
             printf(",\"colocate_moves\":%llu,\"colocate_unknown\":%llu,\"colocate_retry_follows\":%llu,"
-                   "\"colocate_escapes\":%llu",
+                   "\"colocate_escapes\":%llu,\"colocate_holds\":%llu,\"colocate_hold_refused\":%llu",
                    (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
-                   (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_escapes);
+                   (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_escapes,
+                   (unsigned long long)st->colocate_holds, (unsigned long long)st->colocate_hold_refused);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
@@ -208,9 +220,10 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                    (unsigned long long)r->seen.paused);
         if (c->colocate_pid > 0)
             printf("colocated: %llu moves to another CPU, %llu samples where the thread's CPU was unknown, "
-                   "%llu torn walks retried from their thread's CPU\n",
+                   "%llu torn walks retried from their thread's CPU, %llu held there (%llu holds refused)\n",
                    (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
-                   (unsigned long long)st->colocate_retry_follows);
+                   (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_holds,
+                   (unsigned long long)st->colocate_hold_refused);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
         if (x->floor && x->floor_rc == FP_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);
@@ -275,6 +288,8 @@ int fp_cmd_bench(int argc, char **argv)
         {"pause-torn", no_argument, NULL, 'T'},
         {"no-pause-torn", no_argument, NULL, 't'},
         {"no-colocate", no_argument, NULL, 'c'},
+        {"hold", no_argument, NULL, 'H'},
+        {"no-hold", no_argument, NULL, 'k'},
         {"inject-fault", required_argument, NULL, 'I'},
         {"json", no_argument, NULL, 'j'},
         {"floor", no_argument, NULL, 'F'},
@@ -325,6 +340,8 @@ int fp_cmd_bench(int argc, char **argv)
         case 'T': policy.pause_torn = FP_POLICY_ON; break;
         case 't': policy.pause_torn = FP_POLICY_OFF; break;
         case 'c': policy.colocate = FP_POLICY_OFF; break;
+        case 'H': policy.hold = FP_POLICY_ON; break;
+        case 'k': policy.hold = FP_POLICY_OFF; break;
         case 'I':
             if (fp_cli_policy_fault("bench", optarg, &policy))
                 return FP_EXIT_USAGE;
@@ -332,12 +349,12 @@ int fp_cmd_bench(int argc, char **argv)
         case 'j': json = 1; break;
         case 'F': extra.floor = true; break;
         case 'C': policy.colocate = FP_POLICY_ON; break;
-        case 'h': fputs(BENCH_USAGE, stdout); return FP_EXIT_OK;
-        default: fputs(BENCH_USAGE, stderr); return FP_EXIT_USAGE;
+        case 'h': print_usage(stdout); return FP_EXIT_OK;
+        default: print_usage(stderr); return FP_EXIT_USAGE;
         }
     }
     if (!pid || optind < argc) {
-        fputs(BENCH_USAGE, stderr);
+        print_usage(stderr);
         return FP_EXIT_USAGE;
     }
     if (fp_cli_policy_apply("bench", &policy, &o, &cfg))

@@ -58,7 +58,7 @@ static const char RECORD_USAGE[] =
     "usage: frameproof record (--pid PID | -- COMMAND [ARG...]) [--rate HZ] [--duration S]\n"
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
-    "                         [--blocking | --no-colocate | --no-pause-torn]\n"
+    "                         [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
     "                         [--inject-fault drop-torn|retry-quiet] [--realtime]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
@@ -95,8 +95,7 @@ static const char RECORD_USAGE[] =
     "                   never mixed with the command's own output; with --pid,\n"
     "                   standard output); F is opened before the command runs or\n"
     "                   the target is attached, and an existing F is only\n"
-    "                   replaced once the profile is written\n"
-    FP_CLI_POLICY_HELP;
+    "                   replaced once the profile is written\n";
 
 /* The flags after the policy's (one string would pass the 4095
  * characters C11 compilers must take). */
@@ -132,6 +131,7 @@ static const char RECORD_USAGE_END[] =
 static void print_usage(FILE *f)
 {
     fputs(RECORD_USAGE, f);
+    fputs(FP_CLI_POLICY_HELP, f);
     fputs(RECORD_USAGE_FLAGS, f);
     fputs(RECORD_USAGE_END, f);
 }
@@ -271,6 +271,8 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"realtime", no_argument, NULL, 'X'},
         {"colocate", no_argument, NULL, 'L'},
         {"no-colocate", no_argument, NULL, 'l'},
+        {"hold", no_argument, NULL, 'H'},
+        {"no-hold", no_argument, NULL, 'k'},
         {"inject-fault", required_argument, NULL, 'I'},
         {"reader", required_argument, NULL, 'r'},
         {"max-depth", required_argument, NULL, 'd'},
@@ -334,6 +336,8 @@ static int parse_args(int argc, char **argv, record_opts *o)
         case 'X': o->sampling.realtime = true; break;
         case 'L': o->policy.colocate = FP_POLICY_ON; break;
         case 'l': o->policy.colocate = FP_POLICY_OFF; break;
+        case 'H': o->policy.hold = FP_POLICY_ON; break;
+        case 'k': o->policy.hold = FP_POLICY_OFF; break;
         case 'I':
             if (fp_cli_policy_fault("record", optarg, &o->policy))
                 return -1;
@@ -579,8 +583,11 @@ static void summarize_rereads(const record_opts *o, const record_end *e)
     if (o->sampling.colocate_pid > 0)
         fprintf(stderr,
                 "  sampler moved to the CPU of the target's running thread: %" PRIu64 " moves (that CPU unknown on %" PRIu64
-                " ticks)\n",
-                e->st->colocate_moves, e->st->colocate_unknown);
+                " ticks)%s",
+                e->st->colocate_moves, e->st->colocate_unknown, o->sampling.hold ? "" : "\n");
+    if (o->sampling.colocate_pid > 0 && o->sampling.hold)
+        fprintf(stderr, "; that thread held there while read on %" PRIu64 " ticks (refused by the kernel on %" PRIu64 ")\n",
+                e->st->colocate_holds, e->st->colocate_hold_refused);
 }
 
 /* The one line on what the losses mean for the profile. */
@@ -880,7 +887,8 @@ int fp_cmd_record(int argc, char **argv)
     record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO), .idle = idle};
     fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
-                    .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0};
+                    .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0,
+                    .hold = o.sampling.colocate_pid > 0 && o.sampling.hold};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
         if (start_output(&ro))

@@ -7,7 +7,7 @@
 
 void fp_cli_policy_init(fp_cli_policy *p)
 {
-    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
+    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .hold = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
 }
 
 int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
@@ -30,8 +30,11 @@ int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib
         clash = "--blocking and --pause-torn exclude each other";
     else if (p->fault != FPS_FAULT_NONE && p->blocking)
         clash = "--inject-fault and --blocking exclude each other";
-    else if (p->fault != FPS_FAULT_NONE && (p->colocate == FP_POLICY_ON || p->pause_torn == FP_POLICY_ON))
-        clash = "--inject-fault takes plain reads: not with --colocate or --pause-torn";
+    else if (p->fault != FPS_FAULT_NONE &&
+             (p->colocate == FP_POLICY_ON || p->pause_torn == FP_POLICY_ON || p->hold == FP_POLICY_ON))
+        clash = "--inject-fault takes plain reads: not with --colocate, --hold or --pause-torn";
+    else if (p->hold == FP_POLICY_ON && (p->blocking || p->colocate == FP_POLICY_OFF))
+        clash = "--hold holds the thread on the sampler's CPU: not with --blocking or --no-colocate";
     if (clash) {
         fprintf(stderr, "frameproof %s: %s\n", cmd, clash);
         return -1;
@@ -42,6 +45,7 @@ int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib
     lib->blocking = p->blocking;
     lib->pause_torn = plain ? false : p->pause_torn != FP_POLICY_OFF;
     cfg->colocate_pid = p->colocate == FP_POLICY_ON || (!plain && p->colocate == FP_POLICY_UNSET) ? 1 : 0;
+    cfg->hold = cfg->colocate_pid > 0 && p->hold != FP_POLICY_OFF;
     cfg->fault = p->fault;
     return 0;
 }

@@ -37,6 +37,7 @@ typedef struct fpr_run {
     bool blocking;
     bool realtime;            /* sampled at real-time priority (record --realtime) */
     bool colocate;            /* sampled from the target thread's CPU (record --colocate) */
+    bool hold;                /* that thread held on the sampler's CPU while read (record's default; --no-hold) */
     const fps_stats *stats;   /* the sampling run's outcome */
     uint64_t torn_walks;      /* fp_read_stats.torn: thread walks the target changed under, walked again */
     uint64_t paused_walks;    /* fp_read_stats.paused: walked again with their thread stopped (--pause-torn) */

@@ -63,6 +63,8 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_bool(&j, run->realtime);
     fp_json_key(&j, "colocate");
     fp_json_bool(&j, run->colocate);
+    fp_json_key(&j, "hold");
+    fp_json_bool(&j, run->hold);
     end(&j, out);
 }
 

@@ -30,6 +30,7 @@ int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, s
     c->mover = mover < 0 ? 0 : mover;
     c->stat_fd = -1;
     c->cpu = -1;
+    c->hold_cpu = -1;
     c->recheck_ns = FPS_COLOCATE_RECHECK_NS;
     if (pid < 1) {
         snprintf(msg, msglen, "colocation needs a process id, not %d", pid);
@@ -174,12 +175,79 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
         move_to(c, cpu);
 }
 
+/* Holds thread tid on c->hold_cpu (see fps_colocate_hold). */
+static void hold_thread(fps_colocation *c, uint64_t tid)
+{
+    for (size_t i = 0; i < c->nheld; i++)
+        if (c->held_tid[i] == tid)
+            return;
+    cpu_set_t old, one;
+    CPU_ZERO(&old);
+    CPU_ZERO(&one);
+    CPU_SET(c->hold_cpu, &one);
+    if (c->nheld == FPS_HOLD_MAX || sched_getaffinity((pid_t)tid, sizeof old, &old) != 0 ||
+        !CPU_ISSET(c->hold_cpu, &old) || sched_setaffinity((pid_t)tid, sizeof one, &one) != 0) {
+        c->hold_refused++;
+        return;
+    }
+    memcpy(c->held_mask[c->nheld], &old, sizeof c->held_mask[0]);
+    c->held_tid[c->nheld++] = tid;
+}
+
+void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
+{
+    c->escaped_tid = 0;
+    int cpu = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0 && cpu < FPS_COLOCATE_MAX_CPUS)
+        CPU_SET(cpu, &one);
+    if (cpu < 0 || cpu >= FPS_COLOCATE_MAX_CPUS || sched_setaffinity(c->mover, sizeof one, &one) != 0) {
+        c->unknown++;
+        return;
+    }
+    c->hold_cpu = cpu;
+    c->cpu = cpu;
+    uint64_t tid = pick(c, last);
+    c->tid = tid;
+    hold_thread(c, tid);
+    if (c->nheld)
+        c->holds++;
+}
+
+void fps_colocate_release(fps_colocation *c)
+{
+    for (size_t i = 0; i < c->nheld; i++) {
+        cpu_set_t old;
+        CPU_ZERO(&old);
+        memcpy(&old, c->held_mask[i], sizeof c->held_mask[0]);
+        (void)sched_setaffinity((pid_t)c->held_tid[i], sizeof old, &old); /* a thread gone needs nothing back */
+    }
+    c->nheld = 0;
+    if (c->hold_cpu < 0)
+        return;
+    if (c->have_old) {
+        cpu_set_t own;
+        CPU_ZERO(&own);
+        memcpy(&own, c->old_mask, sizeof c->old_mask);
+        (void)sched_setaffinity(c->mover, sizeof own, &own); /* free to wake anywhere for the next tick */
+    }
+    c->hold_cpu = -1;
+    c->cpu = -1;
+}
+
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
 {
     fps_colocation *c = ctx;
     if (!c)
         return;
-    if (native_id != 0 && native_id != c->escaped_tid) {
+    if (native_id != 0 && c->hold_cpu >= 0) {
+        /* Held threads stand still on the mover's CPU (unless the
+         * scheduler gave it to them); another thread that tore ran
+         * elsewhere: it is held there too, and the retry reads both. */
+        c->retry_follows++;
+        hold_thread(c, native_id);
+    } else if (native_id != 0 && native_id != c->escaped_tid) {
         bool running;
         int cpu = cpu_of(c, native_id, &running);
         if (cpu >= 0 && cpu == c->cpu && running) {
@@ -197,6 +265,7 @@ void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
 
 void fps_colocate_stop(fps_colocation *c)
 {
+    fps_colocate_release(c);
     if (c->stat_fd >= 0)
         close(c->stat_fd);
     c->stat_fd = -1;

@@ -21,6 +21,7 @@
 #include "frameproof/frameproof.h"
 
 #define FPS_COLOCATE_MAX_CPUS 1024 /* CPUs a colocated run can follow a thread onto (CPU ids below this) */
+#define FPS_HOLD_MAX 16            /* threads held at once in one attempt (the followed one and those that tore) */
 #define FPS_COLOCATE_RECHECK_NS 1000000 /* recheck_ns's default: the followed thread's CPU read again at least this often */
 
 typedef struct fps_colocation {
@@ -40,6 +41,12 @@ typedef struct fps_colocation {
     uint64_t retry_follows; /* torn walks whose retry the mover was moved for (fps_colocate_retry_hook) */
     uint64_t escapes;      /* walks of a thread that stood still on the mover's CPU and failed: the mover left that CPU */
     uint64_t escaped_tid;  /* the thread escaped from in this attempt (0: none): not followed back to its CPU */
+    int hold_cpu;          /* hold: the CPU the mover is pinned to and the held threads are held on, or -1 */
+    size_t nheld;          /* threads held there (fps_colocate_hold) */
+    uint64_t held_tid[FPS_HOLD_MAX];
+    unsigned char held_mask[FPS_HOLD_MAX][FPS_COLOCATE_MAX_CPUS / 8]; /* their affinity before the hold */
+    uint64_t holds;        /* attempts made with the followed thread held */
+    uint64_t hold_refused; /* holds the kernel refused (a CPU outside the thread's cpuset, a thread gone) */
     fp_retry_hook chain;   /* a hook the run's replaced, called by fps_colocate_retry_hook after it moves (or NULL) */
     void *chain_ctx;
 } fps_colocation;
@@ -83,10 +90,32 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
  * follow that thread back within the attempt, so that the thread finishes
  * the update and the retry (or, with fp_options.pause_torn, the stop)
  * sees it an instant later.  The next attempt follows its pick again.
+ * During a hold (fps_colocate_hold) a torn walk's thread is held on the
+ * mover's CPU too (up to FPS_HOLD_MAX) and nothing moves.
  * Native id 0 (not read) changes nothing.  Then it calls c->chain (the
  * hook the caller's session had, which a colocated run keeps), when set,
  * with the same id. */
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
+
+/* The hold, an alternative to fps_colocate_follow: before an attempt,
+ * pins the mover to the CPU it runs on and holds there the thread picked
+ * from last (as fps_colocate_follow picks it): that thread's affinity is
+ * narrowed to the mover's CPU, which the mover occupies, so it can run
+ * neither there nor anywhere else while it is read.  A thread running on
+ * another CPU is taken off it before the call returns: the hold stops it
+ * at whatever instant the call lands, set by the schedule, not by its
+ * stack.  The mover wakes for its tick wherever the kernel puts it (an
+ * idle CPU when there is one), so that it need not preempt the thread to
+ * get a CPU, as a move to the thread's own CPU would.  Each thread's
+ * affinity is read first and given back by fps_colocate_release.  Best
+ * effort: a refusal (a CPU outside the thread's cpuset, a thread gone)
+ * leaves it free, counted in c->hold_refused.  While held, the narrowed
+ * mask is what another thread of the target would read for it. */
+void fps_colocate_hold(fps_colocation *c, const fp_sample *last);
+
+/* Gives the held threads their affinity back and unpins the mover
+ * (nothing when nothing is held). */
+void fps_colocate_release(fps_colocation *c);
 
 /* Gives the mover its affinity back and closes what it opened. */
 void fps_colocate_stop(fps_colocation *c);

@@ -305,10 +305,16 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             break;
         }
         fps_outcome o = {.index = index};
-        if (c->colocate_pid > 0)
-            fps_colocate_follow(&col, s, have_last ? sm : NULL);
+        if (c->colocate_pid > 0) {
+            if (c->hold)
+                fps_colocate_hold(&col, have_last ? sm : NULL);
+            else
+                fps_colocate_follow(&col, s, have_last ? sm : NULL);
+        }
         const int64_t start = fps_clock_ns();
         o.rc = take_sample(s, sm, c->fault, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
+        if (c->colocate_pid > 0)
+            fps_colocate_release(&col);
         now = fps_clock_ns();
         o.t_ns = start - t0;
         o.cost_ns = now - start;
@@ -342,6 +348,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         st->colocate_unknown = col.unknown;
         st->colocate_retry_follows = col.retry_follows;
         st->colocate_escapes = col.escapes;
+        st->colocate_holds = col.holds;
+        st->colocate_hold_refused = col.hold_refused;
         fp_session_set_retry_hook(s, caller_hook, caller_hook_ctx);
         fps_colocate_stop(&col);
     }

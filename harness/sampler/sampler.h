@@ -59,9 +59,10 @@ enum fps_fault {
 };
 
 /* The unbiased policy, the default of `record` and `bench`: colocate_pid
- * set to the target (every attempt made from the CPU of the target's
- * running thread, which then does not run while it is read; a torn walk
- * retried from its own thread's CPU) and the session opened with
+ * set to the target and hold on (every attempt made from the CPU of the
+ * target's running thread, held there so that it runs nowhere while it is
+ * read; a torn walk of another thread retried from that thread's CPU) and
+ * the session opened with
  * fp_options.pause_torn (a thread torn again is stopped alone and walked
  * exactly).  Which ticks are sampled and the instant a sample describes
  * are then set by the schedule, not by the stack: a tick is lost only when
@@ -82,6 +83,8 @@ typedef struct fps_config {
     bool realtime;     /* a paced run (needs rate_hz) at SCHED_FIFO priority FPS_RT_PRIORITY, see fps_run */
     int colocate_pid;  /* > 0: the session's target; each attempt is made from the CPU its running thread
                           last ran on (colocate.h); 0: wherever the scheduler puts the caller */
+    bool hold;         /* with colocate_pid: the followed thread is held on the sampler's CPU during each
+                          attempt (fps_colocate_hold), so that it can run nowhere while it is read */
     int fault;         /* enum fps_fault: FPS_FAULT_NONE but in self-tests */
 } fps_config;
 
@@ -135,6 +138,8 @@ typedef struct fps_stats {
     uint64_t colocate_unknown; /* ... attempts made where the followed thread's CPU was not known */
     uint64_t colocate_retry_follows; /* ... torn walks retried after a move to their thread's CPU */
     uint64_t colocate_escapes; /* ... walks of a thread standing mid-update on the sampler's CPU: the sampler left it */
+    uint64_t colocate_holds; /* ... hold: attempts made with the followed thread held on the sampler's CPU */
+    uint64_t colocate_hold_refused; /* ... hold: attempts whose hold the kernel refused (the thread ran free) */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;

@@ -636,6 +636,7 @@ def colocate(entry, tmp):
         r = record("--pid", target.pid, "--rate", RATE, *SHARE_SAMPLING, "--duration", RUN_SECONDS, "--colocate")
         check_collapsed("record --colocate --pid", r, it.script)
         check("record --colocate: the summary gives its moves", b"sampler moved to the CPU of the target's running thread: " in r.stderr, r.stderr)
+        check("record --colocate: the summary gives its holds", b"that thread held there while read on " in r.stderr, r.stderr)
         check("record --colocate: the target is left running", alive(target.pid))
         heads = header_with_and_without(target.pid, tmp, "colocate", ["--no-colocate"])
         check("record --colocate: the JSON header says so (and not with --no-colocate)", heads == [True, False], heads)
@@ -753,7 +754,10 @@ def errors(provisioned):
     for flags, needle in ((("--blocking", "--pause-torn"), "--blocking and --pause-torn exclude each other"),
                           (("--inject-fault", "bogus"), "--inject-fault must be drop-torn or retry-quiet"),
                           (("--inject-fault", "drop-torn", "--blocking"), "--inject-fault and --blocking exclude"),
-                          (("--inject-fault", "retry-quiet", "--colocate"), "--inject-fault takes plain reads")):
+                          (("--inject-fault", "retry-quiet", "--colocate"), "--inject-fault takes plain reads"),
+                          (("--inject-fault", "drop-torn", "--hold"), "--inject-fault takes plain reads"),
+                          (("--hold", "--no-colocate"), "--hold holds the thread on the sampler's CPU"),
+                          (("--hold", "--blocking"), "--hold holds the thread on the sampler's CPU")):
         r = record("--pid", 1, *flags)
         check(f"error: {' '.join(flags)}", *one_line_error(r, 2, needle))
     ft = provisioned.get("3.13t")

@@ -770,6 +770,67 @@ static void test_colocate_escapes(void **state)
     fps_colocate_stop(&col);
 }
 
+/* A hold pins the mover to the CPU it is on and narrows the followed
+ * thread (the last sample's GIL holder, a worker spinning) to that CPU,
+ * where the kernel moves it: it last ran there; a thread whose walk tore
+ * is held there too; the release gives both threads and the mover their
+ * masks back.  A run with hold set holds on every attempt and leaves every
+ * mask as it was. */
+static void test_colocate_hold(void **state)
+{
+    target *t = *state;
+    fps_colocation col;
+    char msg[128];
+    cpu_mask own_before, worker_before, main_before, m;
+    assert_true(get_mask(&own_before));
+    if (mask_count(&own_before) < 2)
+        skip();
+    assert_int_equal(fps_colocate_start(&col, (int)t->pid, msg, sizeof msg), FP_OK);
+    uint64_t holder = spinning_holder(t);
+    assert_true(get_mask_of((pid_t)holder, &worker_before));
+    assert_true(get_mask_of(t->pid, &main_before));
+    fps_colocate_hold(&col, t->sm);
+    assert_int_equal(col.nheld, 1);
+    assert_int_equal(col.held_tid[0], holder);
+    assert_int_equal(col.holds, 1);
+    assert_int_equal(col.hold_refused, 0);
+    assert_true(get_mask(&m));
+    assert_int_equal(mask_count(&m), 1);
+    assert_int_equal(only_cpu(&m), col.hold_cpu);
+    assert_int_equal(cpu_now(), col.hold_cpu);
+    assert_true(get_mask_of((pid_t)holder, &m));
+    assert_int_equal(mask_count(&m), 1);
+    assert_int_equal(only_cpu(&m), col.hold_cpu);
+    assert_int_equal(last_cpu(t->pid, holder), col.hold_cpu);
+    fps_colocate_retry_hook(&col, (uint64_t)t->pid); /* the main thread tore: held too */
+    assert_int_equal(col.nheld, 2);
+    assert_true(get_mask_of(t->pid, &m));
+    assert_int_equal(only_cpu(&m), col.hold_cpu);
+    assert_int_equal(mask_count(&m), 1);
+    fps_colocate_retry_hook(&col, holder); /* held already: once */
+    assert_int_equal(col.nheld, 2);
+    fps_colocate_release(&col);
+    assert_int_equal(col.nheld, 0);
+    assert_true(get_mask_of((pid_t)holder, &m));
+    assert_memory_equal(&m, &worker_before, sizeof m);
+    assert_true(get_mask_of(t->pid, &m));
+    assert_memory_equal(&m, &main_before, sizeof m);
+    assert_true(get_mask(&m));
+    assert_memory_equal(&m, &own_before, sizeof m);
+    fps_colocate_stop(&col);
+    fps_config c = config(0, 0, COLOCATE_SAMPLES);
+    c.colocate_pid = (int)t->pid;
+    c.hold = true;
+    fps_stats st;
+    assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, &st), FP_OK);
+    assert_int_equal(st.colocate_holds + st.colocate_hold_refused, COLOCATE_SAMPLES);
+    assert_true(st.colocate_holds >= 1);
+    assert_true(get_mask_of((pid_t)holder, &m));
+    assert_memory_equal(&m, &worker_before, sizeof m);
+    assert_true(get_mask(&m));
+    assert_memory_equal(&m, &own_before, sizeof m);
+}
+
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
  * main thread without a sample; the thread's CPU is not read again while
@@ -998,6 +1059,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_follows_gil_holder, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_hold, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
         cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),
     };
