@@ -36,6 +36,7 @@ RENDERERS = {
     "accuracy-real": ("accuracy-real.json", "accuracy_real", "markdown"),
     "accuracy-real-summary": ("accuracy-real.json", "accuracy_real", "summary_markdown"),
     "overhead": ("overhead.json", "overhead", "markdown"),
+    "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
 }
 
 

@@ -15,7 +15,9 @@ counted; every other thread's sample counts (wall mode).
 
 Each reader returns a Leaves: counts {(file, function): samples}, kept
 (samples with a leaf), dropped (samples without one or broken), torn (thread
-samples the profiler itself left out as torn; frameproof's summary says)."""
+samples the profiler itself left out as torn; frameproof's summary says)
+and totals {(file, function): samples whose kept stack holds it anywhere},
+a function's total share for the inside truth (ci/accuracy inside)."""
 import collections
 import json
 import os
@@ -29,6 +31,7 @@ BROKEN = ("", "INVALID")   # austin's mark of a stack it could not read whole: t
 class Leaves:
     def __init__(self):
         self.counts = collections.Counter()
+        self.totals = collections.Counter()
         self.kept = 0
         self.dropped = 0
         self.torn = None   # thread samples the profiler left out as torn, when it says
@@ -38,13 +41,15 @@ class Leaves:
         if BROKEN in frames:
             self.dropped += n
             return
-        for file, function in reversed(frames):
-            if function in PSEUDO_FUNCTIONS or file in NO_FILE:
-                continue
-            self.counts[(os.path.basename(file), function.rsplit(".", 1)[-1])] += n
-            self.kept += n
+        keys = [(os.path.basename(file), function.rsplit(".", 1)[-1]) for file, function in frames
+                if function not in PSEUDO_FUNCTIONS and file not in NO_FILE]
+        if not keys:
+            self.dropped += n
             return
-        self.dropped += n
+        self.counts[keys[-1]] += n
+        for key in set(keys):
+            self.totals[key] += n
+        self.kept += n
 
     def distribution(self):
         return {k: v / self.kept for k, v in self.counts.items()} if self.kept else {}

@@ -37,6 +37,11 @@ WORKLOADS = {
                                                         str(max(1, round(scale)))]),
     "gevent": ("gevent_pool.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
     "asyncio": ("asyncio_tasks.py", lambda scale, debug: ["%g" % (scale * (DEBUG_SCALE if debug else 1))]),
+    # the asyncio workload with two functions timed from inside
+    # (selftimed.py; ci/accuracy_inside.py names them); {dir} is the place's directory
+    "asyncio-inside": ("selftimed.py", lambda scale, debug: [
+        "selectors:EpollSelector.select,asyncio.base_events:BaseEventLoop.call_soon",
+        "{dir}/inside.txt", "{dir}/asyncio_tasks.py", "%g" % (scale * (DEBUG_SCALE if debug else 1))]),
 }
 
 
@@ -110,7 +115,7 @@ class Place:
 def workload_args(interp, place, workload, scale):
     """The workload's command as seen inside the interpreter's root, without the interpreter."""
     script, args = WORKLOADS[workload]
-    return [place.inner(script)] + args(scale, interp.debug)
+    return [place.inner(script)] + [a.replace("{dir}", place.inner("").rstrip("/")) for a in args(scale, interp.debug)]
 
 
 def check_workload(interp, place, workload):
