@@ -267,6 +267,8 @@ def profiler_table(help_text):
         Profiler("frameproof --blocking", "reference", run_frameproof, ["--blocking", "--realtime"]),
         Profiler("frameproof", "judged", run_frameproof, modes["default"]),
         Profiler("frameproof old default", "field", run_frameproof, modes["old default"]),
+        # the default before the hold: colocated, the thread free to run on another CPU while read
+        Profiler("frameproof --no-hold", "field", run_frameproof, ["--no-hold"]),
         Profiler("mutant drop-torn", "mutant", run_frameproof, ["--inject-fault", "drop-torn"]),
         Profiler("mutant retry-quiet", "mutant", run_frameproof, ["--inject-fault", "retry-quiet"]),
         Profiler("cpython profiling.sampling", "field", run_cpython_sampling, [], cpython_sampling_applies),
