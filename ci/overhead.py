@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.join(ROOT, "facts"))
 import fpfacts  # noqa: E402
 
 WORK = os.path.join(ROOT, "targets", "bench", "fixed_work.py")
-MODES = {"default": [], "plain (--no-colocate --no-pause-torn)": ["--no-colocate", "--no-pause-torn"],
-         "--blocking": ["--blocking"]}
+MODES = {"default": [], "--no-hold": ["--no-hold"],
+         "plain (--no-colocate --no-pause-torn)": ["--no-colocate", "--no-pause-torn"], "--blocking": ["--blocking"]}
 DEFAULT_PYTHONS = ["3.11", "3.15"]
 DEFAULT_RATES = [1000, 10000]
 DEFAULT_ROUNDS = 5
