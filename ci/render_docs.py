@@ -37,6 +37,7 @@ RENDERERS = {
     "accuracy-real-summary": ("accuracy-real.json", "accuracy_real", "summary_markdown"),
     "overhead": ("overhead.json", "overhead", "markdown"),
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
+    "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
 }
 
 
