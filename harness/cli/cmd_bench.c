@@ -32,7 +32,7 @@
 static const char BENCH_USAGE[] =
     "usage: frameproof bench --pid PID [--samples N] [--rate HZ] [--duration S] [--reader auto|vm|mem]\n"
     "                       [--no-cache] [--json] [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
-    "                       [--inject-fault drop-torn|retry-quiet] [--floor]\n"
+    "                       [--inject-fault drop-torn|retry-quiet] [--[no-]realtime] [--floor]\n"
     "                       [--allow-untested-version]\n"
     "\n"
     "Samples every thread of process PID N times (default 10000) with one\n"
@@ -289,6 +289,8 @@ int fp_cmd_bench(int argc, char **argv)
         {"no-pause-torn", no_argument, NULL, 't'},
         {"no-colocate", no_argument, NULL, 'c'},
         {"hold", no_argument, NULL, 'H'},
+        {"realtime", no_argument, NULL, 'X'},
+        {"no-realtime", no_argument, NULL, 'x'},
         {"no-hold", no_argument, NULL, 'k'},
         {"inject-fault", required_argument, NULL, 'I'},
         {"json", no_argument, NULL, 'j'},
@@ -341,6 +343,8 @@ int fp_cmd_bench(int argc, char **argv)
         case 't': policy.pause_torn = FP_POLICY_OFF; break;
         case 'c': policy.colocate = FP_POLICY_OFF; break;
         case 'H': policy.hold = FP_POLICY_ON; break;
+        case 'X': policy.realtime = FP_POLICY_ON; break;
+        case 'x': policy.realtime = FP_POLICY_OFF; break;
         case 'k': policy.hold = FP_POLICY_OFF; break;
         case 'I':
             if (fp_cli_policy_fault("bench", optarg, &policy))

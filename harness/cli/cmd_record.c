@@ -59,7 +59,7 @@ static const char RECORD_USAGE[] =
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
     "                         [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
-    "                         [--inject-fault drop-torn|retry-quiet] [--realtime]\n"
+    "                         [--inject-fault drop-torn|retry-quiet] [--[no-]realtime]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -100,10 +100,6 @@ static const char RECORD_USAGE[] =
 /* The flags after the policy's (one string would pass the 4095
  * characters C11 compilers must take). */
 static const char RECORD_USAGE_FLAGS[] =
-    "  --realtime       sample at real-time priority (SCHED_FIFO "RECORD_XSTR(FPS_RT_PRIORITY)", restored at\n"
-    "                   the end; needs root or CAP_SYS_NICE): a busy target can\n"
-    "                   then neither delay a tick nor preempt a sample, which\n"
-    "                   keeps the rate with --blocking on many running threads\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
@@ -269,6 +265,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         {"pause-torn", no_argument, NULL, 'T'},
         {"no-pause-torn", no_argument, NULL, 't'},
         {"realtime", no_argument, NULL, 'X'},
+        {"no-realtime", no_argument, NULL, 'x'},
         {"colocate", no_argument, NULL, 'L'},
         {"no-colocate", no_argument, NULL, 'l'},
         {"hold", no_argument, NULL, 'H'},
@@ -333,7 +330,8 @@ static int parse_args(int argc, char **argv, record_opts *o)
         case 'B': o->policy.blocking = true; break;
         case 'T': o->policy.pause_torn = FP_POLICY_ON; break;
         case 't': o->policy.pause_torn = FP_POLICY_OFF; break;
-        case 'X': o->sampling.realtime = true; break;
+        case 'X': o->policy.realtime = FP_POLICY_ON; break;
+        case 'x': o->policy.realtime = FP_POLICY_OFF; break;
         case 'L': o->policy.colocate = FP_POLICY_ON; break;
         case 'l': o->policy.colocate = FP_POLICY_OFF; break;
         case 'H': o->policy.hold = FP_POLICY_ON; break;
@@ -588,6 +586,12 @@ static void summarize_rereads(const record_opts *o, const record_end *e)
     if (o->sampling.colocate_pid > 0 && o->sampling.hold)
         fprintf(stderr, "; that thread held there while read on %" PRIu64 " ticks (refused by the kernel on %" PRIu64 ")\n",
                 e->st->colocate_holds, e->st->colocate_hold_refused);
+    if (o->policy.realtime_refused[0])
+        fprintf(stderr,
+                "  note: real-time priority was refused (%s), so a held thread could take the sampler's CPU back "
+                "in the middle of a read: samples run longer and more ticks are missed; root or CAP_SYS_NICE "
+                "avoids it\n",
+                o->policy.realtime_refused);
 }
 
 /* The one line on what the losses mean for the profile. */

@@ -7,7 +7,8 @@
 
 void fp_cli_policy_init(fp_cli_policy *p)
 {
-    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .hold = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
+    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .hold = FP_POLICY_UNSET,
+                         .realtime = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
 }
 
 int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
@@ -23,7 +24,7 @@ int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
     return 0;
 }
 
-int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib, fps_config *cfg)
+int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_config *cfg)
 {
     const char *clash = NULL;
     if (p->blocking && p->pause_torn == FP_POLICY_ON)
@@ -46,6 +47,10 @@ int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib
     lib->pause_torn = plain ? false : p->pause_torn != FP_POLICY_OFF;
     cfg->colocate_pid = p->colocate == FP_POLICY_ON || (!plain && p->colocate == FP_POLICY_UNSET) ? 1 : 0;
     cfg->hold = cfg->colocate_pid > 0 && p->hold != FP_POLICY_OFF;
+    p->realtime_refused[0] = 0;
+    cfg->realtime = p->realtime == FP_POLICY_ON;
+    if (p->realtime == FP_POLICY_UNSET && cfg->hold && cfg->rate_hz > 0)
+        cfg->realtime = fps_realtime_check(p->realtime_refused, sizeof p->realtime_refused) == FP_OK;
     cfg->fault = p->fault;
     return 0;
 }

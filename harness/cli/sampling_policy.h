@@ -18,6 +18,10 @@ typedef struct fp_cli_policy {
     int colocate;    /* --colocate / --no-colocate */
     int pause_torn;  /* --pause-torn / --no-pause-torn */
     int hold;        /* --hold / --no-hold */
+    int realtime;    /* --realtime / --no-realtime (unset: real-time when the hold samples on a schedule
+                        and the kernel grants it) */
+    char realtime_refused[FPS_ERRMSG_MAX]; /* set by apply: why the default's real-time priority was not
+                                              granted ("" when it was, or was not asked for) */
     int fault;       /* --inject-fault: enum fps_fault */
 } fp_cli_policy;
 
@@ -28,27 +32,40 @@ void fp_cli_policy_init(fp_cli_policy *p);
  * and returns -1 when it is neither drop-torn nor retry-quiet. */
 int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p);
 
-/* Sets lib->blocking, lib->pause_torn, cfg->fault, cfg->hold and cfg->colocate_pid
- * (1 when colocated: the caller puts the target's pid there once known)
- * from p.  0, or -1 after a one-line message for cmd when the flags
+/* Sets lib->blocking, lib->pause_torn, cfg->fault, cfg->hold, cfg->realtime
+ * and cfg->colocate_pid (1 when colocated: the caller puts the target's
+ * pid there once known) from p, cfg->rate_hz already set.  A held thread
+ * waits on the sampler's CPU, where a fair scheduler soon hands it that
+ * CPU back in the middle of a read: a run that holds on a schedule
+ * samples at real-time priority unless --no-realtime says otherwise, when
+ * the kernel grants it (p->realtime_refused says why not, the run going
+ * on without).  0, or -1 after a one-line message for cmd when the flags
  * contradict each other. */
-int fp_cli_policy_apply(const char *cmd, const fp_cli_policy *p, fp_options *lib, fps_config *cfg);
+int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_config *cfg);
 
 /* The help of the policy flags, shared by record and bench. */
 #define FP_CLI_POLICY_HELP                                                                  \
-    "  (default)        unbiased sampling: each sample is taken from the CPU the\n"       \
-    "                   target's running thread (the GIL holder, else the main\n"       \
-    "                   thread) last ran on, that thread held there (its CPU\n"       \
-    "                   affinity narrowed to the sampler's CPU while it is read)\n"   \
-    "                   so that it stands still; a thread whose walk tore anyway\n"  \
-    "                   is walked again and, torn again, stopped alone (ptrace)\n"  \
-    "                   and resumed.  Which ticks are kept does not depend on\n"    \
-    "                   the stack\n"                                                  \
+    "  (default)        unbiased sampling: at each tick the target's running\n"      \
+    "                   thread (the GIL holder, else the main thread) is held on\n"   \
+    "                   the sampler's CPU while it is read (its CPU affinity\n"       \
+    "                   narrowed to that CPU, the sampler at real-time priority\n"   \
+    "                   when the kernel grants it), so that it stands still; a\n"    \
+    "                   thread whose walk tore anyway is held too and walked\n"      \
+    "                   again and, torn again, stopped alone (ptrace) and\n"        \
+    "                   resumed.  Which ticks are kept does not depend on the\n"    \
+    "                   stack\n"                                                       \
     "  --blocking       stop every thread (ptrace) for each sample and resume it:\n" \
     "                   exact by construction, the target paused for each sample\n"   \
     "  --no-colocate    sample from wherever the scheduler puts the sampler\n"       \
-    "  --no-hold        colocate without holding the thread (the scheduler may\n"   \
-    "                   run it on another CPU while it is read)\n"                    \
+    "  --no-hold        move the sampler to the CPU the thread last ran on\n"      \
+    "                   instead of holding it there (the scheduler may run it\n"    \
+    "                   on another CPU while it is read)\n"                           \
+    "  --realtime       sample at real-time priority (SCHED_FIFO, restored at the\n" \
+    "                   end; root or CAP_SYS_NICE): the default when the thread\n"   \
+    "                   is held on a schedule and the kernel grants it, so that the\n" \
+    "                   held thread cannot take the sampler's CPU back mid-read;\n"  \
+    "                   given, a refusal is an error\n"                               \
+    "  --no-realtime    never ask for real-time priority\n"                          \
     "  --no-pause-torn  never stop a thread: a walk torn on every retry is left\n"  \
     "                   out (with --no-colocate: the plain non-blocking sampler,\n"    \
     "                   which under-represents short-lived stacks)\n"                \

@@ -595,8 +595,10 @@ def header_with_and_without(pid, tmp, option, without=()):
 
 def realtime(entry, tmp):
     """--realtime --blocking --pid: the same chains, the target left running,
-    the JSON header saying realtime (and not without it); refused (no
-    CAP_SYS_NICE, RLIMIT_RTPRIO 0): one line, status 1, nothing sampled."""
+    the JSON header saying realtime (and not with --no-realtime; and by
+    default, which holds on a schedule); refused (no CAP_SYS_NICE,
+    RLIMIT_RTPRIO 0): one line, status 1, nothing sampled — but the default
+    samples without it and notes the refusal."""
     it = Interp(entry)
     target = subprocess.Popen(it.argv(LONG_SECONDS), stdout=subprocess.DEVNULL)
     try:
@@ -605,8 +607,12 @@ def realtime(entry, tmp):
                    "--blocking", "--realtime")
         check_collapsed("record --realtime --blocking --pid", r, it.script)
         check("record --realtime: the target is left running", alive(target.pid))
-        heads = header_with_and_without(target.pid, tmp, "realtime")
-        check("record --realtime: the JSON header says so", heads == [True, False], heads)
+        heads = header_with_and_without(target.pid, tmp, "realtime", ["--no-realtime"])
+        check("record --realtime: the JSON header says so (and not with --no-realtime)", heads == [True, False], heads)
+        js = os.path.join(tmp, "default-realtime.jsonl")
+        r = record("--pid", target.pid, "--duration", STARTUP_S, "--format", "json", "-o", js)
+        check("record: the default (a held thread, on a schedule) samples at real-time priority when granted",
+              r.returncode == 0 and json_header(js).get("realtime") is True, r.stderr)
         r = record("--pid", target.pid, "--rate", UNHOLDABLE_RATE, "--duration", UNHOLDABLE_SECONDS, "--realtime")
         check("record --realtime: a rate it cannot hold is noted",
               r.returncode == 0 and b"note: --realtime could not hold" in r.stderr, r.stderr)
@@ -619,6 +625,11 @@ def realtime(entry, tmp):
                             "--duration", str(RUN_SECONDS), "--realtime"], capture_output=True, timeout=TIMEOUT)
         ok, detail = one_line_error(r, 1, "--realtime: cannot sample at real-time priority")
         check("error: --realtime refused", ok and r.stdout == b"", detail)
+        r = subprocess.run(["sh", "-c", 'ulimit -r 0 && exec "$@"', "sh", setpriv, "--inh-caps=-sys_nice",
+                            "--bounding-set=-sys_nice", FP, "record", "--no-progress", "--pid", str(target.pid),
+                            "--duration", str(STARTUP_S)], capture_output=True, timeout=TIMEOUT)
+        check("record: the default, real-time priority refused, samples without and says so",
+              r.returncode == 0 and b"note: real-time priority was refused" in r.stderr and r.stdout, r.stderr)
     finally:
         target.kill()
         target.wait()
