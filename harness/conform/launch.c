@@ -59,7 +59,10 @@ int cf_launch_scenario(const cf_launch_req *req, const cf_launched *out, char *e
         snprintf(err, errlen, "out of memory");
         return rc;
     }
-    cf_spawn_req sreq = {.argv = argv, .stdout_fd = *out->out_fd, .stderr_fd = *out->err_fd, .channel = true};
+    /* The entry's environment (the JIT of a "+jit" id) goes to the target
+     * only, through chroot, which keeps the environment. */
+    cf_spawn_req sreq = {
+        .argv = argv, .stdout_fd = *out->out_fd, .stderr_fd = *out->err_fd, .channel = true, .env = req->interp->env};
     char why[CF_ERRMSG_LEN];
     rc = cf_spawn(&sreq, out->child, why, sizeof why);
     cf_argv_free(argv);

@@ -1,5 +1,6 @@
 /* manifest.c — loads and validates interpreters.json:
- * {"interpreters":[{"id","version","free_threaded","debug","root","argv"}]}. */
+ * {"interpreters":[{"id","version","free_threaded","debug","root","argv",
+ * optional "jit" and "env"}]}. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,11 @@ static void interp_free(cf_interp *in)
             free(in->argv[i]);
         free(in->argv);
     }
+    if (in->env) {
+        for (size_t i = 0; i < in->envc; i++)
+            free(in->env[i]);
+        free(in->env);
+    }
     memset(in, 0, sizeof *in);
 }
 
@@ -72,6 +78,49 @@ static int dup_str(const char *s, char **out)
 {
     *out = strdup(s);
     return *out ? CF_OK : CF_E_NOMEM;
+}
+
+/* "env": an object whose every value is a string; its names are non-empty
+ * and hold no '=' (each becomes one NAME=VALUE string, in the object's
+ * order).  Absent means an empty list. */
+static int parse_env(json_object *e, const char *id, cf_interp *in, char *err, size_t errlen)
+{
+    json_object *env = NULL;
+    size_t n = 0;
+    if (json_object_object_get_ex(e, "env", &env)) {
+        if (!json_object_is_type(env, json_type_object)) {
+            snprintf(err, errlen, "interpreter %s: \"env\" must be an object", id);
+            return CF_E_FORMAT;
+        }
+        n = (size_t)json_object_object_length(env);
+    }
+    in->env = calloc(n + 1, sizeof *in->env);
+    if (!in->env)
+        goto nomem;
+    if (n == 0)
+        return CF_OK;
+    json_object_object_foreach(env, name, value)
+    {
+        if (!*name || strchr(name, '=')) {
+            snprintf(err, errlen, "interpreter %s: \"env\" name \"%s\" is empty or holds '='", id, name);
+            return CF_E_FORMAT;
+        }
+        if (!json_object_is_type(value, json_type_string)) {
+            snprintf(err, errlen, "interpreter %s: \"env\" value of %s must be a string", id, name);
+            return CF_E_FORMAT;
+        }
+        const char *v = json_object_get_string(value);
+        size_t len = strlen(name) + 1 + strlen(v) + 1;
+        char *kv = malloc(len);
+        if (!kv)
+            goto nomem;
+        snprintf(kv, len, "%s=%s", name, v);
+        in->env[in->envc++] = kv;
+    }
+    return CF_OK;
+nomem:
+    snprintf(err, errlen, "out of memory");
+    return CF_E_NOMEM;
 }
 
 static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, size_t errlen)
@@ -99,6 +148,7 @@ static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, siz
     }
     in->free_threaded = cf_json_bool(e, "free_threaded", false);
     in->debug = cf_json_bool(e, "debug", false);
+    in->jit = cf_json_bool(e, "jit", false);
     if (dup_str(id, &in->id) || dup_str(version, &in->version) || dup_str(root, &in->root))
         goto nomem;
     in->argv = calloc(argc + 1, sizeof *in->argv);
@@ -114,7 +164,7 @@ static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, siz
             goto nomem;
         in->argc = i + 1;
     }
-    return CF_OK;
+    return parse_env(e, id, in, err, errlen);
 nomem:
     snprintf(err, errlen, "out of memory");
     return CF_E_NOMEM;

@@ -1,5 +1,7 @@
 /* manifest.h — the interpreter manifest (interpreters.json) read by
- * `frameproof conform`. */
+ * `frameproof conform`: {"interpreters": [{"id", "version", "free_threaded",
+ * "debug", "root", "argv", and optionally "jit" (bool) and "env" (an object
+ * of string values)}]}. */
 #ifndef FP_CONFORM_MANIFEST_H
 #define FP_CONFORM_MANIFEST_H
 
@@ -20,8 +22,15 @@ typedef struct cf_interp {
     char *root;            /* "/" or the chroot directory */
     char **argv;           /* NULL-terminated command that runs the interpreter */
     size_t argc;
+    /* The entry's "env": NAME=VALUE strings (NULL-terminated, never NULL
+     * once loaded; empty without "env") put into every target's environment
+     * on top of the harness's own, e.g. PYTHON_JIT=1 for a "+jit" id, which
+     * runs the same binary as its base id with the JIT turned on. */
+    char **env;
+    size_t envc;
     bool free_threaded;
     bool debug;
+    bool jit;              /* "jit": provisioning saw sys._jit.is_enabled() True */
     int major, minor;      /* parsed from version */
 } cf_interp;
 

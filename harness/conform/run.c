@@ -587,6 +587,7 @@ static json_object *interpreters_json(const conform_run *r)
             cf_json_add(o, "version", json_object_new_string(in->version)) ||
             cf_json_add(o, "free_threaded", json_object_new_boolean(in->free_threaded)) ||
             cf_json_add(o, "debug", json_object_new_boolean(in->debug)) ||
+            cf_json_add(o, "jit", json_object_new_boolean(in->jit)) ||
             cf_json_add(o, "root", json_object_new_string(in->root)) ||
             cf_json_add(o, "untested", json_object_new_boolean(cf_interp_untested(in))) || cf_json_push(a, o)) {
             json_object_put(o);

@@ -132,6 +132,10 @@ static void child_setup_and_exec(const cf_spawn_req *req, pid_t parent, int rfd,
     unsetenv("FP_GT_AUTO_CONTINUE");
     unsetenv("PYTHONPATH");
     unsetenv("PYTHONHOME");
+    unsetenv("PYTHON_JIT");
+    for (char *const *kv = req->env; kv && *kv; kv++)
+        if (putenv(*kv) != 0)
+            child_fail(errfd, 126);
     execvp(req->argv[0], req->argv);
     child_fail(errfd, 127);
 }

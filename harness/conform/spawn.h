@@ -20,6 +20,9 @@ typedef struct cf_spawn_req {
     bool channel;          /* create the ground-truth pipes and set FP_GT_* */
     int *stdin_writer;     /* non-NULL: the child's stdin is a pipe whose write
                               end (close-on-exec) is stored here; NULL: /dev/null */
+    char *const *env;      /* NULL or NULL-terminated NAME=VALUE strings set in
+                              the child's environment last (an interpreter
+                              entry's "env": PYTHON_JIT=1 for a "+jit" id) */
 } cf_spawn_req;
 
 typedef struct cf_child {
@@ -40,7 +43,9 @@ void cf_argv_free(char **argv);
 /* Starts the child in a new process group.  The child gets SIGKILL if the
  * calling process dies (PR_SET_PDEATHSIG), has stdin on /dev/null or on the
  * pipe of req->stdin_writer, and
- * does not see PYTHONPATH, PYTHONHOME or FP_GT_AUTO_CONTINUE.  Exec
+ * does not see PYTHONPATH, PYTHONHOME, FP_GT_AUTO_CONTINUE or PYTHON_JIT
+ * of the harness's environment (whether a target runs with the JIT is its
+ * entry's choice, never the caller's shell's), then gets req->env.  Exec
  * failures are reported here (CF_E_IO with the reason in err). */
 int cf_spawn(const cf_spawn_req *req, cf_child *out, char *err, size_t errlen);
 

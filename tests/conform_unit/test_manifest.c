@@ -24,6 +24,9 @@
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #define E313 "{\"id\":\"3.13\",\"version\":\"3.13.18\",\"root\":\"/srv/sid\",\"argv\":[\"/usr/bin/python3.13\",\"-X\",\"dev\"]}"
+#define E315JIT                                                                                                    \
+    "{\"id\":\"3.15+jit\",\"version\":\"3.15.2\",\"jit\":true,\"root\":\"/srv/sid\",\"argv\":[\"/usr/bin/python3.15\"]," \
+    "\"env\":{\"PYTHON_JIT\":\"1\",\"X\":\"a=b\"}}"
 #define E313T "{\"id\":\"3.13t\",\"version\":\"3.13.15\",\"free_threaded\":true,\"argv\":[\"python3.13t\"]}"
 
 static void version_is(const char *s, int major, int minor)
@@ -87,7 +90,11 @@ static void test_add(void **state)
     assert_false(a->debug);
     assert_true(cf_interp_chrooted(a));
     assert_false(cf_interp_untested(a));
-    /* Defaults: root "/", no debug. */
+    /* Defaults: root "/", no debug, no JIT, an empty environment. */
+    assert_false(a->jit);
+    assert_int_equal(a->envc, 0);
+    assert_non_null(a->env);
+    assert_null(a->env[0]);
     assert_string_equal(t->root, "/");
     assert_true(t->free_threaded);
     assert_false(cf_interp_chrooted(t));
@@ -98,6 +105,26 @@ static void test_add(void **state)
     cf_manifest_free(&m);
     assert_null(m.items);
     assert_int_equal(m.count, 0);
+}
+
+/* A "+jit" entry: its "env" becomes NAME=VALUE strings in the object's
+ * order (a value may hold '='), and "jit" is read. */
+static void test_env(void **state)
+{
+    (void)state;
+    cf_manifest m = {0};
+    add_ok(&m, E315JIT);
+    add_ok(&m, "{\"id\":\"e\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{}}");
+    const cf_interp *j = &m.items[0], *e = &m.items[1];
+    assert_true(j->jit);
+    assert_int_equal(j->envc, 2);
+    assert_string_equal(j->env[0], "PYTHON_JIT=1");
+    assert_string_equal(j->env[1], "X=a=b");
+    assert_null(j->env[2]);
+    assert_false(e->jit);
+    assert_int_equal(e->envc, 0);
+    assert_null(e->env[0]);
+    cf_manifest_free(&m);
 }
 
 typedef struct bad_entry {
@@ -121,6 +148,18 @@ static const bad_entry BAD[] = {
     {"{\"id\":\"x\",\"version\":\"3.13\",\"argv\":\"python3\"}", "interpreter x: \"argv\" must be a non-empty array"},
     {"{\"id\":\"x\",\"version\":\"3.13\",\"argv\":[\"p\",3]}", "interpreter x: \"argv\" must hold strings"},
     {"{\"id\":\"3.13\",\"version\":\"3.13.1\",\"argv\":[\"p\"]}", "duplicate interpreter id \"3.13\""},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":[\"PYTHON_JIT=1\"]}",
+     "interpreter x: \"env\" must be an object"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":\"PYTHON_JIT=1\"}",
+     "interpreter x: \"env\" must be an object"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{\"PYTHON_JIT\":1}}",
+     "interpreter x: \"env\" value of PYTHON_JIT must be a string"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{\"A\":\"1\",\"B\":null}}",
+     "interpreter x: \"env\" value of B must be a string"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{\"\":\"1\"}}",
+     "interpreter x: \"env\" name \"\" is empty or holds '='"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{\"A=B\":\"1\"}}",
+     "interpreter x: \"env\" name \"A=B\" is empty or holds '='"},
 };
 
 static void test_bad_entries(void **state)
@@ -246,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_version),
         cmocka_unit_test(test_add),
+        cmocka_unit_test(test_env),
         cmocka_unit_test(test_bad_entries),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_empty_manifest),
