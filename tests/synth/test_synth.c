@@ -2149,6 +2149,30 @@ static void read_backs_stack_refs(size_t layout, const char *id, built *b)
                   id);
 }
 
+/* A call made by JIT code leaves the callee's frame, not the function, in
+ * the caller's callable slot (_INIT_CALL_PY_EXACT_ARGS then _PUSH_FRAME as
+ * two uops of a trace, the frame passed through memory; 3.14+jit): the
+ * thread is returned whole, its link not compared, so the walk is read back
+ * twice.  It was refused as torn ("a call of another function"). */
+static void jit_pushed_frame_in_slot(size_t layout, const char *id, built *b)
+{
+    (void)layout;
+    const fpi_layout *l = synth_layout(b->img);
+    assert_true(every_link_comparable(b, 0));
+    uint64_t f0 = synth_frame_addr(b->img, 0, 0), f1 = synth_frame_addr(b->img, 0, 1);
+    int32_t depth = saved_depth(b, f1);
+    assert_true(depth >= 0);
+    uint64_t ref = f0 | l->executable_tag_mask;
+    memcpy(synth_bytes(b->img, f1 + (uint64_t)l->fr_localsplus + 8u * (uint64_t)depth, 8), &ref, 8);
+    unsigned want = 1 + FPI_VERIFY_READS, got = lowest_frame_reads(b, 0);
+    if (got != want)
+        fail_msg("%s: the callee's frame in its caller's slot: the lowest frame read %u times, expected %u", id, got,
+                 want);
+    chain_sampled(id, b);
+    print_message("# %s: a frame pushed by JIT code (its address in the caller's slot) is returned, read back twice\n",
+                  id);
+}
+
 /* 3.14+: a suspended caller's stack pointer that names no slot of its own
  * (unaligned, or below localsplus: FPI_DEPTH_UNKNOWN).  CPython never
  * leaves one (every frame's pointer is set when it is pushed and saved at
@@ -2237,6 +2261,7 @@ static void test_read_backs_per_link(void **state)
         }
     }
     each_chain_scene(read_backs_stack_refs);
+    each_chain_scene(jit_pushed_frame_in_slot);
     each_chain_scene(unknown_depth_read_back);
 }
 

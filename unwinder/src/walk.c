@@ -634,6 +634,15 @@ static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, si
     const fpi_pending_frame *up = &pending[i - 1];
     if (up->generator || up->funcobj == 0 || callee_is_shim)
         return FP_OK;
+    /* A call made by JIT code: the trace runs _INIT_CALL_PY_EXACT_ARGS (or
+     * _PY_FRAME_GENERAL, _PY_FRAME_KW) and _PUSH_FRAME as separate uops,
+     * passing the new frame through memory, so the callable's slot holds
+     * the callee's frame (a stack reference to it) instead of the function
+     * (3.14+jit: jit_loops' step under the checkpoint it called).  Where a
+     * callee is placed follows from its caller alone, so the frame names no
+     * call: nothing to compare, and the link is read back (count_link). */
+    if (pf->slots[0] == up->addr)
+        return FP_OK;
     *compared = true;
     if (pf->slots[0] == up->funcobj || (pf->slots[0] == 0 && pf->slots[1] == up->funcobj))
         return FP_OK;
