@@ -59,6 +59,19 @@ API
     Python frame of this module on the scenario's threads.
 ``should_stop()``
     ``bool(stop)`` for code that does not mind one more frame.
+``jit_requested()``
+    True when the target runs on a "+jit" interpreter: its environment
+    holds ``PYTHON_JIT=1`` (the manifest entry's ``env``; docs/jit.md).
+    ``start`` fails when it does and the JIT is off; ``hello`` reports
+    ``"jit"``, whether it is on.
+``require_jit(*functions, call_frames=0)``
+    On a "+jit" interpreter, prove the code under test runs as JIT code, or
+    ``fail()``: the JIT is on, each function's code object has a valid
+    executor (a hot loop of it was compiled; ``_opcode.get_executor``), and
+    the ``call_frames`` frames under the caller each stand at a CALL
+    instruction (a caller's position is exact at calls: the optimizer keeps
+    ``_SET_IP`` before every ``_PUSH_FRAME``).  Returns {qualname: [byte
+    offsets of its executors]}, or None without the JIT (nothing checked).
 
 Uncaught exceptions (main thread, other threads, unraisable ones such as a
 failing ``__del__``) and exiting without ``done()`` send an ``error`` event and
@@ -78,7 +91,7 @@ Target -> harness, one JSON object per line (UTF-8, never ASCII-escaped)::
 
     {"event": "hello", "pid": N, "scenario": NAME, "protocol": 1,
      "python": {"version": "3.13.1", "hexversion": N, "free_threaded": B,
-                "gil_enabled": B, "debug": B, "implementation": "cpython",
+                "gil_enabled": B, "debug": B, "jit": B, "implementation": "cpython",
                 "executable": PATH},
      "park": {"function": "park", "file": PATH, "lasti": N,
               "calibration": "dis" | "observed"}}
@@ -435,6 +448,11 @@ def _open_channel_fds():
         "", "0")
 
 
+def _jit_enabled():
+    jit = getattr(sys, "_jit", None)
+    return jit is not None and jit.is_enabled() is True
+
+
 def _python_info():
     try:
         import sysconfig
@@ -449,6 +467,7 @@ def _python_info():
         "free_threaded": free_threaded,
         "gil_enabled": gil_enabled,
         "debug": hasattr(sys, "gettotalrefcount"),
+        "jit": _jit_enabled(),
         "implementation": sys.implementation.name,
         "executable": sys.executable,
     }
@@ -582,6 +601,10 @@ def start(name=None):
     _reader = _LineReader(_state.rfd)
     _state.wake_r, _state.wake_w = os.pipe()
     _send_hello()
+    # Every scenario on a "+jit" interpreter, not only the JIT ones, fails
+    # at once when the JIT it was launched with did not turn on.
+    if jit_requested() and not _jit_enabled():
+        fail("PYTHON_JIT=1 but the JIT is off (sys._jit.is_enabled() is not True)")
     _state.channel = threading.Thread(target=_channel_main,
                                       name="fpgt-channel", daemon=True)
     _state.channel.start()
@@ -913,6 +936,50 @@ def live(name=None):
 def should_stop():
     """True once the harness asked a live scenario to stop."""
     return bool(_live_stop)
+
+
+def jit_requested():
+    """True when the target was launched with the JIT turned on."""
+    # JIT_ENV_NAME=JIT_ENV_VALUE of facts/facts.env, which a chroot cannot
+    # read: the manifest's "env" of every "+jit" entry.
+    return os.environ.get("PYTHON_JIT") == "1"
+
+
+def require_jit(*functions, call_frames=0):
+    """See the module docstring: executors of functions, callers at calls."""
+    if not jit_requested():
+        return None
+    if not _jit_enabled():
+        fail("PYTHON_JIT=1 but the JIT is off (sys._jit.is_enabled() is not True)")
+    import _opcode
+    import dis
+    found = {}
+    for fn in functions:
+        code = fn.__code__
+        offsets = []
+        # Executors hang at the instructions that entered them (ENTER_EXECUTOR
+        # in the adaptive bytecode, where a hot JUMP_BACKWARD was).
+        for off in range(0, len(code._co_code_adaptive), 2):
+            try:
+                ex = _opcode.get_executor(code, off)
+            except ValueError:
+                continue
+            if ex.is_valid():
+                offsets.append(off)
+        if not offsets:
+            fail("the JIT is on but %s has no valid executor: its loop did not run as JIT code"
+                 % code.co_qualname)
+        found[code.co_qualname] = offsets
+    f = sys._getframe(1)
+    for _ in range(call_frames):
+        f = f.f_back
+        if f is None:
+            fail("require_jit: fewer than %d frames under the caller" % call_frames)
+        op = dis.opname[f.f_code.co_code[f.f_lasti]]
+        if not op.startswith("CALL"):
+            fail("%s stands at %s (offset %d, line %s), not at the call it made under the JIT"
+                 % (f.f_code.co_qualname, op, f.f_lasti, f.f_lineno))
+    return found
 
 
 def generated_files(files):
