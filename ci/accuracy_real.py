@@ -52,7 +52,8 @@ def parse_args(argv):
                     "status 1 when the default fails or errs, a mutant passes, or a reference could not be "
                     "taken or was not exact.  docs/accuracy-real.md explains it.")
     ap.add_argument("--python", action="append", metavar="ID",
-                    help="interpreter id of the manifest, '+jit' appended for the JIT on (3.14+); repeatable; "
+                    help="interpreter id of the manifest (its JIT ids, e.g. 3.15+jit, run with the JIT on: "
+                         "docs/jit.md); repeatable; "
                          f"default: {' '.join(DEFAULT_IDS)}")
     ap.add_argument("--workload", action="append", choices=sorted(rp.WORKLOADS), help="repeatable; default all")
     ap.add_argument("--profiler", action="append", metavar="NAME",
@@ -88,14 +89,13 @@ def interpreters(args):
     manifest, provisioned = fpfacts.provisioned(facts)
     out = []
     for ident in args.python or DEFAULT_IDS:
-        base, jit = (ident[:-4], True) if ident.endswith("+jit") else (ident, False)
-        entry = provisioned.get(base)
+        # A "+jit" id is the manifest's own entry: provisioning wrote it only
+        # after the JIT turned on with the entry's env (targets/provision).
+        entry = provisioned.get(ident)
         if entry is None:
             out.append((ident, None, f"not provisioned (no entry in {manifest})"))
-        elif jit and rp.jit_reason(entry):
-            out.append((ident, None, rp.jit_reason(entry)))
         else:
-            out.append((ident, rp.Interp(entry, jit), None))
+            out.append((ident, rp.Interp(entry), None))
     return out
 
 

@@ -28,7 +28,6 @@ DEBUG_SCALE = 0.3           # Py_DEBUG builds run the same work several times sl
 CPYTHON_SAMPLING_MINOR = 15  # profiling.sampling first shipped in 3.15
 REMOTE_UNWINDER_MINOR = 14   # _remote_debugging.RemoteUnwinder first shipped in 3.14
 AUSTIN_MINORS = (8, 13)      # austin 3.7's README: "Austin supports Python 3.8 through 3.13"
-JIT_MINOR = 14               # Debian's 3.14 and 3.15 have the JIT compiled in, off unless PYTHON_JIT=1
 
 # workload: (script in real/, its arguments for a scale and a Py_DEBUG build)
 WORKLOADS = {
@@ -59,12 +58,15 @@ def minor_of(entry):
 
 
 class Interp:
-    """A row's interpreter: a manifest entry, with the JIT on (PYTHON_JIT=1,
-    id "X+jit") or off (PYTHON_JIT removed from the environment)."""
+    """A row's interpreter: a manifest entry, run with the entry's "env" on
+    top of this process's environment without PYTHON_JIT, so the JIT is on
+    exactly for the JIT ids ("3.15+jit": PYTHON_JIT=1, docs/jit.md)."""
 
-    def __init__(self, entry, jit=False):
-        self.entry, self.jit = entry, jit
-        self.id = entry["id"] + ("+jit" if jit else "")
+    def __init__(self, entry):
+        self.entry = entry
+        self.jit = bool(entry.get("jit"))
+        self.id = entry["id"]
+        self.extra_env = dict(entry.get("env") or {})
         self.root = entry.get("root", "/")
         self.minor = minor_of(entry)
         self.debug = bool(entry.get("debug"))
@@ -76,16 +78,8 @@ class Interp:
     def env(self):
         env = dict(os.environ)
         env.pop("PYTHON_JIT", None)
-        if self.jit:
-            env["PYTHON_JIT"] = "1"
+        env.update(self.extra_env)
         return env
-
-
-def jit_reason(entry):
-    """None when entry can run with the JIT on, else why not."""
-    if minor_of(entry) < JIT_MINOR:
-        return f"CPython {entry['version']} has no JIT (3.14 first shipped one)"
-    return None
 
 
 class Place:

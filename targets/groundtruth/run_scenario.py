@@ -116,11 +116,21 @@ def resolve_scenario(arg):
 # Interpreters
 
 class Interpreter:
-    def __init__(self, ident, argv, root="/"):
+    def __init__(self, ident, argv, root="/", env=None):
         self.id = ident
         self.argv = list(argv)
         self.root = root or "/"
+        # The entry's "env" (PYTHON_JIT=1 for a "+jit" id), as the harness
+        # gives it: on top of this process's environment without its own
+        # PYTHON_JIT, so only the entry decides whether the JIT is on.
+        self.env = dict(env or {})
         self.info = None
+
+    def environ(self, base):
+        env = dict(base)
+        env.pop("PYTHON_JIT", None)
+        env.update(self.env)
+        return env
 
     def command(self, script_args):
         if self.root != "/":
@@ -148,7 +158,8 @@ class Interpreter:
                     "get_config_var('Py_GIL_DISABLED')), 'debug': hasattr("
                     "sys, 'gettotalrefcount')}))")
             out = subprocess.run(self.command(["-c", code]), check=True,
-                                 stdout=subprocess.PIPE, timeout=60)
+                                 stdout=subprocess.PIPE, timeout=60,
+                                 env=self.environ(os.environ))
             self.info = json.loads(out.stdout)
         return self.info
 
@@ -183,7 +194,7 @@ def interpreters_from_args(args):
                     ident, manifest_path()))
             for e in chosen:
                 result.append(Interpreter(e["id"], e["argv"],
-                                          e.get("root", "/")))
+                                          e.get("root", "/"), e.get("env")))
     if not result:
         result.append(Interpreter(sys.executable, [sys.executable]))
     return result
@@ -264,7 +275,7 @@ def run_once(interp, scenario_path, *, timeout=None, at_checkpoint=None,
     script = interp.script_path(scenario_path)
     to_target_r, to_target_w = os.pipe()
     from_target_r, from_target_w = os.pipe()
-    env = dict(os.environ)
+    env = interp.environ(os.environ)
     env["FP_GT_WFD"] = str(from_target_w)
     env["FP_GT_RFD"] = str(to_target_r)
     env.pop("FP_GT_AUTO_CONTINUE", None)
