@@ -12,8 +12,8 @@ import fpgt
 fpgt.start("jit_loops")
 
 # Iterations before a checkpoint parks: well past the backward-jump count
-# after which CPython 3.14 and 3.15 optimise a loop (4 096 at most), so its
-# trace, with the calls it inlines, is JIT code long before the park.
+# after which CPython 3.14 and 3.15 optimise a loop (about 4 100, docs/jit.md),
+# so its trace, with the calls it makes, is JIT code long before the park.
 HOT = 20000
 
 
