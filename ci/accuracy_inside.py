@@ -66,7 +66,8 @@ def say(msg):
 def parse(argv):
     ap = argparse.ArgumentParser(prog="ci/accuracy inside", description=__doc__.split("\n\n")[1])
     ap.add_argument("--python", action="append", metavar="ID",
-                    help="interpreter id of the manifest, '+jit' appended for the JIT on; repeatable; "
+                    help="interpreter id of the manifest (its JIT ids, e.g. 3.15+jit, run with the JIT on: "
+                         "docs/jit.md); repeatable; "
                          "default: " + " ".join(DEFAULT_IDS))
     ap.add_argument("--runs", type=int, default=2, help="runs of each profiler (mutants: 1; default %(default)s)")
     ap.add_argument("--scale", type=float, default=1.0, help="multiplies the asyncio work (default %(default)s)")
