@@ -148,6 +148,19 @@ def verdict_of(name, role, runs, passed):
     return "within bound" if passed == len(runs) else "beyond bound"
 
 
+def public_args(argv):
+    """argv without the options that name this machine's paths."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in ("--frameproof", "--report-dir"):
+            skip = True
+        elif not a.startswith(("--frameproof=", "--report-dir=")):
+            out.append(a)
+    return out
+
+
 def main(argv):
     args = parse(argv)
     args.started = time.monotonic()
@@ -207,7 +220,7 @@ def main(argv):
     result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                        text=True).stdout.strip(),
-              "command": "ci/accuracy inside " + " ".join(a for a in argv if not a.startswith(("--frameproof", "--report-dir"))),
+              "command": " ".join(["ci/accuracy", "inside"] + public_args(argv)),
               "functions": [spec for spec, _ in FUNCTIONS], "rate_hz": RATE, "bound": args.bound,
               "noise_sigmas": NOISE_SIGMAS, "scale": args.scale, "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)
