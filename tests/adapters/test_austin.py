@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import fpfacts  # noqa: E402  (the shared facts)
 
 SCENARIOS = ["plain_calls", "methods", "named_threads"]
+JIT_SUFFIX = "+jit"   # the JIT ids of the manifest: the base id's binary with PYTHON_JIT=1
 TIMEOUT_S = 20
 FRAME_KEYS = ("function", "file", "line", "end_line", "column", "end_column")
 
@@ -194,9 +195,12 @@ def main(argv):
             elif ident.startswith("3.12"):
                 ok, why = got == "differences" and only_positions(diffs), "got %r: %r" % (got, diffs)
             else:
-                want = EXPECTED.get(ident, "match")
+                # A JIT id runs its base id's binary with the JIT on: austin
+                # 3.7 refuses 3.14 and 3.15 before it reads a frame, JIT or not.
+                base = ident[:-len(JIT_SUFFIX)] if ident.endswith(JIT_SUFFIX) else ident
+                want = EXPECTED.get(base, "match")
                 if how == "dump":
-                    want = EXPECTED_DUMP.get(ident, want)
+                    want = EXPECTED_DUMP.get(base, want)
                 ok = got.startswith(want)
                 why = "got %r (%r), expected %r" % (got, diffs, want)
             print("%s %d - austin (%s) on %s, %s" % ("ok" if ok else "not ok", n, how, ident, scen))
