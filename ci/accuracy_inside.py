@@ -86,6 +86,14 @@ def interpreters(ids):
     return accuracy_real.interpreters(argparse.Namespace(python=ids))
 
 
+def forget_inside(place):
+    """Removes the last run's inside shares, so that a run that writes none is seen."""
+    try:
+        os.unlink(place.host("inside.txt"))
+    except FileNotFoundError:
+        pass
+
+
 def inside_shares(place):
     """{spec: share} the target wrote."""
     with open(place.host("inside.txt"), encoding="utf-8") as f:
@@ -97,10 +105,7 @@ def truth(interp, place, scale):
     the runs' shares; raises ProfileError."""
     runs = []
     for _ in range(TRUTH_RUNS):
-        try:
-            os.unlink(place.host("inside.txt"))
-        except FileNotFoundError:
-            pass
+        forget_inside(place)
         r = rp.run(interp.prefix() + list(interp.entry["argv"]) + rp.workload_args(interp, place, WORKLOAD, scale),
                    interp.env())
         if r.returncode != 0:
@@ -122,10 +127,7 @@ def judge(share, inside, kept, bound):
 def one_run(ctx, interp, place, profiler):
     """[(inside share, profile share)] per function and kept, of one run;
     raises ProfileError."""
-    try:
-        os.unlink(place.host("inside.txt"))
-    except FileNotFoundError:
-        pass
+    forget_inside(place)
     got, _ = profiler.runner(ctx, interp, place, WORKLOAD, ctx.scale, profiler.flags)
     if got.kept == 0:
         raise rp.ProfileError("no sample with a Python frame")

@@ -175,44 +175,47 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
         move_to(c, cpu);
 }
 
-/* Holds thread tid on c->hold_cpu (see fps_colocate_hold). */
-static void hold_thread(fps_colocation *c, uint64_t tid)
+/* Holds thread tid on c->hold_cpu (see fps_colocate_hold); false when
+ * the kernel refused or FPS_HOLD_MAX threads are held already. */
+static bool hold_thread(fps_colocation *c, uint64_t tid)
 {
     for (size_t i = 0; i < c->nheld; i++)
         if (c->held_tid[i] == tid)
-            return;
+            return true;
     cpu_set_t old, one;
     CPU_ZERO(&old);
     CPU_ZERO(&one);
     CPU_SET(c->hold_cpu, &one);
     if (c->nheld == FPS_HOLD_MAX || sched_getaffinity((pid_t)tid, sizeof old, &old) != 0 ||
-        !CPU_ISSET(c->hold_cpu, &old) || sched_setaffinity((pid_t)tid, sizeof one, &one) != 0) {
-        c->hold_refused++;
-        return;
-    }
+        !CPU_ISSET(c->hold_cpu, &old) || sched_setaffinity((pid_t)tid, sizeof one, &one) != 0)
+        return false;
     memcpy(c->held_mask[c->nheld], &old, sizeof c->held_mask[0]);
     c->held_tid[c->nheld++] = tid;
+    return true;
 }
 
 void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
 {
     c->escaped_tid = 0;
     int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= FPS_COLOCATE_MAX_CPUS) {
+        c->unknown++;
+        return;
+    }
     cpu_set_t one;
     CPU_ZERO(&one);
-    if (cpu >= 0 && cpu < FPS_COLOCATE_MAX_CPUS)
-        CPU_SET(cpu, &one);
-    if (cpu < 0 || cpu >= FPS_COLOCATE_MAX_CPUS || sched_setaffinity(c->mover, sizeof one, &one) != 0) {
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(c->mover, sizeof one, &one) != 0) {
         c->unknown++;
         return;
     }
     c->hold_cpu = cpu;
     c->cpu = cpu;
-    uint64_t tid = pick(c, last);
-    c->tid = tid;
-    hold_thread(c, tid);
-    if (c->nheld)
+    c->tid = pick(c, last);
+    if (hold_thread(c, c->tid))
         c->holds++;
+    else
+        c->hold_refused++;
 }
 
 void fps_colocate_release(fps_colocation *c)
@@ -246,7 +249,7 @@ void fps_colocate_retry_hook(void *ctx, uint64_t native_id)
          * scheduler gave it to them); another thread that tore ran
          * elsewhere: it is held there too, and the retry reads both. */
         c->retry_follows++;
-        hold_thread(c, native_id);
+        (void)hold_thread(c, native_id); /* refused: it runs free, and a torn retry is stopped (pause_torn) */
     } else if (native_id != 0 && native_id != c->escaped_tid) {
         bool running;
         int cpu = cpu_of(c, native_id, &running);

@@ -1,4 +1,5 @@
-/* colocate.h — sampling from the CPU the target's running thread is on.
+/* colocate.h — sampling from the CPU the target's running thread is on,
+ * or with that thread held on the sampler's CPU (fps_colocate_hold).
  *
  * A running target thread changes its stack every microsecond or less, and
  * a non-blocking sample that the thread changes under is torn (the library
@@ -46,7 +47,8 @@ typedef struct fps_colocation {
     uint64_t held_tid[FPS_HOLD_MAX];
     unsigned char held_mask[FPS_HOLD_MAX][FPS_COLOCATE_MAX_CPUS / 8]; /* their affinity before the hold */
     uint64_t holds;        /* attempts made with the followed thread held */
-    uint64_t hold_refused; /* holds the kernel refused (a CPU outside the thread's cpuset, a thread gone) */
+    uint64_t hold_refused; /* attempts whose followed thread the kernel refused to hold (a CPU outside its
+                              cpuset, a thread gone) */
     fp_retry_hook chain;   /* a hook the run's replaced, called by fps_colocate_retry_hook after it moves (or NULL) */
     void *chain_ctx;
 } fps_colocation;

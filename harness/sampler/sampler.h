@@ -59,10 +59,10 @@ enum fps_fault {
 };
 
 /* The unbiased policy, the default of `record` and `bench`: colocate_pid
- * set to the target and hold on (every attempt made from the CPU of the
- * target's running thread, held there so that it runs nowhere while it is
- * read; a torn walk of another thread retried from that thread's CPU) and
- * the session opened with
+ * set to the target and hold on (at every attempt the target's running
+ * thread is held on the CPU the sampler woke on, so that it runs nowhere
+ * while it is read; a thread whose walk tore is held there too) and the
+ * session opened with
  * fp_options.pause_torn (a thread torn again is stopped alone and walked
  * exactly).  Which ticks are sampled and the instant a sample describes
  * are then set by the schedule, not by the stack: a tick is lost only when
