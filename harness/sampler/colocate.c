@@ -31,6 +31,7 @@ int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, s
     c->stat_fd = -1;
     c->cpu = -1;
     c->hold_cpu = -1;
+    c->home_cpu = -1;
     c->recheck_ns = FPS_COLOCATE_RECHECK_NS;
     if (pid < 1) {
         snprintf(msg, msglen, "colocation needs a process id, not %d", pid);
@@ -194,31 +195,8 @@ static bool hold_thread(fps_colocation *c, uint64_t tid)
     return true;
 }
 
-void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
-{
-    c->escaped_tid = 0;
-    int cpu = sched_getcpu();
-    if (cpu < 0 || cpu >= FPS_COLOCATE_MAX_CPUS) {
-        c->unknown++;
-        return;
-    }
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    if (sched_setaffinity(c->mover, sizeof one, &one) != 0) {
-        c->unknown++;
-        return;
-    }
-    c->hold_cpu = cpu;
-    c->cpu = cpu;
-    c->tid = pick(c, last);
-    if (hold_thread(c, c->tid))
-        c->holds++;
-    else
-        c->hold_refused++;
-}
-
-void fps_colocate_release(fps_colocation *c)
+/* Gives the held threads their affinity back. */
+static void unhold_all(fps_colocation *c)
 {
     for (size_t i = 0; i < c->nheld; i++) {
         cpu_set_t old;
@@ -227,14 +205,67 @@ void fps_colocate_release(fps_colocation *c)
         (void)sched_setaffinity((pid_t)c->held_tid[i], sizeof old, &old); /* a thread gone needs nothing back */
     }
     c->nheld = 0;
-    if (c->hold_cpu < 0)
+}
+
+void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
+{
+    c->escaped_tid = 0;
+    int cpu = c->home_cpu >= 0 ? c->home_cpu : sched_getcpu();
+    if (cpu < 0 || cpu >= FPS_COLOCATE_MAX_CPUS) {
+        c->unknown++;
         return;
-    if (c->have_old) {
-        cpu_set_t own;
-        CPU_ZERO(&own);
-        memcpy(&own, c->old_mask, sizeof c->old_mask);
-        (void)sched_setaffinity(c->mover, sizeof own, &own); /* free to wake anywhere for the next tick */
     }
+    c->hold_cpu = cpu;
+    c->tid = pick(c, last);
+    /* The thread first: narrowed to a CPU it runs on, it runs on there
+     * undisturbed until the mover arrives, and once the mover has taken
+     * that CPU no idle CPU can be handed the preempted thread. */
+    bool held = hold_thread(c, c->tid);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(c->mover, sizeof one, &one) != 0) {
+        unhold_all(c); /* a CPU the mover may no longer run on: nothing held, the next tick starts afresh */
+        c->hold_cpu = -1;
+        c->home_cpu = -1;
+        c->unknown++;
+        return;
+    }
+    c->cpu = cpu;
+    if (held) {
+        c->holds++;
+    } else {
+        c->hold_refused++;
+        c->home_cpu = -1; /* a CPU the thread may not run on: next time the one the mover wakes on */
+    }
+}
+
+void fps_colocate_release(fps_colocation *c)
+{
+    if (c->hold_cpu < 0)
+        return; /* nothing held (fps_colocate_follow's moves stay) */
+    if (c->have_old) {
+        /* The mover steps aside first, to a CPU of its own affinity other
+         * than the hold's, so that the held thread runs again at once,
+         * where its caches are, while the mover finishes the sample
+         * elsewhere; the next hold comes back to this CPU. */
+        cpu_set_t away;
+        CPU_ZERO(&away);
+        memcpy(&away, c->old_mask, sizeof c->old_mask);
+        CPU_CLR(c->hold_cpu, &away);
+        if (CPU_COUNT(&away) > 0 && sched_setaffinity(c->mover, sizeof away, &away) == 0) {
+            c->home_cpu = c->hold_cpu;
+            c->aside = true;
+        } else {
+            cpu_set_t own;
+            CPU_ZERO(&own);
+            memcpy(&own, c->old_mask, sizeof c->old_mask);
+            (void)sched_setaffinity(c->mover, sizeof own, &own); /* its only CPU: it stays */
+            c->home_cpu = -1;
+            c->aside = false;
+        }
+    }
+    unhold_all(c);
     c->hold_cpu = -1;
     c->cpu = -1;
 }
@@ -272,12 +303,13 @@ void fps_colocate_stop(fps_colocation *c)
     if (c->stat_fd >= 0)
         close(c->stat_fd);
     c->stat_fd = -1;
-    if (c->have_old && c->cpu >= 0) {
+    if (c->have_old && (c->cpu >= 0 || c->aside)) {
         cpu_set_t set;
         CPU_ZERO(&set);
         memcpy(&set, c->old_mask, sizeof c->old_mask);
         (void)sched_setaffinity(c->mover, sizeof set, &set); /* a mover gone needs nothing back */
     }
     c->have_old = false;
+    c->aside = false;
     c->cpu = -1;
 }

@@ -43,6 +43,8 @@ typedef struct fps_colocation {
     uint64_t escapes;      /* walks of a thread that stood still on the mover's CPU and failed: the mover left that CPU */
     uint64_t escaped_tid;  /* the thread escaped from in this attempt (0: none): not followed back to its CPU */
     int hold_cpu;          /* hold: the CPU the mover is pinned to and the held threads are held on, or -1 */
+    int home_cpu;          /* the last hold's CPU, where the next hold goes (the held thread ran on there), or -1 */
+    bool aside;            /* between holds the mover's affinity is its own less home_cpu */
     size_t nheld;          /* threads held there (fps_colocate_hold) */
     uint64_t held_tid[FPS_HOLD_MAX];
     unsigned char held_mask[FPS_HOLD_MAX][FPS_COLOCATE_MAX_CPUS / 8]; /* their affinity before the hold */
@@ -100,23 +102,28 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid);
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
 
 /* The hold, an alternative to fps_colocate_follow: before an attempt,
- * pins the mover to the CPU it runs on and holds there the thread picked
- * from last (as fps_colocate_follow picks it): that thread's affinity is
- * narrowed to the mover's CPU, which the mover occupies, so it can run
- * neither there nor anywhere else while it is read.  A thread running on
- * another CPU is taken off it before the call returns: the hold stops it
- * at whatever instant the call lands, set by the schedule, not by its
- * stack.  The mover wakes for its tick wherever the kernel puts it (an
- * idle CPU when there is one), so that it need not preempt the thread to
- * get a CPU, as a move to the thread's own CPU would.  Each thread's
- * affinity is read first and given back by fps_colocate_release.  Best
- * effort: a refusal (a CPU outside the thread's cpuset, a thread gone)
- * leaves it free, counted in c->hold_refused.  While held, the narrowed
- * mask is what another thread of the target would read for it. */
+ * narrows the affinity of the thread picked from last (as
+ * fps_colocate_follow picks it) to one CPU and pins the mover there, which
+ * it occupies, so that the thread can run neither there nor anywhere else
+ * while it is read.  The CPU is the last hold's (the thread ran on there
+ * since, its caches are there, and a thread still there is preempted,
+ * not moved), else the one the mover woke on.  The thread is narrowed
+ * before the mover arrives: no idle CPU can then be handed it once
+ * preempted.  A thread running on another CPU is taken off it before the
+ * call returns.  Either way the hold stops it at whatever instant the call
+ * lands, set by the schedule, not by its stack.  Each thread's affinity
+ * is read first and given back by fps_colocate_release.  Best effort: a
+ * refusal (a CPU outside the thread's cpuset, a thread gone) leaves it
+ * free, counted in c->hold_refused, and the next hold starts from the CPU
+ * the mover wakes on.  While held, the narrowed mask is what another
+ * thread of the target would read for it. */
 void fps_colocate_hold(fps_colocation *c, const fp_sample *last);
 
-/* Gives the held threads their affinity back and unpins the mover
- * (nothing when nothing is held). */
+/* Ends a hold (nothing when nothing is held): the mover steps aside to
+ * the CPUs of its own affinity other than the hold's (when it has any),
+ * so that the held thread runs again at once while the mover finishes
+ * the sample elsewhere, and then the held threads get their affinity
+ * back.  fps_colocate_stop gives the mover all of its own. */
 void fps_colocate_release(fps_colocation *c);
 
 /* Gives the mover its affinity back and closes what it opened. */
