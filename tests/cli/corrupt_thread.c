@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "frameproof/image.h"
+#include "read.h"
 #include "session.h"
 
 #define BAD_CHUNK 0xfffffffffffffff0ull

@@ -10,6 +10,7 @@
 
 #include "call_sites.h"
 #include "grow.h"
+#include "read.h"
 #include "session.h"
 #include "verify.h"
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "read.h"
 #include "session.h"
 
 #define MAX_UNICODE 0x10FFFFu

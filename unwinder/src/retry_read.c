@@ -8,7 +8,7 @@
  * targets/bench/running.py, 3.11: 94 % of retries torn, 8 tries a thread).
  * So a retry reads, in one process_vm_readv, the thread state, the chunks
  * where the torn attempt found them (the newest with a margin, as the next
- * sample's first read would: walk.c, remember_stack) and its _PyCFrame's
+ * sample's first read would: thread.c, remember_stack) and its _PyCFrame's
  * current frame (3.11, 3.12), and after all of those the ranges of the
  * read-backs that attempt planned (readback_ahead.c, in a second instance
  * of its own: s->rb_retry).  The walk checks every address it takes from
@@ -19,10 +19,11 @@
  * the place of the last sample. */
 #include <string.h>
 
+#include "chain.h"
 #include "grow.h"
+#include "read.h"
 #include "readback_ahead.h"
 #include "retry_read.h"
-#include "walk.h"
 
 #define RETRY_IOV_FIXED (2u + FPI_SPEC_OLD_CHUNKS + 1u) /* thread state, _PyCFrame word, chunks */
 #define RETRY_BUF_INITIAL 65536u
@@ -58,7 +59,7 @@ bool fpi_retry_read(fp_session *s, uint64_t ts, fpi_thread_prefetch *pre)
     *pre = (fpi_thread_prefetch){.ts = ts, .tsbuf = 0, .own_buf = true};
     size_t n = 0, at = tslen;
     /* The thread state first, then its chunks oldest first: the order of
-     * the sample's first read (walk.c, plan_thread_reads). */
+     * the sample's first read (read_ahead.c, plan_thread_reads). */
     iov[n++] = (fp_iov){ts, nb, tslen};
     if (m->cframe && l->cframe_current_frame != FPI_OFF_NONE) {
         pre->spec_cframe = m->cframe;

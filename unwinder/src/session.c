@@ -5,9 +5,11 @@
 
 #include "locate.h"
 #include "proc_state.h"
+#include "batch.h"
 #include "call_sites.h"
 #include "frameproof/pause.h"
 #include "session.h"
+#include "walk.h"
 
 /* Bytes of a thread state the walker needs beyond its highest used field. */
 #define TS_FIELD_WIDTH 8

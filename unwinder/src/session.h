@@ -118,7 +118,7 @@ typedef struct fpi_pending_frame {
 } fpi_pending_frame;
 
 /* A thread as the last sample saw it: where the next sample's first read
- * looks for it (walk.c). */
+ * looks for it (read_ahead.c). */
 typedef struct fpi_thread_memo {
     uint64_t interp, ts;      /* its interpreter and thread state */
     uint64_t chunk;           /* its newest data-stack chunk (0: none known) */
@@ -206,7 +206,7 @@ struct fp_session {
     size_t verify_iov_cap;
     struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
     size_t verify_at_cap;
-    struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (walk.c) */
+    struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (batch.c) */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
     fpi_readback_ahead rb_retry;     /* a torn attempt's read-backs, read with its retry (retry_read.c) */
@@ -250,10 +250,6 @@ fp_interp *fpi_sample_push_interp(fp_sample *sm);
 fp_thread *fpi_sample_push_thread(fp_sample *sm);
 fp_frame *fpi_sample_push_frame(fp_sample *sm);
 
-/* memory helpers (walk.c) */
-int fpi_read(fp_session *s, uint64_t addr, void *buf, size_t len);
-int fpi_readv(fp_session *s, const fp_iov *iov, size_t n);
-
 /* pystr.c: reads a str object and returns a malloc'd UTF-8 copy. */
 int fpi_read_str(fp_session *s, uint64_t addr, char **out, size_t *out_len);
 /* reads a bytes object into a malloc'd buffer (max bytes). */
@@ -284,9 +280,5 @@ struct fpi_walk_used;
 size_t fpi_code_confirm_queue(fp_session *s, const struct fpi_walk_used *us, size_t count, size_t *hlen);
 uint64_t fpi_code_confirm_addr(const fp_session *s, size_t i);
 size_t fpi_code_confirm_finish(fp_session *s, size_t m, const uint8_t *hdrs);
-
-/* walk.c */
-int fpi_walk_all(fp_session *s, fp_sample *sm);
-void fpi_walk_batch_free(struct fpi_walk_batch *b);
 
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "read.h"
 #include "reader_vm.h"
 #include "session.h"
 #include "verify.h"
@@ -46,7 +47,7 @@ size_t fpi_outside_prefix(const fpi_layout *l)
  * many_threads, 3.11 and 3.12, one read-back: x2 under leaf_y, 9 samples in
  * 33 000).  Where a caller keeps its stack depth and the function it
  * called (every supported version: 3.11-3.13 a stacktop, 3.14+ a stack
- * pointer), that mixture is refused by structure (walk.c:
+ * pointer), that mixture is refused by structure (emit.c:
  * callee_was_called, and on 3.11-3.13 the depth checks), so one read-back
  * comes first and the second only for a walk with a link the callee check
  * could not compare (a generator's frame, a call through C, the __init__
@@ -523,4 +524,23 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         if (ws[i].last)
             note_outside_frames(s, &us[i], nb, &at[i]);
     return FP_OK;
+}
+
+int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,
+                            bool code_strict)
+{
+    /* A code object read after the walk's read-back may have been freed
+     * and replaced at its address in between, its frame gone: one more
+     * read-back, its confirmation strict, proves the frames still there
+     * (and so their code objects alive) after those reads.  Without
+     * code_strict: the read-back a walk with an unchecked link still owes. */
+    for (size_t i = 0; i < count; i++) {
+        ws[i].last = true;
+        ws[i].code_strict = code_strict;
+    }
+    size_t failed;
+    int rc = fpi_verify_batch(s, ws, us, count, &failed);
+    for (size_t i = 0; i < count; i++)
+        ws[i].code_strict = false;
+    return rc;
 }

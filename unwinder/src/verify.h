@@ -77,4 +77,10 @@ typedef struct fpi_walk_used {
  * message. */
 int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed);
 
+/* After the walks' frames: the walks ws/us read back once more; FP_OK when
+ * they still hold.  code_strict (FPI_OWED_CODE): a cached code object that
+ * changed tears them too. */
+int fpi_verify_after_frames(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count,
+                            bool code_strict);
+
 #endif

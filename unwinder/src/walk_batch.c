@@ -12,97 +12,17 @@
  * leaves the sample as it was, and the interpreter is walked again thread
  * by thread, each thread retried on its own. */
 #include <stdlib.h>
-#include <string.h>
 
+#include "batch.h"
+#include "emit.h"
 #include "grow.h"
-#include "walk.h"
-
-
-/* An interpreter's walks, copied from the read-ahead and collected, kept
- * for one batched read-back of every thread (two, like a single walk's),
- * then resolved.  Anything short of every thread proven leaves the
- * interpreter to the thread-by-thread walk. */
-typedef struct fpi_deferred_walk {
-    fpi_verify_want want;
-    size_t thread;                  /* index in the sample */
-    size_t chunks, nchunks, seen, nseen, pending, npending; /* slices of the batch's arrays */
-    bool owes_links;                /* its frames owe it a read-back (fpi_frames_owe: any but none) */
-} fpi_deferred_walk;
-
-typedef struct fpi_walk_batch {
-    bool on;                        /* walk_frames defers instead of reading back */
-    fpi_deferred_walk *walks;
-    size_t n, cap;
-    fpi_chunk_copy *chunks;
-    size_t nchunks, chunks_cap;
-    fpi_seen_frame *seen;
-    size_t nseen, seen_cap;
-    fpi_pending_frame *pending;
-    size_t npending, pending_cap;
-    uint8_t *ts;                    /* the thread-state copies, ts_read_len bytes each */
-    size_t ts_cap;
-    fpi_verify_want *wants;
-    size_t wants_cap;
-    fpi_walk_used *used;
-    size_t used_cap;
-} fpi_walk_batch;
-
-bool fpi_batch_collecting(const fp_session *s)
-{
-    return s->batch && s->batch->on;
-}
+#include "read.h"
+#include "thread.h"
+#include "thread_list.h"
+#include "verify.h"
+#include "walk_batch.h"
 
 #define BATCH_INITIAL 16u
-
-void fpi_walk_batch_free(fpi_walk_batch *b)
-{
-    if (!b)
-        return;
-    free(b->walks);
-    free(b->chunks);
-    free(b->seen);
-    free(b->pending);
-    free(b->ts);
-    free(b->wants);
-    free(b->used);
-    free(b);
-}
-
-/* Appends n items of size sz to a growable array; false when out of memory. */
-static bool batch_append(void **arr, size_t *len, size_t *cap, const void *items, size_t n, size_t sz)
-{
-    void *na = fpi_grow(*arr, cap, *len + n ? *len + n : 1, sz, BATCH_INITIAL);
-    if (!na)
-        return false;
-    *arr = na;
-    if (n)
-        memcpy((uint8_t *)na + *len * sz, items, n * sz);
-    *len += n;
-    return true;
-}
-
-/* Keeps the walk just collected (s->chunks, s->seen, s->pending, the
- * thread state copy in want) for the interpreter's batched read-back. */
-int fpi_batch_defer(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
-{
-    fpi_walk_batch *b = s->batch;
-    fpi_deferred_walk d = {
-        .want = *want,
-        .thread = (size_t)(th - sm->threads),
-        .chunks = b->nchunks, .nchunks = s->nchunks,
-        .seen = b->nseen, .nseen = s->nseen,
-        .pending = b->npending, .npending = s->npending,
-    };
-    size_t tslen = s->ts_read_len, tsused = b->n * tslen;
-    if (!batch_append((void **)&b->chunks, &b->nchunks, &b->chunks_cap, s->chunks, s->nchunks, sizeof *s->chunks) ||
-        !batch_append((void **)&b->seen, &b->nseen, &b->seen_cap, s->seen, s->nseen, sizeof *s->seen) ||
-        !batch_append((void **)&b->pending, &b->npending, &b->pending_cap, s->pending, s->npending,
-                      sizeof *s->pending) ||
-        !batch_append((void **)&b->ts, &tsused, &b->ts_cap, want->tsbuf, tslen, 1) ||
-        !batch_append((void **)&b->walks, &b->n, &b->cap, &d, 1, sizeof d))
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: keeping %zu walks for one read-back", b->n + 1);
-    return FP_OK;
-}
 
 /* Reads back every deferred walk in one batched read, twice; FP_OK when
  * all of them are unchanged. */
@@ -243,4 +163,3 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     }
     return rc;
 }
-
