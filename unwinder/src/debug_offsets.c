@@ -8,13 +8,8 @@
 #include "frameproof/frameproof.h"
 #include "debug_offsets.h"
 #include "fp_facts.h"
+#include "fpi_limits.h"
 #include "versions.h"
-
-/* Upper bounds for structure sizes reported by a table. */
-#define MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
-#define MAX_INTERP_SIZE (4u * 1024u * 1024u)
-#define MAX_TSTATE_SIZE (64u * 1024u)
-#define MAX_SMALL_STRUCT 4096u
 
 enum fkind {
     F_SIZE,   /* a group's size: bounded by the group's max */
@@ -33,8 +28,8 @@ typedef struct field_desc {
 enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_COUNT };
 
 static const uint32_t group_max[G_COUNT] = {
-    MAX_RUNTIME_SIZE, MAX_INTERP_SIZE, MAX_TSTATE_SIZE, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT,
-    MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT, MAX_SMALL_STRUCT,
+    FPI_MAX_RUNTIME_SIZE, FPI_MAX_INTERP_SIZE, FPI_MAX_TSTATE_SIZE, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT,
+    FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT,
 };
 
 static const char *const group_name[G_COUNT] = {

@@ -10,12 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FPI_OFF_NONE (-1)
+#include "fpi_limits.h"
 
-/* Largest structure prefix the walker copies in one read. */
-#define FPI_MAX_STRUCT_READ 4096
-/* Largest str or bytes header the object readers copy. */
-#define FPI_STR_HEADER_MAX 128
+#define FPI_OFF_NONE (-1)
 
 typedef struct fpi_layout {
     uint32_t hexversion;          /* of the target */

@@ -10,8 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hard cap on the table size the decoder accepts (bytes). */
-#define FPI_LINETABLE_MAX_BYTES (64u * 1024u * 1024u)
+#include "fpi_limits.h"
 
 typedef struct fpi_position {
     int32_t line, end_line, column, end_column; /* FP_POS_NONE (-1) when absent */

@@ -13,13 +13,12 @@
 
 #include "debug_offsets.h"
 #include "fp_facts.h"
+#include "fpi_limits.h"
 #include "locate.h"
 #include "locate_elf.h"
 #include "maps.h"
 #include "proc_state.h"
 #include "versions.h"
-
-#define MAX_CANDIDATES 64
 
 void fpi_format_version(uint32_t hex, char *buf, size_t len)
 {
@@ -223,7 +222,7 @@ int fpi_locate_pid(fp_session *s, int pid)
     fpi_errbuf log = {{0}};
     int best = FP_E_NOT_PYTHON;
     size_t tried = 0;
-    for (size_t i = 0; i < maps.n && tried < MAX_CANDIDATES; i++) {
+    for (size_t i = 0; i < maps.n && tried < FPI_MAX_CANDIDATES; i++) {
         const fpi_mapping *m = &maps.v[i];
         if (!m->path || m->offset != 0 || !strstr(base_name(m->path), "python"))
             continue;

@@ -7,10 +7,7 @@
 #include <stdint.h>
 
 #include "fp_error.h"
-
-/* Bounds on untrusted ELF input. */
-#define FPI_ELF_MAX_SECTIONS 65536u
-#define FPI_ELF_MAX_SYMBOLS (16u * 1024u * 1024u)
+#include "fpi_limits.h"
 
 typedef struct fpi_elf_info {
     bool has_section;          /* .PyRuntime */

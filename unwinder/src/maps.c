@@ -11,7 +11,6 @@
 #include "maps.h"
 
 #define MAPS_READ_CHUNK 65536u
-#define MAPS_MAX_BYTES (256u * 1024u * 1024u)
 
 static const char DELETED_SUFFIX[] = " (deleted)";
 
@@ -141,10 +140,10 @@ int fpi_maps_read_pid(int pid, fpi_maps *out, fpi_errbuf *eb)
     size_t len = 0, cap = 0;
     for (;;) {
         if (cap - len < MAPS_READ_CHUNK) {
-            if (cap >= MAPS_MAX_BYTES) {
+            if (cap >= FPI_MAPS_MAX_BYTES) {
                 free(buf);
                 close(fd);
-                return fpi_err(eb, FP_E_LIMIT, "%s: larger than %u bytes", path, MAPS_MAX_BYTES);
+                return fpi_err(eb, FP_E_LIMIT, "%s: larger than %u bytes", path, FPI_MAPS_MAX_BYTES);
             }
             size_t ncap = cap ? cap * 2 : MAPS_READ_CHUNK * 2;
             char *nb = realloc(buf, ncap);

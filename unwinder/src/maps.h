@@ -7,10 +7,7 @@
 #include <stdint.h>
 
 #include "fp_error.h"
-
-/* Bounds on what we accept from /proc/PID/maps. */
-#define FPI_MAPS_MAX_ENTRIES 1000000u
-#define FPI_MAPS_MAX_PATH 4096u
+#include "fpi_limits.h"
 
 typedef struct fpi_mapping {
     uint64_t start, end, offset;

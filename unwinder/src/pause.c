@@ -14,6 +14,7 @@
 #include "frameproof/frameproof.h"
 #include "frameproof/pause.h"
 #include "fp_error.h"
+#include "fpi_limits.h"
 #include "pause_thread.h"
 #include "proc_state.h"
 
@@ -22,7 +23,6 @@
 #define POLL_MIN_NS 10000L    /* then sleeps, the first this long, each next one twice as long ... */
 #define POLL_MAX_NS 1000000L  /* ... up to this (a first sleep of 1 ms made stops of 16 threads overrun 1 kHz ticks) */
 #define NS_PER_MS 1000000L
-#define MAX_PASSES 64         /* passes over /proc/PID/task until no new thread appears */
 #define PATH_LEN 128
 
 typedef fpi_paused_thread pause_task;
@@ -133,7 +133,7 @@ static bool any_seized(const fp_pause *p)
 /* Seizes and interrupts every thread, passing until the set is stable. */
 static int stop_all(fp_pause *p, char *err, size_t errlen)
 {
-    for (int pass = 0; pass < MAX_PASSES; pass++) {
+    for (int pass = 0; pass < FPI_PAUSE_MAX_PASSES; pass++) {
         size_t added;
         int rc = scan_tasks(p, &added, err, errlen);
         if (rc)

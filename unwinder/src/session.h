@@ -9,6 +9,7 @@
 
 #include "frameproof/frameproof.h"
 #include "fp_error.h"
+#include "fpi_limits.h"
 #include "frame_cache.h"
 #include "layout.h"
 #include "linetable.h"
@@ -16,24 +17,8 @@
 #include "tlbc_ahead.h"
 #include "typed_load.h"
 
-/* Limits on data read from the target. */
-#define FPI_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
-#define FPI_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
-#define FPI_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
-#define FPI_MAX_CHUNKS 4096u                         /* chunks per thread */
-#define FPI_SPEC_OLD_CHUNKS 8u                       /* older chunks of a thread read ahead (the rest: one by one) */
-#define FPI_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
-#define FPI_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
-#define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
 #define FPI_TYPE_CACHE_SLOTS 16
-#define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
-#define FPI_THREAD_LIST_RESTARTS 5u                  /* walks of an interpreter's threads again from its head */
-#define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
-#define FPI_VERIFY_READS_CHECKED 1u                  /* ... before its frames where the callee check applies */
-#define FPI_MAX_READ_AHEAD_BYTES (8u * 1024u * 1024u) /* the last sample's read-backs read again with a first read */
-#define FPI_CODE_CACHE_MAX 65536u                    /* entries kept between samples */
 #define FPI_CODE_FINGERPRINT_WORDS 8
-#define FPI_MAX_CHECKED_BYTECODE (4u * 1024u * 1024u) /* bytecode bytes kept for the call-site check */
 
 enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE };
 

@@ -1,0 +1,46 @@
+/* fpi_limits.h — the library's bounds, in one place: on what it accepts
+ * from the target and the files it reads (everything read is untrusted),
+ * and on the work one sample may do. */
+#ifndef FPI_LIMITS_H
+#define FPI_LIMITS_H
+
+/* Structures and objects read from the target. */
+#define FPI_MAX_STRUCT_READ 4096                     /* largest structure prefix the walker copies in one read */
+#define FPI_STR_HEADER_MAX 128                       /* largest str or bytes header the object readers copy */
+#define FPI_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
+#define FPI_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */
+#define FPI_MAX_TYPE_NAME 64                         /* bytes of tp_name compared */
+#define FPI_MAX_TLBC_ENTRIES 4096                    /* co_tlbc array length */
+#define FPI_MAX_CHECKED_BYTECODE (4u * 1024u * 1024u) /* bytecode bytes kept for the call-site check */
+#define FPI_LINETABLE_MAX_BYTES (64u * 1024u * 1024u) /* a line table the decoder accepts */
+
+/* Data stacks. */
+#define FPI_MAX_CHUNK_BYTES (64u * 1024u * 1024u)    /* one data-stack chunk */
+#define FPI_MAX_CHUNKS 4096u                         /* chunks per thread */
+#define FPI_MAX_STACK_COPY (256u * 1024u * 1024u)    /* all chunks of one thread */
+
+/* Structure sizes a debug-offsets table may report. */
+#define FPI_MAX_RUNTIME_SIZE (16u * 1024u * 1024u)
+#define FPI_MAX_INTERP_SIZE (4u * 1024u * 1024u)
+#define FPI_MAX_TSTATE_SIZE (64u * 1024u)
+#define FPI_MAX_SMALL_STRUCT 4096u
+
+/* Finding the runtime: /proc/PID/maps and ELF files. */
+#define FPI_MAPS_MAX_ENTRIES 1000000u
+#define FPI_MAPS_MAX_PATH 4096u
+#define FPI_MAPS_MAX_BYTES (256u * 1024u * 1024u)
+#define FPI_MAX_CANDIDATES 64                        /* mappings tried as the runtime */
+#define FPI_ELF_MAX_SECTIONS 65536u
+#define FPI_ELF_MAX_SYMBOLS (16u * 1024u * 1024u)
+
+/* The work of one sample. */
+#define FPI_THREAD_WALK_ATTEMPTS 8u                  /* tries of one thread's walk */
+#define FPI_THREAD_LIST_RESTARTS 5u                  /* walks of an interpreter's threads again from its head */
+#define FPI_VERIFY_READS 2u                          /* read-backs of one thread's walk */
+#define FPI_VERIFY_READS_CHECKED 1u                  /* ... before its frames where the callee check applies */
+#define FPI_SPEC_OLD_CHUNKS 8u                       /* older chunks of a thread read ahead (the rest: one by one) */
+#define FPI_MAX_READ_AHEAD_BYTES (8u * 1024u * 1024u) /* the last sample's read-backs read again with a first read */
+#define FPI_CODE_CACHE_MAX 65536u                    /* code objects kept between samples */
+#define FPI_PAUSE_MAX_PASSES 64                      /* passes over /proc/PID/task until no new thread appears */
+
+#endif
