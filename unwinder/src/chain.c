@@ -13,8 +13,6 @@
 #include "read.h"
 #include "verify.h"
 
-#define PTR_SIZE 8u
-#define CHUNK_HEADER 24u
 #define CHUNK_TOP 16u        /* _PyStackChunk.top: slots in use when a newer chunk was pushed */
 #define ROOT_CHUNK_SKIP 8u   /* a root chunk (no previous) leaves its first slot unused: its first frame follows */
 #define CHUNK_LIST_INITIAL 16u
@@ -24,14 +22,14 @@
  * wrapping around the address space or exceeding a chunk's size bound? */
 bool fpi_live_span(uint64_t chunk, uint64_t top)
 {
-    return chunk && top > chunk && top - chunk > CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
+    return chunk && top > chunk && top - chunk > FPI_CHUNK_HEADER && top - chunk <= FPI_MAX_CHUNK_BYTES;
 }
 
 /* The bytes of the thread's older chunk `i` (0: the one below the newest)
  * if the sample's first read took them at `chunk`, else NULL. */
 static const uint8_t *old_chunk_ahead(const fp_session *s, const fpi_thread_prefetch *pre, unsigned i, uint64_t chunk)
 {
-    if (!pre || i >= pre->spec_nold || pre->spec_old[i] != chunk || pre->spec_old_len[i] < CHUNK_HEADER)
+    if (!pre || i >= pre->spec_nold || pre->spec_old[i] != chunk || pre->spec_old_len[i] < FPI_CHUNK_HEADER)
         return NULL;
     return (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->spec_old_buf[i];
 }
@@ -53,7 +51,7 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
         /* The newest chunk is live only up to datastack_top: copy that part,
          * header included, in one read; older chunks are copied whole. */
         bool live_part = n == 0 && fpi_live_span(chunk, top);
-        uint8_t hdr[CHUNK_HEADER];
+        uint8_t hdr[FPI_CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
         const uint8_t *ahead = n > 0 ? old_chunk_ahead(s, pre, n - 1, chunk) : NULL; /* read with the first read */
         size_t ahead_len = ahead ? pre->spec_old_len[n - 1] : 0;
@@ -66,7 +64,7 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
             if (rc)
                 return fpi_err_code(&s->err, rc, "cannot read data-stack chunk at 0x%llx", (unsigned long long)chunk);
             size = fpi_load_u64(hdr, l->chunk_size);
-            if (size < CHUNK_HEADER || size > FPI_MAX_CHUNK_BYTES)
+            if (size < FPI_CHUNK_HEADER || size > FPI_MAX_CHUNK_BYTES)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu",
                               (unsigned long long)chunk, (unsigned long long)size);
             if (size > UINT64_MAX - chunk)
@@ -76,10 +74,10 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
             /* The newest chunk without a live part (its top at the header)
              * holds no frame; an older one is live up to its saved top. */
             uint64_t slots = n == 0 ? 0 : fpi_load_u64(hdr, CHUNK_TOP);
-            if (slots > (size - CHUNK_HEADER) / PTR_SIZE)
+            if (slots > (size - FPI_CHUNK_HEADER) / FPI_PTR_SIZE)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: top %llu slots beyond its %llu bytes",
                                (unsigned long long)chunk, (unsigned long long)slots, (unsigned long long)size);
-            want = CHUNK_HEADER + slots * PTR_SIZE;
+            want = FPI_CHUNK_HEADER + slots * FPI_PTR_SIZE;
         } else {
             want = top - chunk;
         }
@@ -142,7 +140,7 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk,
     for (size_t k = 0; k < s->nchunks; k++) {
         size_t i = (*chunk + k) % s->nchunks;
         const fpi_chunk_copy *c = &s->chunks[i];
-        if (addr >= c->remote + CHUNK_HEADER && addr < c->remote + c->size &&
+        if (addr >= c->remote + FPI_CHUNK_HEADER && addr < c->remote + c->size &&
             c->remote + c->size - addr >= hdr) {
             *out = s->stack_buf + c->local + (addr - c->remote);
             *chunk = i;
@@ -214,12 +212,12 @@ static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int
     if (l->fr_localsplus == FPI_OFF_NONE || depth < 0 || chunk >= s->nchunks)
         return false;
     const fpi_chunk_copy *c = &s->chunks[chunk];
-    uint64_t at = addr + (uint64_t)l->fr_localsplus + PTR_SIZE * (uint64_t)depth, end = c->remote + c->size;
-    if (at < addr || at < c->remote || at > end || end - at < 2u * PTR_SIZE)
+    uint64_t at = addr + (uint64_t)l->fr_localsplus + FPI_PTR_SIZE * (uint64_t)depth, end = c->remote + c->size;
+    if (at < addr || at < c->remote || at > end || end - at < 2u * FPI_PTR_SIZE)
         return false;
     const uint8_t *p = s->stack_buf + c->local + (at - c->remote);
     out[0] = fpi_load_u64(p, 0) & ~l->executable_tag_mask;
-    out[1] = fpi_load_u64(p, PTR_SIZE) & ~l->executable_tag_mask;
+    out[1] = fpi_load_u64(p, FPI_PTR_SIZE) & ~l->executable_tag_mask;
     return true;
 }
 
@@ -233,10 +231,10 @@ static bool data_stack_below_walk(const fp_session *s)
     if (s->nchunks == 0)
         return false;
     const fpi_chunk_copy *root = &s->chunks[s->nchunks - 1];
-    if (root->lowest == root->remote + CHUNK_HEADER + ROOT_CHUNK_SKIP)
+    if (root->lowest == root->remote + FPI_CHUNK_HEADER + ROOT_CHUNK_SKIP)
         return false;
     for (size_t i = 0; i < s->nchunks; i++) {
-        uint64_t first = CHUNK_HEADER + (i == s->nchunks - 1 ? ROOT_CHUNK_SKIP : 0u);
+        uint64_t first = FPI_CHUNK_HEADER + (i == s->nchunks - 1 ? ROOT_CHUNK_SKIP : 0u);
         if (s->chunks[i].size > first)
             return true;
     }
@@ -304,7 +302,7 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
             return fpi_err(&s->err, FP_E_LIMIT, "thread %llu: deeper than %u frames",
                           (unsigned long long)th->native_id, s->opts.max_depth);
         }
-        if (addr & (PTR_SIZE - 1))
+        if (addr & (FPI_PTR_SIZE - 1))
             return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: unaligned", (unsigned long long)addr);
         if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
             last = addr;

@@ -9,7 +9,6 @@
 #include "emit.h"
 #include "read.h"
 
-#define PTR_SIZE 8u
 #define CODEUNIT_SIZE 2
 
 /* Start of the bytecode the frame executes: the thread-local copy on
@@ -35,7 +34,7 @@ static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *o
         return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
                       idx, (long long)size);
     uint64_t entry;
-    if ((rc = fpi_read(s, arr + PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
+    if ((rc = fpi_read(s, arr + FPI_PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
         return fpi_err_code(&s->err, rc, "cannot read TLBC entry %d", idx);
     if (entry == 0)
         return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,

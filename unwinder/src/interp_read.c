@@ -37,15 +37,15 @@ size_t fpi_interp_iov(const fpi_layout *l, uint64_t addr, uint64_t gil, fpi_inte
     memset(w, 0, sizeof *w);
     w->addr = addr;
     w->gil_at = gil;
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &w->next, 8};
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &w->threads_head, 8};
-    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &w->id, 8};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_next, &w->next, sizeof w->next};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_head, &w->threads_head, sizeof w->threads_head};
+    iov[n++] = (fp_iov){addr + (uint64_t)l->interp_id, &w->id, sizeof w->id};
     if (l->interp_threads_main != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &w->threads_main, 8};
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_threads_main, &w->threads_main, sizeof w->threads_main};
     if (l->interp_ceval_gil != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &w->gilp, 8};
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_ceval_gil, &w->gilp, sizeof w->gilp};
     if (l->interp_code_generation != FPI_OFF_NONE)
-        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &w->generation, 8};
+        iov[n++] = (fp_iov){addr + (uint64_t)l->interp_code_generation, &w->generation, sizeof w->generation};
     if (gil) {
         iov[n++] = (fp_iov){gil + (uint64_t)gil_locked_off(l), &w->gil_locked, sizeof w->gil_locked};
         iov[n++] = (fp_iov){gil + (uint64_t)gil_holder_off(l), &w->gil_holder, sizeof w->gil_holder};

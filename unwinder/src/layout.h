@@ -14,6 +14,12 @@
 
 #define FPI_OFF_NONE (-1)
 
+/* The target's pointer and word size: 64-bit targets only. */
+#define FPI_PTR_SIZE 8u
+/* Bytes of a data-stack chunk's header (_PyStackChunk's previous, size
+ * and top): where its data, chunk_data, starts in every supported version. */
+#define FPI_CHUNK_HEADER 24u
+
 typedef struct fpi_layout {
     uint32_t hexversion;          /* of the target */
     uint32_t minor;               /* 11..15: whose built-in knowledge applies (the

@@ -39,7 +39,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
 {
     checker c = {err, errlen, 0};
 
-    /* Thread state: walk_thread copies max(field) + 8 bytes into a
+    /* Thread state: the walker copies max(field) + 8 bytes into a
      * FPI_MAX_STRUCT_READ buffer; the copy must also stay inside ts_size. */
     int64_t ts = min64(l->ts_size, FPI_MAX_STRUCT_READ);
     need(&c, "ts_size", 0, 1, l->ts_size > 0 ? FPI_MAX_STRUCT_READ + 1 : 0);
@@ -117,9 +117,9 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     /* Type objects: tp_name is read on its own (any offset is bounded). */
     need(&c, "tp_name", l->tp_name, PTR, FPI_MAX_STRUCT_READ);
 
-    /* Data-stack chunks: copied with their 24-byte header. */
-    need(&c, "chunk_previous", l->chunk_previous, PTR, 24);
-    need(&c, "chunk_size", l->chunk_size, PTR, 24);
+    /* Data-stack chunks: copied with their header. */
+    need(&c, "chunk_previous", l->chunk_previous, PTR, FPI_CHUNK_HEADER);
+    need(&c, "chunk_size", l->chunk_size, PTR, FPI_CHUNK_HEADER);
 
     return c.failed ? FP_E_CORRUPT : FP_OK;
 }

@@ -67,7 +67,8 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
         iov[first + k] = (fp_iov){pf[k].ts, tb + k * tslen, tslen};
         if (stacks && t->cframe && s->layout.cframe_current_frame != FPI_OFF_NONE) {
             pf[k].spec_cframe = t->cframe;
-            iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top, 8};
+            iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top,
+                                sizeof pf[k].cframe_top};
         }
         if (cb && t->chunk && s->spec_bytes + t->chunk_read <= spec) {
             size_t first_chunk = m;
@@ -129,7 +130,8 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
         /* Read with the first read where the last sample saw it. */
         pf[i].has_cframe_top = pf[i].cframe && pf[i].cframe == pf[i].spec_cframe;
         if (pf[i].cframe && !pf[i].has_cframe_top)
-            iov[m++] = (fp_iov){pf[i].cframe + (uint64_t)l->cframe_current_frame, &pf[i].cframe_top, 8};
+            iov[m++] = (fp_iov){pf[i].cframe + (uint64_t)l->cframe_current_frame, &pf[i].cframe_top,
+                                sizeof pf[i].cframe_top};
     }
     size_t first_chunk = m;
     for (size_t i = 0; i < valid; i++) {

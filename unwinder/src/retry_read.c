@@ -27,7 +27,6 @@
 
 #define RETRY_IOV_FIXED (2u + FPI_SPEC_OLD_CHUNKS + 1u) /* thread state, _PyCFrame word, chunks */
 #define RETRY_BUF_INITIAL 65536u
-#define WORD 8u
 
 static const fpi_thread_memo *memo_of(const fp_session *s, uint64_t ts)
 {
@@ -63,7 +62,7 @@ bool fpi_retry_read(fp_session *s, uint64_t ts, fpi_thread_prefetch *pre)
     iov[n++] = (fp_iov){ts, nb, tslen};
     if (m->cframe && l->cframe_current_frame != FPI_OFF_NONE) {
         pre->spec_cframe = m->cframe;
-        iov[n++] = (fp_iov){m->cframe + (uint64_t)l->cframe_current_frame, &pre->cframe_top, WORD};
+        iov[n++] = (fp_iov){m->cframe + (uint64_t)l->cframe_current_frame, &pre->cframe_top, FPI_PTR_SIZE};
     }
     for (unsigned j = m->nold; j-- > 0;) {
         pre->spec_old[j] = m->old[j];

@@ -15,7 +15,6 @@
 #include "session.h"
 #include "tlbc_ahead.h"
 
-#define PTR_BYTES 8u
 
 size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fp_iov **iov, size_t *cap,
                              size_t n)
@@ -36,9 +35,9 @@ size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_t
         if (m->used_in + 1 != sample_no)
             continue;
         m->read_in = 0;
-        ni[k++] = (fp_iov){m->code + (uint64_t)co_tlbc, &m->arr_now, PTR_BYTES};
-        ni[k++] = (fp_iov){m->arr, &m->size_now, PTR_BYTES};
-        ni[k++] = (fp_iov){m->arr + PTR_BYTES * (1u + (uint64_t)m->idx), &m->entry_now, PTR_BYTES};
+        ni[k++] = (fp_iov){m->code + (uint64_t)co_tlbc, &m->arr_now, FPI_PTR_SIZE};
+        ni[k++] = (fp_iov){m->arr, &m->size_now, FPI_PTR_SIZE};
+        ni[k++] = (fp_iov){m->arr + FPI_PTR_SIZE * (1u + (uint64_t)m->idx), &m->entry_now, FPI_PTR_SIZE};
     }
     return want;
 }

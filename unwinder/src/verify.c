@@ -29,7 +29,6 @@
 
 #define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
-#define WORD 8u
 #define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
@@ -77,9 +76,9 @@ int32_t fpi_frame_depth(const fpi_layout *l, uint64_t addr, const uint8_t *fr)
     uint64_t sp = fpi_load_u64(fr, l->fr_stackpointer), base = addr + (uint64_t)l->fr_localsplus;
     if (sp == 0)
         return FPI_STACKTOP_RUNNING;
-    if (sp < base || (sp - base) % WORD != 0 || (sp - base) / WORD > (uint64_t)INT32_MAX)
+    if (sp < base || (sp - base) % FPI_PTR_SIZE != 0 || (sp - base) / FPI_PTR_SIZE > (uint64_t)INT32_MAX)
         return FPI_DEPTH_UNKNOWN;
-    return (int32_t)((sp - base) / WORD);
+    return (int32_t)((sp - base) / FPI_PTR_SIZE);
 }
 
 void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out)
@@ -262,14 +261,14 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         uint64_t cur = top_word(l, w);
         if (cur) {
             at->top_before = *used;
-            if ((rc = add_iov(s, n, cur, *used, WORD)))
+            if ((rc = add_iov(s, n, cur, *used, FPI_PTR_SIZE)))
                 return rc;
-            *used += WORD;
+            *used += FPI_PTR_SIZE;
         }
         at->top_instr = *used;
-        if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, WORD)))
+        if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, FPI_PTR_SIZE)))
             return rc;
-        *used += WORD;
+        *used += FPI_PTR_SIZE;
     }
     /* The chunks lie in the buffer newest first, each at its offset in the
      * walk's own copy (fpi_chunk_copy.local), and the frames outside them
@@ -315,15 +314,15 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         s->verify_iov[b] = t;
     }
     at->link = *used;
-    if ((rc = add_iov(s, n, w->link_addr, *used, WORD)))
+    if ((rc = add_iov(s, n, w->link_addr, *used, FPI_PTR_SIZE)))
         return rc;
-    *used += WORD;
-    if (w->generation_addr && !gen->addr && w->generation_addr >= w->link_addr + WORD &&
-        w->generation_addr - (w->link_addr + WORD) <= FPI_VM_MERGE_GAP) {
-        if ((rc = add_iov(s, n, w->generation_addr, *used, WORD)))
+    *used += FPI_PTR_SIZE;
+    if (w->generation_addr && !gen->addr && w->generation_addr >= w->link_addr + FPI_PTR_SIZE &&
+        w->generation_addr - (w->link_addr + FPI_PTR_SIZE) <= FPI_VM_MERGE_GAP) {
+        if ((rc = add_iov(s, n, w->generation_addr, *used, FPI_PTR_SIZE)))
             return rc;
         *gen = (gen_read){w->generation_addr, *used};
-        *used += WORD;
+        *used += FPI_PTR_SIZE;
     }
     at->ts = *used;
     if ((rc = add_iov(s, n, w->ts, *used, s->ts_read_len)))
@@ -331,9 +330,9 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
     *used += s->ts_read_len;
     at->cframe = *used;
     if (w->cframe_addr) {
-        if ((rc = add_iov(s, n, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, WORD)))
+        if ((rc = add_iov(s, n, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, FPI_PTR_SIZE)))
             return rc;
-        *used += WORD;
+        *used += FPI_PTR_SIZE;
     }
     return FP_OK;
 }
@@ -354,12 +353,12 @@ static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t coun
         if (!ws[i].generation_addr)
             continue;
         if (ws[i].generation_addr != last) {
-            int rc = add_iov(s, n, ws[i].generation_addr, *used, WORD);
+            int rc = add_iov(s, n, ws[i].generation_addr, *used, FPI_PTR_SIZE);
             if (rc)
                 return rc;
             last = ws[i].generation_addr;
             last_at = *used;
-            *used += WORD;
+            *used += FPI_PTR_SIZE;
         }
         at[i].gen = last_at;
     }
