@@ -129,7 +129,8 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
  * bytes short of sizeof(_PyInterpreterFrame) at the data stack's top).  A
  * frame inside a chunk but beyond its live part is dead: the walk followed
  * a pointer the thread had already left behind. */
-static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk, const uint8_t **out, bool *outside)
+static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_frames, size_t *chunk, const uint8_t **out,
+                       bool *outside)
 {
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
     size_t hdr = (size_t)s->layout.fr_localsplus;
@@ -157,7 +158,7 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, size_t *chunk,
     *outside = true;
     if (addr < pre)
         return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: not a frame", (unsigned long long)addr);
-    const uint8_t *proven = s->spec_frames && !is_top ? fpi_frame_cache_spec(&s->fc, addr - pre, pre + fsize) : NULL;
+    const uint8_t *proven = spec_frames && !is_top ? fpi_frame_cache_spec(&s->fc, addr - pre, pre + fsize) : NULL;
     if (proven) {
         s->fc.spec_hits++;
         *out = proven + pre;
@@ -267,7 +268,7 @@ static bool ends_at_switched_stack_bottom(const fp_session *s, bool last_is_entr
 /* Phase 1: follow the chain from the thread's top frame, recording every
  * frame followed (for the read-back check) and every Python frame (entry
  * and shim frames are skipped). */
-int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame)
+int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames)
 {
     const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
@@ -310,7 +311,7 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
         }
         const uint8_t *fr = NULL;
         bool outside = false;
-        int rc = frame_bytes(s, addr, depth == 0, &chunk, &fr, &outside);
+        int rc = frame_bytes(s, addr, depth == 0, spec_frames, &chunk, &fr, &outside);
         if (rc)
             return rc;
         if ((rc = push_seen(s, addr, fr, outside ? FPI_OUTSIDE_CHUNKS : (int32_t)chunk)))

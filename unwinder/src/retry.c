@@ -48,8 +48,9 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     s->thread_state_ctx = &pt;
     sm->nthreads = nthreads;
     sm->nframes = nframes;
-    s->spec_frames = false;
-    *rc = fpi_walk_thread_once(s, sm, ii, link, ts, NULL, next);
+    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next};
+    *rc = fpi_walk_thread_once(s, sm, ii, &w);
+    *next = w.next;
     if (*rc == FP_E_INCOMPLETE)
         s->reads.torn++; /* the list changed around it, or another thread's generator */
     s->thread_state = saved;
@@ -95,16 +96,21 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t 
          * copy is what failed.  So does the first walk of a thread that
          * the batched read-back found changed: the frame bytes it took
          * from the frame cache may be what changed. */
-        s->spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code;
+        fpi_thread_walk w = {
+            .link = link,
+            .ts = ts,
+            .spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code,
+            .next = *next,
+        };
         fpi_thread_prefetch again;
-        const fpi_thread_prefetch *use = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
-        s->link_moved = false;
-        rc = fpi_walk_thread_once(s, sm, ii, link, ts, use, next);
+        w.pre = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
+        rc = fpi_walk_thread_once(s, sm, ii, &w);
+        *next = w.next;
         if (rc == FP_E_INCOMPLETE)
             s->reads.torn++;
         if (rc == FP_OK || fpi_walk_fatal(rc) || rc == FP_E_LIMIT)
             break;
-        if (rc == FP_E_INCOMPLETE && s->link_moved && (*link_left = fpi_link_moved_from(s, link, ts, link_now)))
+        if (rc == FP_E_INCOMPLETE && w.link_moved && (*link_left = fpi_link_moved_from(s, link, ts, link_now)))
             break;
     }
     s->rb_retry_on = false;

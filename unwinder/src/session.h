@@ -148,11 +148,8 @@ struct fp_session {
     uint64_t none_obj;        /* None's address once an object of NoneType was read (its only, static, instance) */
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
-    bool spec_frames;         /* this walk may start from the frame cache's proven frame bytes */
     uint64_t batch_torn_ts;   /* this sample's thread state whose batched read-back failed (0: none): walked
                                * again from fresh bytes, not from the frame cache that may be what changed */
-    bool link_moved;          /* the last torn read-back found the link that led to its thread state naming
-                               * another (a thread started in front of it, or it or its neighbour exited) */
     size_t resolve_pos;       /* frames resolved so far in this sample (fpi_frame_cache_find's position) */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;

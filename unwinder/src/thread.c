@@ -43,9 +43,9 @@ static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
 static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
-                       fpi_verify_want *want)
+                       fpi_verify_want *want, bool spec_frames)
 {
-    int rc = fpi_collect_chain(s, th, top, base_frame);
+    int rc = fpi_collect_chain(s, th, top, base_frame, spec_frames);
     if (!rc && fpi_batch_collecting(s))
         return fpi_batch_defer(s, sm, th, want); /* read back with the interpreter's other threads */
     /* Two read-backs: a copy torn by a thread switching chains between its
@@ -106,10 +106,12 @@ static int thread_exception(fp_session *s, uint64_t ts, const uint8_t *tsbuf, ui
     return FP_OK;
 }
 
-int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
-                         const fpi_thread_prefetch *pre, uint64_t *next)
+int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_thread_walk *w)
 {
     const fpi_layout *l = &s->layout;
+    uint64_t link = w->link, ts = w->ts;
+    const fpi_thread_prefetch *pre = w->pre;
+    w->link_moved = false;
     uint8_t buf[FPI_MAX_STRUCT_READ];
     int rc = FP_OK;
     if (pre)
@@ -118,7 +120,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
         rc = fpi_read(s, ts, buf, s->ts_read_len);
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read thread state at 0x%llx", (unsigned long long)ts);
-    *next = fpi_load_u64(buf, l->ts_next);
+    w->next = fpi_load_u64(buf, l->ts_next);
     fp_thread *th = fpi_sample_push_thread(sm);
     if (!th)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding thread %zu to the sample", sm->nthreads + 1);
@@ -228,8 +230,9 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint
         rc = fpi_copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc) {
         remember_stack(s, ts, cframe);
-        rc = walk_frames(s, sm, th, top, base, &want);
+        rc = walk_frames(s, sm, th, top, base, &want, w->spec_frames);
     }
+    w->link_moved = want.link_moved;
     if (want.generation_seen != want.generation) {
         /* Code objects were freed while the thread was read: none of the
          * cached ones can be trusted for the retry. */

@@ -2,16 +2,27 @@
 #ifndef FPI_THREAD_H
 #define FPI_THREAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "interp_read.h"
 #include "session.h"
 
-/* One walk of the thread state at ts (reached through the pointer at link),
- * from `pre` when it was read ahead: pushes the thread (and, unless the
- * batch is collecting, its frames) to the sample; *next is its next link.
- * A walk that fails leaves the thread in the sample with its error. */
-int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
-                         const fpi_thread_prefetch *pre, uint64_t *next);
+/* One walk of one thread: what it starts from, and what it tells besides
+ * its return code. */
+typedef struct fpi_thread_walk {
+    uint64_t link;                  /* the pointer that led to the thread state */
+    uint64_t ts;                    /* the thread state */
+    const fpi_thread_prefetch *pre; /* its bytes, read ahead or by a retry's read (NULL: the walk reads them) */
+    bool spec_frames;               /* frames outside the data stack may start from the frame cache's proven bytes */
+    uint64_t next;                  /* out: its next link, once its thread state was read (else left as it was) */
+    bool link_moved;                /* out: a read-back found the link naming another thread state, which a
+                                     * retry through the same link would meet again */
+} fpi_thread_walk;
+
+/* One walk of the thread state w->ts: pushes the thread (and, unless the
+ * batch is collecting, its frames) to the sample.  A walk that fails
+ * leaves the thread in the sample with its error. */
+int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_thread_walk *w);
 
 #endif

@@ -32,10 +32,6 @@
 #define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
-/* The tear a retry of the same thread through the same link cannot mend
- * (fpi_verify_batch sets link_moved for it). */
-static const char LEFT_LIST[] = "the thread state left its interpreter's list";
-
 size_t fpi_outside_prefix(const fpi_layout *l)
 {
     return l->gen_state_before_frame != FPI_OFF_NONE ? OUTSIDE_PREFIX : 0;
@@ -417,8 +413,10 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
     w->generation_seen = w->generation;
     const char *what = NULL;
-    if (fpi_load_u64(nb, (int32_t)at->link) != w->ts)
-        what = LEFT_LIST;
+    /* The one tear a retry through the same link cannot mend. */
+    w->link_moved = fpi_load_u64(nb, (int32_t)at->link) != w->ts;
+    if (w->link_moved)
+        what = "the thread state left its interpreter's list";
     else if ((what = thread_state_change(l, w->tsbuf, nb + at->ts)) != NULL)
         ;
     else if (!live_below_top(s, u, fpi_load_u64(nb + at->ts, l->ts_datastack_chunk),
@@ -515,7 +513,6 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         if (what) {
             fpi_rb_ahead_failed(&s->rb_ahead);
             *failed = i;
-            s->link_moved = what == LEFT_LIST;
             return torn(s, &ws[i], what);
         }
     }

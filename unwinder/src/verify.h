@@ -22,6 +22,7 @@ typedef struct fpi_verify_want {
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */
     bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
     bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_after_frames) */
+    bool link_moved;           /* out: set when a read-back found the link naming another thread state */
     /* out, set by the last read-back: the top frame's instruction pointer
      * as that read-back found it, in a read of its own before everything
      * else it reads but the word naming the thread's top frame (the walk's

@@ -138,11 +138,11 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
         }
         if ((rc = fpi_remember_thread(s, ii->addr, ts)))
             break;
-        s->spec_frames = s->opts.cache_frames && s->opts.cache_code;
-        uint64_t next = 0;
-        rc = fpi_walk_thread_once(s, sm, ii, link, ts, &s->pf[k], &next);
+        fpi_thread_walk w = {
+            .link = link, .ts = ts, .pre = &s->pf[k], .spec_frames = s->opts.cache_frames && s->opts.cache_code};
+        rc = fpi_walk_thread_once(s, sm, ii, &w);
         link = ts + (uint64_t)l->ts_next;
-        ts = next;
+        ts = w.next;
     }
     b->on = false;
     if (!rc)
