@@ -18,6 +18,7 @@
 
 #include "call_sites.h"
 #include "call_sites_table.h"
+#include "frame.h"
 #include "session.h"
 #include "synth.h"
 #include "verify.h"

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "chain.h"
+#include "frame.h"
 #include "grow.h"
 #include "read.h"
-#include "verify.h"
 
 #define CHUNK_TOP 16u        /* _PyStackChunk.top: slots in use when a newer chunk was pushed */
 #define ROOT_CHUNK_SKIP 8u   /* a root chunk (no previous) leaves its first slot unused: its first frame follows */

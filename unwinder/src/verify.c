@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "frame.h"
 #include "grow.h"
 #include "read.h"
 #include "reader_vm.h"
@@ -29,13 +30,7 @@
 
 #define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
-#define OUTSIDE_PREFIX 8u  /* bytes read before a frame outside the data stack (3.11: gi_frame_state) */
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
-
-size_t fpi_outside_prefix(const fpi_layout *l)
-{
-    return l->gen_state_before_frame != FPI_OFF_NONE ? OUTSIDE_PREFIX : 0;
-}
 
 /* Two read-backs are there for a copy torn by a thread switching call
  * chains at the same depth and read back torn the same way (ci/live
@@ -54,45 +49,6 @@ unsigned fpi_verify_reads_first(const fpi_layout *l)
     return checked ? FPI_VERIFY_READS_CHECKED : FPI_VERIFY_READS;
 }
 
-/* 3.11: gi_frame_state of a generator whose frame (outside the data
- * stack) is at fr; -1 for any other frame. */
-static int16_t gen_state(const fpi_layout *l, const uint8_t *fr, bool outside)
-{
-    bool gen = outside && fpi_load_u8(fr, l->fr_owner) == l->owner_generator &&
-               l->gen_state_before_frame != FPI_OFF_NONE;
-    return gen ? (int8_t)fr[-l->gen_state_before_frame] : -1;
-}
-
-int32_t fpi_frame_depth(const fpi_layout *l, uint64_t addr, const uint8_t *fr)
-{
-    if (l->fr_stacktop != FPI_OFF_NONE)
-        return (int32_t)fpi_load_u32(fr, l->fr_stacktop);
-    if (l->fr_stackpointer == FPI_OFF_NONE || l->fr_localsplus == FPI_OFF_NONE)
-        return 0;
-    uint64_t sp = fpi_load_u64(fr, l->fr_stackpointer), base = addr + (uint64_t)l->fr_localsplus;
-    if (sp == 0)
-        return FPI_STACKTOP_RUNNING;
-    if (sp < base || (sp - base) % FPI_PTR_SIZE != 0 || (sp - base) / FPI_PTR_SIZE > (uint64_t)INT32_MAX)
-        return FPI_DEPTH_UNKNOWN;
-    return (int32_t)((sp - base) / FPI_PTR_SIZE);
-}
-
-void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out)
-{
-    /* Field by field into place: a struct built on the stack and copied
-     * whole stalls on its narrow fields, once per frame. */
-    out->gen_state = gen_state(l, fr, chunk == FPI_OUTSIDE_CHUNKS);
-    out->chunk = chunk;
-    out->addr = addr;
-    out->previous = fpi_load_u64(fr, l->fr_previous);
-    out->executable = fpi_load_u64(fr, l->fr_executable);
-    out->instr = fpi_load_u64(fr, l->fr_instr_ptr);
-    out->tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? fpi_load_u32(fr, l->fr_tlbc_index) : 0;
-    out->owner = fpi_load_u8(fr, l->fr_owner);
-    out->is_entry = l->fr_is_entry != FPI_OFF_NONE ? fpi_load_u8(fr, l->fr_is_entry) : 0;
-    out->stacktop = fpi_frame_depth(l, addr, fr);
-}
-
 /* Does the frame read back at fr still hold every field of f that the walk
  * used?  The top frame runs on: its instruction and its stack depth
  * (3.11-3.13: -1 while it runs, a depth when it stops at a call or its
@@ -109,7 +65,7 @@ static bool frame_unchanged(const fpi_layout *l, const fpi_seen_frame *f, const 
            (top || (f->stacktop != FPI_DEPTH_UNKNOWN && fpi_frame_depth(l, f->addr, fr) == f->stacktop)) &&
            (l->fr_tlbc_index == FPI_OFF_NONE || fpi_load_u32(fr, l->fr_tlbc_index) == f->tlbc_index) &&
            (l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == f->is_entry) &&
-           gen_state(l, fr, outside) == f->gen_state;
+           fpi_gen_state(l, fr, outside) == f->gen_state;
 }
 
 /* The fields of a thread state that decide its stack, and the link to the

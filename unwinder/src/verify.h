@@ -38,22 +38,6 @@ typedef struct fpi_verify_want {
     uint64_t top_instr;
 } fpi_verify_want;
 
-/* The stack depth the frame at addr (its fr_size bytes at fr) saved:
- * 3.11-3.13 its stacktop (-1 while it runs, 3.13: 0 once it returned);
- * 3.14+ its stack pointer counted in slots above localsplus
- * (FPI_STACKTOP_RUNNING for NULL, which debug builds store while the frame
- * runs; FPI_DEPTH_UNKNOWN for a pointer below localsplus, unaligned or too
- * far); 0 where the layout has neither. */
-int32_t fpi_frame_depth(const fpi_layout *l, uint64_t addr, const uint8_t *fr);
-
-/* The decisive fields of the frame whose fr_size bytes are at fr, into *out. */
-void fpi_seen_fields(const fpi_layout *l, uint64_t addr, const uint8_t *fr, int32_t chunk, fpi_seen_frame *out);
-
-/* Bytes read before a frame that lies outside the data stack (0, or 8 on
- * 3.11 for the generator's gi_frame_state): fr[-1..-prefix] are valid for
- * such a frame. */
-size_t fpi_outside_prefix(const fpi_layout *l);
-
 /* How many times a walk is read back before its frames are resolved:
  * FPI_VERIFY_READS_CHECKED where the callee-function check applies (a walk
  * with a link it did not compare is then read back once more after its
