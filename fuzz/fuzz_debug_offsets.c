@@ -6,7 +6,7 @@
  * itself declares for that structure, and inside the buffer the walker
  * copies that structure into:
  *   - thread-state fields inside thread_state.size and FPI_MAX_STRUCT_READ
- *     (walk_thread copies ts_read_len = highest field + 8 bytes into an
+ *     (the walker copies ts_read_len = highest field + 8 bytes into an
  *     FPI_MAX_STRUCT_READ buffer);
  *   - frame fields inside interpreter_frame.size (<= FPI_MAX_STRUCT_READ);
  *   - code-object fields the code cache reads from its header copy inside

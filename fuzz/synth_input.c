@@ -122,12 +122,12 @@ void fz_decode_description(fz_cursor *c, const char *id, bool tlbc, fz_descripti
             sf->code = &d->codes[ci];
             sf->unit = fz_next_u16(c) % d->code_units[ci];
             /* 3.11 reports a thread whose outermost frame is a generator
-             * as torn (walk.c): such a stack is not described there. */
+             * as torn (chain.c): such a stack is not described there. */
             sf->generator = (shape >> 2) & 1 && !(strcmp(id, "3.11") == 0 && f + 1 == nframes);
             sf->entry_below = (shape >> 3) & 1;
             sf->tlbc_index = tlbc ? (shape >> 4) % SYNTH_MAX_TLBC : 0;
             /* A frame before its first traceable instruction has called
-             * nothing yet (walk.c): its callee is entered from C code. */
+             * nothing yet (emit.c): its callee is entered from C code. */
             if (f > 0 && !sf->generator && sf->unit < sf->code->firsttraceable)
                 d->frames[t][f - 1].entry_below = true;
         }

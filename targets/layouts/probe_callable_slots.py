@@ -8,7 +8,7 @@ function called, and what the caller holds at its saved stack depth
 (3.11-3.13: `stacktop`, an index; 3.14+: `stackpointer`, an address): the
 function there, or NULL there and the function in the slot above (3.14+:
 stack references, compared without their tag bits, and the exact bits of
-f_funcobj there too).  The walk's callee-function check (unwinder/src/walk.c,
+f_funcobj there too).  The walk's callee-function check (unwinder/src/emit.c,
 callee_was_called) and the CALLABLE_AT_DEPTH set of gen_call_sites rely on
 it for CALL, CALL_KW and CALL_FUNCTION_EX.  Prints one line per form (version, form, verdict, tab-separated) and
 exits 1 when a form pushed directly leaves neither.
