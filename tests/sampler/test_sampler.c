@@ -52,6 +52,16 @@
     "import threading\ndef leaf(): return 1\ndef mid(): return leaf()\ndef other(): return 2\n"           \
     "def churn():\n    while True: mid(); other()\n"                                                      \
     "t = threading.Thread(target=churn, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
+/* The main thread stopped in the return of `leaf`, in a C profile
+ * function (cProfile's, whose timer, SimpleQueue.get, blocks on its second
+ * call: the first is leaf's call event).  `leaf` is then the top frame,
+ * its stack depth saved at its return, not at a call. */
+#define RETURNING_PROGRAM                                                                                  \
+    "import _queue, cProfile\nq = _queue.SimpleQueue()\ndef leaf():\n    return 1\n"                    \
+    "p = cProfile.Profile(q.get, builtins=False)\nq.put(0)\nprint('ready', flush=True)\n"               \
+    "p.enable()\nleaf()\n"
+#define BLOCKED_TRIES 500   /* polls, BLOCKED_PAUSE_NS apart, before the thread must be blocked */
+#define BLOCKED_PAUSE_NS 10000000L
 #define FAULT_SAMPLES 4000 /* back-to-back attempts of a fault test: enough to see walks torn */
 #define COLOCATE_SAMPLES 30
 #define CPU_READ_TRIES 20   /* a running thread may move between two reads of its CPU */
@@ -131,6 +141,11 @@ static int setup_churn(void **state)
 static int setup_spin(void **state)
 {
     return setup_program(state, SPIN_PROGRAM);
+}
+
+static int setup_returning(void **state)
+{
+    return setup_program(state, RETURNING_PROGRAM);
 }
 
 static int teardown(void **state)
@@ -770,11 +785,68 @@ static void test_colocate_escapes(void **state)
     fps_colocate_stop(&col);
 }
 
+/* Whether thread tid of pid is blocked (state S in its stat line). */
+static bool thread_blocked(pid_t pid, pid_t tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] == 'S';
+}
+
+/* A thread that stands still in a frame's return (a C profile function
+ * called there): unstopped, the walker
+ * cannot tell that top frame from one that returned while it read
+ * (refused, on every retry); stopped alone (pause_torn), the thread is one
+ * instant and the frame is its true top, at the line it returns from.
+ * 3.11-3.13 only keep a returned frame's stack depth (3.14+: nothing to
+ * refuse). */
+static void test_paused_returning_top(void **state)
+{
+    target *t = *state;
+    int still = 0; /* polls in a row that found it blocked: two, or its write of "ready" may be what blocks */
+    for (int k = 0; k < BLOCKED_TRIES && still < 2; k++) {
+        nanosleep(&(struct timespec){.tv_nsec = BLOCKED_PAUSE_NS}, NULL);
+        still = thread_blocked(t->pid, t->pid) ? still + 1 : 0;
+    }
+    assert_int_equal(still, 2);
+    int rc = fp_session_sample(t->s, t->sm);
+    if (rc != FP_OK)
+        assert_non_null(strstr(fp_session_errmsg(t->s), "has returned"));
+    assert_int_equal(rc, FP_E_INCOMPLETE);
+    fp_options o;
+    fp_options_init(&o);
+    o.pause_torn = true;
+    fp_session *ps = NULL;
+    assert_int_equal(fp_session_new(&o, &ps), FP_OK);
+    assert_int_equal(fp_session_attach_pid(ps, (int)t->pid), FP_OK);
+    rc = fp_session_sample(ps, t->sm);
+    if (rc != FP_OK)
+        fail_msg("paused: %s", fp_session_errmsg(ps));
+    fp_read_stats rs = {0};
+    assert_int_equal(fp_session_read_stats(ps, &rs), FP_OK);
+    assert_int_equal(rs.paused, 1);
+    const fp_thread *th = fp_sample_thread(t->sm, 0);
+    assert_true(th->frame_count >= 2);
+    const fp_frame *top = fp_sample_frame(t->sm, th->first_frame);
+    assert_string_equal(top->function, "leaf");
+    assert_int_equal(top->line, 4);
+    assert_string_equal(fp_sample_frame(t->sm, th->first_frame + 1)->function, "<module>");
+    fp_session_free(ps);
+}
+
 /* A hold pins the mover to the CPU it is on and narrows the followed
  * thread (the last sample's GIL holder, a worker spinning) to that CPU,
  * where the kernel moves it: it last ran there; a thread whose walk tore
- * is held there too; the release gives both threads and the mover their
- * masks back.  A run with hold set holds on every attempt and leaves every
+ * is held there too; the release gives both threads their masks back and
+ * steps the mover aside, off that CPU, until the next hold comes back to
+ * it; the stop gives the mover its mask back.  A run with hold set holds on every attempt and leaves every
  * mask as it was. */
 static void test_colocate_hold(void **state)
 {
@@ -809,15 +881,25 @@ static void test_colocate_hold(void **state)
     assert_int_equal(mask_count(&m), 1);
     fps_colocate_retry_hook(&col, holder); /* held already: once */
     assert_int_equal(col.nheld, 2);
+    const int held_on = col.hold_cpu;
     fps_colocate_release(&col);
     assert_int_equal(col.nheld, 0);
     assert_true(get_mask_of((pid_t)holder, &m));
     assert_memory_equal(&m, &worker_before, sizeof m);
     assert_true(get_mask_of(t->pid, &m));
     assert_memory_equal(&m, &main_before, sizeof m);
+    assert_true(get_mask(&m)); /* stepped aside: its own CPUs but the hold's */
+    assert_int_equal(mask_count(&m), mask_count(&own_before) - 1);
+    assert_false(m.w[held_on / 64] & (1UL << (held_on % 64)));
+    assert_true(cpu_now() != held_on);
+    fps_colocate_hold(&col, t->sm); /* the next hold comes back to that CPU */
+    assert_int_equal(col.hold_cpu, held_on);
+    assert_int_equal(cpu_now(), held_on);
+    assert_int_equal(last_cpu(t->pid, holder), held_on);
+    fps_colocate_release(&col);
+    fps_colocate_stop(&col);
     assert_true(get_mask(&m));
     assert_memory_equal(&m, &own_before, sizeof m);
-    fps_colocate_stop(&col);
     fps_config c = config(0, 0, COLOCATE_SAMPLES);
     c.colocate_pid = (int)t->pid;
     c.hold = true;
@@ -1060,6 +1142,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_hold, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_paused_returning_top, setup_returning, teardown),
         cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
         cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),
     };

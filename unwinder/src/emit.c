@@ -86,12 +86,17 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
  * check, and here too).  Thread states stopped in
  * that instant (every sum() of a generator expression passes through it
  * for each item) are exact stacks; refused, they left those stacks out
- * of every profile. */
+ * of every profile.  A thread stopped alone (`stopped`) is one instant
+ * with no caller moving on: a top frame stopped neither running nor at a
+ * call is where the thread stands (in its return, or in a C profile or
+ * trace function called at its start or its return), and refusing it
+ * refused every stop of that thread alike, leaving out the returns of
+ * short functions. */
 static int top_must_run(fp_session *s, const fpi_pending_frame *pf, const fpi_code_entry *ce, bool visible,
-                        bool at_call, bool waits, bool below)
+                        bool at_call, bool waits, bool below, bool stopped)
 {
     if (!pf->top || pf->stacktop == FPI_STACKTOP_RUNNING || !visible || s->layout.fr_stacktop == FPI_OFF_NONE ||
-        at_call || (pf->generator && waits && below))
+        at_call || (pf->generator && waits && below) || stopped)
         return FP_OK;
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s), the top, is not running (stack depth %d) and not at a call: it has "
@@ -224,7 +229,8 @@ static void count_link(fp_session *s, bool visible, bool *shown_above, bool comp
 
 /* Phase 2: resolve each recorded frame's code object and position (or
  * take them from the frame cache when every input is the same). */
-int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n)
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n,
+                    bool stopped)
 {
     fpi_code_prevalidate(s, pending, n);
     bool callee_is_shim = false; /* frame i - 1 runs the __init__ cleanup shim */
@@ -273,7 +279,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         size_t at = s->resolve_pos++;
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
-            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call, hit->waits, i + 1 < n)) ||
+            if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call, hit->waits, i + 1 < n, stopped)) ||
                 (rc = callee_kind_fits(s, pending, i, ce, hit->visible, hit->resumer)) ||
                 (rc = generator_was_resumed(s, pending, i, ce, hit->visible, hit->resumer, above_delegating)) ||
                 (rc = callee_was_called(s, pending, i, ce, callee_is_shim, hit->visible, hit->passes_callable,
@@ -318,7 +324,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool passes = verdicts && s->layout.fr_localsplus != FPI_OFF_NONE &&
                       fpi_call_site_passes_callable(s->call_sites, ce, unit);
         bool waits = pf->generator && (verdicts && fpi_call_site_waits(s->call_sites, ce, unit));
-        if ((rc = top_must_run(s, pf, ce, visible, at_call, waits, i + 1 < n)))
+        if ((rc = top_must_run(s, pf, ce, visible, at_call, waits, i + 1 < n, stopped)))
             return rc;
         if (visible && pf->called_directly && !at_call)
             return fpi_err(&s->err, FP_E_INCOMPLETE,

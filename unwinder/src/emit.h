@@ -11,8 +11,10 @@
 
 /* Resolves the n recorded frames at pending (the walk's s->pending, or a
  * slice of a batch's) into th's frames, refusing (FP_E_INCOMPLETE, "torn:
- * ...") a chain whose frames cannot have been one stack. */
-int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n);
+ * ...") a chain whose frames cannot have been one stack.  stopped: they
+ * were read from a thread stopped alone, one instant of it. */
+int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pending, size_t n,
+                    bool stopped);
 /* After a walk's last read-back (u, w): its top frame is reported at the
  * instruction that read-back found (fpi_verify_want.top_instr). */
 void fpi_take_top_instr(fpi_pending_frame *pending, size_t n, const fpi_walk_used *u, const fpi_verify_want *w);

@@ -48,7 +48,7 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     s->thread_state_ctx = &pt;
     sm->nthreads = nthreads;
     sm->nframes = nframes;
-    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next};
+    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next, .stopped = true};
     *rc = fpi_walk_thread_once(s, sm, ii, &w);
     *next = w.next;
     if (*rc == FP_E_INCOMPLETE)

@@ -81,7 +81,7 @@ static int emit_batch(fp_session *s, fp_sample *sm)
         fp_thread *th = &sm->threads[d->thread];
         th->first_frame = sm->nframes;
         fpi_frames_mark mark = fpi_frames_mark_now(s);
-        int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending);
+        int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending, false);
         if (rc)
             return rc;
         d->owes_links = fpi_frames_owe(s, mark) != FPI_OWED_NONE;
