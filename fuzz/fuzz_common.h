@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     } while (0)
 
 /* An error without a message is a bug: every failing call that has a
- * message channel (fp_session_errmsg, an image err buffer, an fpi_errbuf)
+ * message channel (fp_session_get_errmsg, an image err buffer, an fpi_errbuf)
  * must leave a readable message in it. */
 #define FUZZ_CHECK_MESSAGE(rc, msg)                                              \
     FUZZ_CHECK((rc) >= 0 || ((msg) != NULL && (msg)[0] != 0),                   \

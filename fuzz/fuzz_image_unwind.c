@@ -27,11 +27,11 @@ static bool known_code(int rc)
 
 static void check_sample(const fp_sample *sm, int rc)
 {
-    size_t ni = fp_sample_interp_count(sm), nt = fp_sample_thread_count(sm), nf = fp_sample_frame_count(sm);
+    size_t ni = fp_sample_get_interp_count(sm), nt = fp_sample_get_thread_count(sm), nf = fp_sample_get_frame_count(sm);
     FUZZ_CHECK(ni <= FUZZ_MAX_INTERPRETERS, "%zu interpreters", ni);
     size_t threads_seen = 0;
     for (size_t i = 0; i < ni; i++) {
-        const fp_interp *in = fp_sample_interp(sm, i);
+        const fp_interp *in = fp_sample_get_interp(sm, i);
         FUZZ_CHECK(in->first_thread <= nt && in->thread_count <= nt - in->first_thread,
                    "interpreter %zu: threads [%zu,+%zu) of %zu", i, in->first_thread, in->thread_count, nt);
         FUZZ_CHECK(in->thread_count <= FUZZ_MAX_THREADS, "%zu threads", in->thread_count);
@@ -39,7 +39,7 @@ static void check_sample(const fp_sample *sm, int rc)
     }
     FUZZ_CHECK(threads_seen == nt, "interpreters cover %zu of %zu threads", threads_seen, nt);
     for (size_t t = 0; t < nt; t++) {
-        const fp_thread *th = fp_sample_thread(sm, t);
+        const fp_thread *th = fp_sample_get_thread(sm, t);
         FUZZ_CHECK(th->first_frame <= nf && th->frame_count <= nf - th->first_frame,
                    "thread %zu: frames [%zu,+%zu) of %zu", t, th->first_frame, th->frame_count, nf);
         FUZZ_CHECK(th->frame_count <= FUZZ_MAX_DEPTH, "%zu frames", th->frame_count);
@@ -48,7 +48,7 @@ static void check_sample(const fp_sample *sm, int rc)
             FUZZ_CHECK(th->frame_count == 0 && rc != FP_OK, "a failed thread (%d) kept %zu frames, sample rc %d",
                        th->error, th->frame_count, rc);
         for (size_t f = th->first_frame; f < th->first_frame + th->frame_count; f++) {
-            const fp_frame *fr = fp_sample_frame(sm, f);
+            const fp_frame *fr = fp_sample_get_frame(sm, f);
             FUZZ_CHECK(fr->function && fr->name && fr->file, "frame %zu has a NULL string", f);
             /* Touch every byte (ASan checks the strings are live). */
             volatile size_t sink = strlen(fr->function) + strlen(fr->name) + strlen(fr->file);
@@ -73,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     fp_reader rd;
     fp_target_desc desc;
-    fp_image_reader(img, &rd);
-    fp_image_target(img, &desc);
+    fp_reader_open_image(img, &rd);
+    fp_image_get_target(img, &desc);
     fp_options o;
     fp_options_init(&o);
     o.max_depth = FUZZ_MAX_DEPTH;
@@ -85,17 +85,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     rc = fp_session_attach_reader(s, &rd, &desc);
     FUZZ_CHECK(known_code(rc), "attach returned %d", rc);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
     if (rc)
         goto out;
     fp_python_info py;
-    FUZZ_CHECK(fp_session_python(s, &py) == FP_OK, "no python info after attach");
+    FUZZ_CHECK(fp_session_get_python(s, &py) == FP_OK, "no python info after attach");
     FUZZ_CHECK(memchr(py.version, 0, sizeof py.version) != NULL, "unterminated version");
     for (int i = 0; i < SAMPLES; i++) {
         rc = fp_session_sample(s, sm);
         FUZZ_CHECK(known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION,
                    "sample returned %d", rc);
-        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+        FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
         check_sample(sm, rc);
     }
 out:

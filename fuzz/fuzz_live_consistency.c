@@ -172,12 +172,12 @@ static void on_retry(void *ctx, uint64_t native_id)
 static int sample_once(const char *id, world *wd, fp_session *s, fp_sample *sm, bool allowed)
 {
     fp_read_stats before, after;
-    FUZZ_CHECK(fp_session_read_stats(s, &before) == FP_OK, "%s: no read statistics", id);
+    FUZZ_CHECK(fp_session_get_read_stats(s, &before) == FP_OK, "%s: no read statistics", id);
     wd->hook_calls = 0;
     wd->hook_allowed = allowed;
     int rc = fp_session_sample(s, sm);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
-    FUZZ_CHECK(fp_session_read_stats(s, &after) == FP_OK, "%s: no read statistics", id);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
+    FUZZ_CHECK(fp_session_get_read_stats(s, &after) == FP_OK, "%s: no read statistics", id);
     FUZZ_CHECK(wd->hook_calls <= after.torn - before.torn, "%s: the retry hook called %llu times for %llu torn walks",
                id, (unsigned long long)wd->hook_calls, (unsigned long long)(after.torn - before.torn));
     return rc;
@@ -330,11 +330,11 @@ static void check_still(const char *id, const world *wd, const fp_sample *sm, in
     const char *when = final ? "after" : "before";
     size_t n = final ? wd->norder : wd->initial_order;
     FUZZ_CHECK(rc == FP_OK, "%s: %s: sample failed (%d): %s", id, when, rc, errmsg);
-    FUZZ_CHECK(fp_sample_thread_count(sm) == n, "%s: %s: %zu threads, %zu in the list", id, when,
-               fp_sample_thread_count(sm), n);
+    FUZZ_CHECK(fp_sample_get_thread_count(sm) == n, "%s: %s: %zu threads, %zu in the list", id, when,
+               fp_sample_get_thread_count(sm), n);
     for (size_t i = 0; i < n; i++) {
         size_t t = final ? wd->order[i] : i;
-        const fp_thread *th = fp_sample_thread(sm, i);
+        const fp_thread *th = fp_sample_get_thread(sm, i);
         const state *s = final ? top_state(wd, t) : &wd->states[t][0];
         char msg[512];
         FUZZ_CHECK(th->error == 0, "%s: %s: thread %zu error %d", id, when, t, th->error);
@@ -352,13 +352,13 @@ static void check_still(const char *id, const world *wd, const fp_sample *sm, in
 static void debug_dump(const world *wd, const fp_sample *sm, int rc, const char *errmsg)
 {
     fprintf(stderr, "sample: %d (%s)\n", rc, errmsg);
-    for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
-        const fp_thread *th = fp_sample_thread(sm, i);
+    for (size_t i = 0; i < fp_sample_get_thread_count(sm); i++) {
+        const fp_thread *th = fp_sample_get_thread(sm, i);
         fprintf(stderr, "  thread %zu: ids %llu/%llu main %d error %d, %zu frames\n", i,
                 (unsigned long long)th->native_id, (unsigned long long)th->thread_id, th->main, th->error,
                 th->frame_count);
         for (size_t j = 0; j < th->frame_count; j++) {
-            const fp_frame *f = fp_sample_frame(sm, th->first_frame + j);
+            const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + j);
             fprintf(stderr, "    %s line %d unit %d at 0x%llx\n", f->function, f->line, f->instr_offset,
                     (unsigned long long)f->frame_addr);
         }
@@ -402,8 +402,8 @@ static void check_moving(const char *id, const world *wd, const fp_sample *sm, i
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_INCOMPLETE, "%s: sample while moving failed with %d, not as torn: %s",
                id, rc, errmsg);
     bool seen[FZ_MAX_THREADS] = {false};
-    for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
-        const fp_thread *th = fp_sample_thread(sm, i);
+    for (size_t i = 0; i < fp_sample_get_thread_count(sm); i++) {
+        const fp_thread *th = fp_sample_get_thread(sm, i);
         if (th->error) {
             /* The thread's last attempt may have followed a torn pointer
              * out of the mapped memory or into bytes that are no object:
@@ -495,7 +495,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fp_target_desc td;
     synth_target(wd->img, &td);
     int rc = fp_session_attach_reader(s, &rd, &td);
-    FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
+    FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_get_errmsg(s));
     if (flags & FLAG_RETRY_HOOK) {
         wd->hook_lands = flags & FLAG_HOOK_LANDS;
         FUZZ_CHECK(fp_session_set_retry_hook(s, on_retry, wd) == FP_OK, "%s: the retry hook refused", id);
@@ -512,20 +512,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     for (int k = 0; k < ((flags & FLAG_READ_BACKS_AHEAD) ? 2 : 1); k++) {
         rc = sample_once(id, wd, s, sm, false);
-        check_still(id, wd, sm, rc, fp_session_errmsg(s), false);
+        check_still(id, wd, sm, rc, fp_session_get_errmsg(s), false);
     }
 
     wd->trace_reads = getenv(DEBUG_ENV) != NULL;
     wd->armed = true;
     rc = sample_once(id, wd, s, sm, true);
     wd->armed = false;
-    check_moving(id, wd, sm, rc, fp_session_errmsg(s));
+    check_moving(id, wd, sm, rc, fp_session_get_errmsg(s));
 
     while (wd->applied < wd->nsched)
         land(wd);
     for (int k = 0; k < FINAL_SAMPLES; k++) {
         rc = sample_once(id, wd, s, sm, k == 0);
-        check_still(id, wd, sm, rc, fp_session_errmsg(s), true);
+        check_still(id, wd, sm, rc, fp_session_get_errmsg(s), true);
     }
 out:
     fp_sample_free(sm);

@@ -282,12 +282,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(ibuf);
     FUZZ_CHECK(rc == FP_OK, "a built image does not parse (%d)", rc);
     fp_reader rd;
-    fp_image_reader(img, &rd);
-    fp_image_target(img, &desc);
+    fp_reader_open_image(img, &rd);
+    fp_image_get_target(img, &desc);
     if (fp_session_new(NULL, &s))
         goto out;
     rc = fp_session_attach_reader(s, &rd, &desc);
-    FUZZ_CHECK(rc == FP_OK, "cannot attach to the synthetic runtime: %s", fp_session_errmsg(s));
+    FUZZ_CHECK(rc == FP_OK, "cannot attach to the synthetic runtime: %s", fp_session_get_errmsg(s));
 
     memory m = {.n = 0};
     m.r[m.n++] = (mem_region){RT_ADDR, rt, rtlen};
@@ -312,12 +312,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FUZZ_CHECK(got[ngot] == 0, "str result is not NUL-terminated");
     }
     FUZZ_CHECK(rc == FP_OK || rc == FP_E_READ || rc == FP_E_CORRUPT || rc == FP_E_LIMIT, "unexpected code %d", rc);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
+    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
     if (rc == FP_OK) {
         FUZZ_CHECK(ref_ok, "the reader accepted an object the reference rejects");
         FUZZ_CHECK(ngot == nwant && memcmp(got, want, ngot) == 0, "decoded %zu bytes, reference %zu", ngot, nwant);
     } else if (ref_ok && right_type) {
-        FUZZ_CHECK(rc == FP_E_LIMIT, "a valid object was rejected (%d): %s", rc, fp_session_errmsg(s));
+        FUZZ_CHECK(rc == FP_E_LIMIT, "a valid object was rejected (%d): %s", rc, fp_session_get_errmsg(s));
     }
 out:
     free(got);

@@ -21,12 +21,12 @@
 static void check_sample(const char *id, const fz_description *d, const fp_sample *sm, int rc, const char *errmsg)
 {
     FUZZ_CHECK(rc == FP_OK, "%s: sample failed (%d): %s", id, rc, errmsg);
-    FUZZ_CHECK(fp_sample_interp_count(sm) == 1, "%s: %zu interpreters", id, fp_sample_interp_count(sm));
-    FUZZ_CHECK(fp_sample_thread_count(sm) == d->desc.nthreads, "%s: %zu threads, described %zu", id,
-               fp_sample_thread_count(sm), d->desc.nthreads);
+    FUZZ_CHECK(fp_sample_get_interp_count(sm) == 1, "%s: %zu interpreters", id, fp_sample_get_interp_count(sm));
+    FUZZ_CHECK(fp_sample_get_thread_count(sm) == d->desc.nthreads, "%s: %zu threads, described %zu", id,
+               fp_sample_get_thread_count(sm), d->desc.nthreads);
     for (size_t t = 0; t < d->desc.nthreads; t++) {
         const synth_thread *st = &d->threads[t];
-        const fp_thread *th = fp_sample_thread(sm, t);
+        const fp_thread *th = fp_sample_get_thread(sm, t);
         FUZZ_CHECK(th->native_id == st->native_id && th->thread_id == st->thread_id,
                    "%s: thread %zu ids %llu/%llx", id, t, (unsigned long long)th->native_id,
                    (unsigned long long)th->thread_id);
@@ -67,11 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     synth_reader(img, &rd);
     synth_target(img, &td);
     int rc = fp_session_attach_reader(s, &rd, &td);
-    FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_errmsg(s));
+    FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_get_errmsg(s));
     for (int pass = 0; pass < 2; pass++) {
         rc = fp_session_sample(s, sm);
-        FUZZ_CHECK_MESSAGE(rc, fp_session_errmsg(s));
-        check_sample(id, d, sm, rc, fp_session_errmsg(s));
+        FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
+        check_sample(id, d, sm, rc, fp_session_get_errmsg(s));
     }
 out:
     fp_sample_free(sm);

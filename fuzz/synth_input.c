@@ -167,7 +167,7 @@ bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_fram
             snprintf(msg, msglen, "%zu frames, more described", th->frame_count);
             return false;
         }
-        const fp_frame *fr = fp_sample_frame(sm, th->first_frame + k);
+        const fp_frame *fr = fp_sample_get_frame(sm, th->first_frame + k);
         const synth_loc *loc = loc_at(c, sf->unit);
         if (strcmp(fr->function, c->qualname) != 0 || strcmp(fr->name, c->name) != 0 ||
             strcmp(fr->file, c->filename) != 0) {

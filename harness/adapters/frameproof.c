@@ -77,7 +77,7 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
     }
     int rc = fp_session_attach_pid(st->s, t->pid);
     if (rc != FP_OK) {
-        snprintf(err, errlen, "attach failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
+        snprintf(err, errlen, "attach failed (%s): %s", fp_error_describe(rc), fp_session_get_errmsg(st->s));
         detach(st);
         return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
     }
@@ -90,9 +90,9 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
         fp_session_set_retry_hook(st->s, fps_colocate_retry_hook, &st->col);
     }
     fp_python_info py;
-    if (fp_session_python(st->s, &py) == FP_OK)
+    if (fp_session_get_python(st->s, &py) == FP_OK)
         snprintf(st->info, sizeof st->info, "libframeproof %s, %s, CPython %s%s", FP_VERSION_STRING,
-                 fp_session_reader_name(st->s), py.version, py.untested ? " (untested version)" : "");
+                 fp_session_get_reader_name(st->s), py.version, py.untested ? " (untested version)" : "");
     *state = st;
     return CF_OK;
 }
@@ -101,11 +101,11 @@ static int attach(const cf_adapter_def *d, const cf_target *t, void **state, cha
  * sample, which comes after the comparison. */
 static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
 {
-    size_t nt = fp_sample_thread_count(sm);
+    size_t nt = fp_sample_get_thread_count(sm);
     bool first_error = true; /* the session's message is the first failed thread's */
     for (size_t i = 0; i < nt; i++) {
-        const fp_thread *th = fp_sample_thread(sm, i);
-        const char *why = th->error ? (first_error ? fp_session_errmsg(s) : fp_strerror(th->error)) : NULL;
+        const fp_thread *th = fp_sample_get_thread(sm, i);
+        const char *why = th->error ? (first_error ? fp_session_get_errmsg(s) : fp_error_describe(th->error)) : NULL;
         first_error &= !th->error;
         cf_thread proto = {
             .native_id = th->native_id,
@@ -113,12 +113,12 @@ static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
             .interp_id = th->interp_id,
             .main = th->main,
             .exception = th->exception == FP_YES ? CF_YES : th->exception == FP_NO ? CF_NO : CF_UNKNOWN,
-            .error = why && *why ? why : th->error ? fp_strerror(th->error) : NULL,
+            .error = why && *why ? why : th->error ? fp_error_describe(th->error) : NULL,
         };
         if (cf_sample_add_thread(out, &proto, NULL))
             return CF_E_NOMEM;
         for (size_t k = 0; k < th->frame_count; k++) {
-            const fp_frame *f = fp_sample_frame(sm, th->first_frame + k);
+            const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + k);
             cf_frame cf = {
                 .function = f->function ? f->function : "",
                 .name = f->name ? f->name : "",
@@ -144,13 +144,13 @@ static int sample(void *state, cf_sample *out, char *err, size_t errlen)
     if (st->colocating)
         fps_colocate_follow(&st->col, st->s, st->have_last ? st->sm : NULL);
     int rc = fp_session_sample(st->s, st->sm);
-    st->have_last = fp_sample_usable(rc, st->sm);
+    st->have_last = fp_sample_is_usable(st->sm, rc);
     /* An incomplete sample holds the threads reached; the failed ones carry
      * their error and are reported per thread (fp_session_sample). */
-    if (!fp_sample_usable(rc, st->sm)) {
+    if (!fp_sample_is_usable(st->sm, rc)) {
         /* Incomplete with no thread to blame (the thread list itself, or
          * the main thread missing from it): nothing of it can be judged. */
-        snprintf(err, errlen, "sample failed (%s): %s", fp_strerror(rc), fp_session_errmsg(st->s));
+        snprintf(err, errlen, "sample failed (%s): %s", fp_error_describe(rc), fp_session_get_errmsg(st->s));
         return rc == FP_E_NOMEM ? CF_E_NOMEM : CF_E_UNWINDER;
     }
     return convert(st->s, st->sm, out);

@@ -124,12 +124,12 @@ static int on_sample(void *ctx, const fps_outcome *o)
     }
     r->lat[o->index] = (double)o->cost_ns;
     fp_read_stats now;
-    fp_session_read_stats(r->s, &now);
+    fp_session_get_read_stats(r->s, &now);
     r->reads[o->index] = (double)(now.calls - r->seen.calls);
     r->bytes[o->index] = (double)(now.bytes - r->seen.bytes);
     r->seen = now;
     if (o->sample)
-        r->frames += fp_sample_frame_count(o->sample);
+        r->frames += fp_sample_get_frame_count(o->sample);
     if (o->cls == FPS_TRANSIENT && !r->have_failure) {
         snprintf(r->first_failure, sizeof r->first_failure, "%s", o->errmsg);
         r->have_failure = true;
@@ -180,7 +180,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                "\"max_us\":%.2f,\"frames_per_sample\":%.1f,\"reads_p50\":%.0f,\"reads_mean\":%.2f,"
                "\"bytes_p50\":%.0f,\"bytes_mean\":%.1f",
                (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
-               fp_session_reader_name(s), o->cache_code ? "true" : "false", st->achieved_rate_hz, mean, p50, p90,
+               fp_session_get_reader_name(s), o->cache_code ? "true" : "false", st->achieved_rate_hz, mean, p50, p90,
                p99, mx, fps, reads_p50, reads_mean, bytes_p50, bytes_mean);
         if (c->rate_hz > 0)
             printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
@@ -208,7 +208,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                "frames per sample %.1f\n"
                "remote reads per sample: median %.0f, mean %.2f; bytes read per sample: median %.0f, mean %.1f\n",
                (unsigned long long)n, failed, (unsigned long long)st->transient, (unsigned long long)st->fatal,
-               fp_session_reader_name(s), o->cache_code ? "on" : "off", st->achieved_rate_hz, mean, p50, p90, p99,
+               fp_session_get_reader_name(s), o->cache_code ? "on" : "off", st->achieved_rate_hz, mean, p50, p90, p99,
                mx, fps, reads_p50, reads_mean, bytes_p50, bytes_mean);
         if (c->rate_hz > 0)
             printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
@@ -380,16 +380,16 @@ int fp_cmd_bench(int argc, char **argv)
         goto out;
     }
     if (fp_session_attach_pid(s, (int)pid)) {
-        fprintf(stderr, "frameproof bench: %s\n", fp_session_errmsg(s));
+        fprintf(stderr, "frameproof bench: %s\n", fp_session_get_errmsg(s));
         goto out;
     }
     fp_python_info py;
-    fp_session_python(s, &py);
+    fp_session_get_python(s, &py);
     run.s = s;
     fps_stats st;
     if (fps_run(s, sm, &cfg, on_sample, &run, &st)) {
         /* A fatal sample leaves its message in the session. */
-        fprintf(stderr, "frameproof bench: %s\n", st.fatal ? fp_session_errmsg(s) : st.first_fatal);
+        fprintf(stderr, "frameproof bench: %s\n", st.fatal ? fp_session_get_errmsg(s) : st.first_fatal);
         goto out;
     }
     if (run.oom) {

@@ -98,28 +98,28 @@ int fp_cmd_dump(int argc, char **argv)
     if (rc == FP_OK)
         rc = fp_sample_new(&sm);
     if (rc) {
-        fprintf(stderr, "frameproof dump: %s\n", fp_strerror(rc));
+        fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(rc));
         goto out;
     }
     rc = fp_session_attach_pid(s, (int)pid);
     if (rc) {
-        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
         goto out;
     }
     rc = fp_session_sample(s, sm);
-    if (!fp_sample_usable(rc, sm)) {
-        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
+    if (!fp_sample_is_usable(sm, rc)) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
         goto out;
     }
     fp_python_info py;
-    fp_session_python(s, &py);
+    fp_session_get_python(s, &py);
     if (json)
         fp_output_json(stdout, (int)pid, &py, sm);
     else
-        fp_output_text(stdout, (int)pid, &py, fp_session_reader_name(s), sm);
+        fp_output_text(stdout, (int)pid, &py, fp_session_get_reader_name(s), sm);
     status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
     if (rc) /* an incomplete sample: printed, and still a failure */
-        fprintf(stderr, "frameproof dump: %s\n", fp_session_errmsg(s));
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);

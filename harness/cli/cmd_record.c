@@ -204,13 +204,13 @@ static int add_sample(fpr_profile *p, const fps_outcome *o)
 {
     if (o->nskip == 0)
         return fpr_profile_add(p, o->sample, o->t_ns);
-    size_t n = fp_sample_thread_count(o->sample);
+    size_t n = fp_sample_get_thread_count(o->sample);
     for (size_t i = 0; i < n; i++) {
-        fp_thread th = *fp_sample_thread(o->sample, i);
+        fp_thread th = *fp_sample_get_thread(o->sample, i);
         for (size_t k = 0; k < o->nskip; k++)
             if (o->skip_ids[k] == th.native_id)
                 th.error = FP_E_INCOMPLETE;
-        const fp_frame *frames = th.frame_count ? fp_sample_frame(o->sample, th.first_frame) : NULL;
+        const fp_frame *frames = th.frame_count ? fp_sample_get_frame(o->sample, th.first_frame) : NULL;
         int rc = fpr_profile_add_thread(p, &th, frames, o->t_ns);
         if (rc)
             return rc;
@@ -454,7 +454,7 @@ static int attach(fp_session *s, pid_t pid, bool launched, int *child_status, bo
         if (rc == FP_OK)
             return 0;
         if (!launched) {
-            fprintf(stderr, "frameproof record: %s\n", fp_session_errmsg(s));
+            fprintf(stderr, "frameproof record: %s\n", fp_session_get_errmsg(s));
             return -1;
         }
         if (child_exited(pid, child_status)) {
@@ -468,7 +468,7 @@ static int attach(fp_session *s, pid_t pid, bool launched, int *child_status, bo
         }
         if (mono_ns() > deadline) {
             fprintf(stderr, "frameproof record: no Python runtime in the command after %g s: %s\n",
-                    RECORD_ATTACH_TIMEOUT_S, fp_session_errmsg(s));
+                    RECORD_ATTACH_TIMEOUT_S, fp_session_get_errmsg(s));
             return -1;
         }
         sleep_ns(RECORD_ATTACH_POLL_NS);
@@ -559,7 +559,7 @@ static void summarize_errors(const record_end *e)
             n--; /* the target's exit, which ended the run: no error */
         if (-k == FP_E_INCOMPLETE || !n)
             continue;
-        fprintf(stderr, "%s %s: %" PRIu64 " (%s)", any ? "," : "  errors:", fp_strerror(-k), n,
+        fprintf(stderr, "%s %s: %" PRIu64 " (%s)", any ? "," : "  errors:", fp_error_describe(-k), n,
                 fps_classify(-k) == FPS_TRANSIENT ? "sample refused, the next tick sampled" : "sampling stopped");
         any = true;
     }
@@ -877,19 +877,19 @@ int fp_cmd_record(int argc, char **argv)
     if (rc == FP_OK && o.mode != FPR_MODE_CPU)
         rc = fpr_idle_new(target, RECORD_IDLE_BUDGET, &idle);
     if (rc) {
-        fprintf(stderr, "frameproof record: %s\n", fp_strerror(rc));
+        fprintf(stderr, "frameproof record: %s\n", fp_error_describe(rc));
         goto out;
     }
     if (attach(s, pid, o.command != NULL, &child_status, &child_gone))
         goto out;
     fp_python_info py;
-    fp_session_python(s, &py);
+    fp_session_get_python(s, &py);
     if (o.mode == FPR_MODE_GIL && py.free_threaded) {
         fprintf(stderr, "frameproof record: --mode gil: Python %s is free-threaded and has no GIL\n", py.version);
         goto out;
     }
     record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO), .idle = idle};
-    fpr_run head = {.pid = target, .py = &py, .reader = fp_session_reader_name(s), .rate_hz = o.sampling.rate_hz,
+    fpr_run head = {.pid = target, .py = &py, .reader = fp_session_get_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
                     .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0,
                     .hold = o.sampling.colocate_pid > 0 && o.sampling.hold};
@@ -918,7 +918,7 @@ int fp_cmd_record(int argc, char **argv)
         fprintf(stderr, "frameproof record: writing %s failed: %s: sampling stopped\n", out_name(&ro),
                 strerror(run.write_errno));
     fp_read_stats rs = {0};
-    fp_session_read_stats(s, &rs);
+    fp_session_get_read_stats(s, &rs);
     fpr_run info = head; /* the header, and what the run measured */
     info.stats = &st;
     info.torn_walks = rs.torn;

@@ -78,31 +78,31 @@ int fp_cmd_replay(int argc, char **argv)
         fprintf(stderr, "frameproof replay: %s\n", msg);
         goto out;
     }
-    fp_image_reader(img, &rd);
-    fp_image_target(img, &desc);
+    fp_reader_open_image(img, &rd);
+    fp_image_get_target(img, &desc);
     fp_image_get_meta(img, &meta);
     if ((rc = fp_session_new(&o, &s)) || (rc = fp_sample_new(&sm))) {
-        fprintf(stderr, "frameproof replay: %s\n", fp_strerror(rc));
+        fprintf(stderr, "frameproof replay: %s\n", fp_error_describe(rc));
         goto out;
     }
     if ((rc = fp_session_attach_reader(s, &rd, &desc))) {
-        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
+        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
         goto out;
     }
     rc = fp_session_sample(s, sm);
-    if (!fp_sample_usable(rc, sm)) {
-        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
+    if (!fp_sample_is_usable(sm, rc)) {
+        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
         goto out;
     }
     fp_python_info py;
-    fp_session_python(s, &py);
+    fp_session_get_python(s, &py);
     if (json)
         fp_output_json(stdout, meta.pid, &py, sm);
     else
-        fp_output_text(stdout, meta.pid, &py, fp_session_reader_name(s), sm);
+        fp_output_text(stdout, meta.pid, &py, fp_session_get_reader_name(s), sm);
     status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
     if (rc) /* an incomplete sample: printed, and still a failure */
-        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_errmsg(s));
+        fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
 out:
     fp_sample_free(sm);
     fp_session_free(s);

@@ -71,17 +71,17 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     if ((rc = fp_session_new(&o1, &live)) || (rc = fp_sample_new(&sm)))
         goto fail_code;
     if ((rc = fp_session_attach_pid(live, pid))) {
-        snprintf(msg, msglen, "%s", fp_session_errmsg(live));
+        snprintf(msg, msglen, "%s", fp_session_get_errmsg(live));
         goto out;
     }
-    fp_session_python(live, &py);
+    fp_session_get_python(live, &py);
     rc = reader_kind == FP_READER_MEM ? fp_reader_open_mem(pid, &inner, rmsg, sizeof rmsg)
                                       : fp_reader_open_vm(pid, &inner, rmsg, sizeof rmsg);
     if (rc) {
         snprintf(msg, msglen, "%s", rmsg);
         goto out;
     }
-    if ((rc = fp_recorder_new(&inner, granule, &rec)) || (rc = fp_recorder_reader(rec, &rr)))
+    if ((rc = fp_recorder_new(&inner, granule, &rec)) || (rc = fp_reader_open_recorder(rec, &rr)))
         goto fail_code;
     /* The same options as `replay`, so the replayed walk reads the same. */
     fp_options_init(&o2);
@@ -97,12 +97,12 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
         .pid = 0,
     };
     if ((rc = fp_session_attach_reader(rec_s, &rr, &desc))) {
-        snprintf(msg, msglen, "attaching through the recorder: %s", fp_session_errmsg(rec_s));
+        snprintf(msg, msglen, "attaching through the recorder: %s", fp_session_get_errmsg(rec_s));
         goto out;
     }
     for (int i = 0; i < SNAP_SAMPLES; i++) {
         if ((rc = fp_session_sample(rec_s, sm))) {
-            snprintf(msg, msglen, "sample %d: %s", i + 1, fp_session_errmsg(rec_s));
+            snprintf(msg, msglen, "sample %d: %s", i + 1, fp_session_get_errmsg(rec_s));
             goto out;
         }
     }
@@ -116,8 +116,8 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     snprintf(meta.version, sizeof meta.version, "%s", py.version);
     if ((rc = fp_image_builder_new(&meta, &b)))
         goto fail_code;
-    for (size_t i = 0; i < fp_pause_thread_count(st); i++)
-        if ((rc = fp_image_builder_add_thread(b, fp_pause_thread_id(st, i), fp_pause_thread_state(st, i))))
+    for (size_t i = 0; i < fp_pause_get_thread_count(st); i++)
+        if ((rc = fp_image_builder_add_thread(b, fp_pause_get_thread_id(st, i), fp_pause_get_thread_state(st, i))))
             goto fail_code;
     if ((rc = fp_recorder_capture(rec, b, rmsg, sizeof rmsg))) {
         snprintf(msg, msglen, "%s", rmsg);
@@ -127,7 +127,7 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     b = NULL;
     goto out;
 fail_code:
-    snprintf(msg, msglen, "%s", fp_strerror(rc));
+    snprintf(msg, msglen, "%s", fp_error_describe(rc));
 out:
     fp_image_builder_free(b);
     fp_session_free(rec_s);
@@ -206,10 +206,10 @@ int fp_cmd_snapshot(int argc, char **argv)
     rc = fp_pause_new((int)pid, stop, &st, msg, sizeof msg);
     if (rc == FP_OK)
         rc = capture(st, (int)pid, reader_kind, granule, allow_untested, &b, msg, sizeof msg);
-    fp_pause_resume(st);
+    fp_pause_free(st);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc) {
-        fprintf(stderr, "frameproof snapshot: %s\n", *msg ? msg : fp_strerror(rc));
+        fprintf(stderr, "frameproof snapshot: %s\n", *msg ? msg : fp_error_describe(rc));
         goto out;
     }
     if ((rc = fp_image_builder_write(b, output, msg, sizeof msg))) {

@@ -34,15 +34,15 @@ void fp_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sampl
     fp_json_end_object(&j);
     fp_json_key(&j, "interpreters");
     fp_json_begin_array(&j);
-    for (size_t i = 0; i < fp_sample_interp_count(sm); i++) {
-        const fp_interp *in = fp_sample_interp(sm, i);
+    for (size_t i = 0; i < fp_sample_get_interp_count(sm); i++) {
+        const fp_interp *in = fp_sample_get_interp(sm, i);
         fp_json_begin_object(&j);
         fp_json_key(&j, "id");
         fp_json_int(&j, in->id);
         fp_json_key(&j, "threads");
         fp_json_begin_array(&j);
         for (size_t t = in->first_thread; t < in->first_thread + in->thread_count; t++) {
-            const fp_thread *th = fp_sample_thread(sm, t);
+            const fp_thread *th = fp_sample_get_thread(sm, t);
             fp_json_begin_object(&j);
             fp_json_key(&j, "native_id");
             fp_json_uint(&j, th->native_id);
@@ -63,12 +63,12 @@ void fp_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sampl
             fp_json_end_object(&j);
             if (th->error) {
                 fp_json_key(&j, "error");
-                fp_json_string(&j, fp_strerror(th->error));
+                fp_json_string(&j, fp_error_describe(th->error));
             }
             fp_json_key(&j, "frames");
             fp_json_begin_array(&j);
             for (size_t f = th->first_frame; f < th->first_frame + th->frame_count; f++) {
-                const fp_frame *fr = fp_sample_frame(sm, f);
+                const fp_frame *fr = fp_sample_get_frame(sm, f);
                 fp_json_begin_object(&j);
                 fp_json_key(&j, "function");
                 fp_json_string(&j, fr->function);
@@ -109,18 +109,18 @@ void fp_output_text(FILE *out, int pid, const fp_python_info *py, const char *re
     fprintf(out, "Process %d: CPython %s%s%s%s (reader: %s)\n", pid, py->version,
             py->free_threaded ? ", free-threaded" : "", py->debug ? ", debug build" : "",
             py->untested ? ", untested version" : "", reader);
-    for (size_t i = 0; i < fp_sample_interp_count(sm); i++) {
-        const fp_interp *in = fp_sample_interp(sm, i);
+    for (size_t i = 0; i < fp_sample_get_interp_count(sm); i++) {
+        const fp_interp *in = fp_sample_get_interp(sm, i);
         fprintf(out, "\nInterpreter %" PRId64 " (%zu thread%s)\n", in->id, in->thread_count,
                 in->thread_count == 1 ? "" : "s");
         for (size_t t = in->first_thread; t < in->first_thread + in->thread_count; t++) {
-            const fp_thread *th = fp_sample_thread(sm, t);
+            const fp_thread *th = fp_sample_get_thread(sm, t);
             fprintf(out, "\nThread %" PRIu64 " (0x%" PRIx64 ")%s%s%s%s%s\n", th->native_id, th->thread_id,
                     th->main ? " main" : "", tri(th->holds_gil, " [holds GIL]"),
                     tri(th->gil_requested, " [waiting for GIL]"), tri(th->on_cpu, " [on CPU]"),
                     tri(th->exception, " [handling exception]"));
             if (th->error) {
-                fprintf(out, "  <stack not available: %s>\n", fp_strerror(th->error));
+                fprintf(out, "  <stack not available: %s>\n", fp_error_describe(th->error));
                 continue;
             }
             if (th->frame_count == 0) {
@@ -129,7 +129,7 @@ void fp_output_text(FILE *out, int pid, const fp_python_info *py, const char *re
             }
             fprintf(out, "Traceback (most recent call last):\n");
             for (size_t k = th->frame_count; k-- > 0;) {
-                const fp_frame *fr = fp_sample_frame(sm, th->first_frame + k);
+                const fp_frame *fr = fp_sample_get_frame(sm, th->first_frame + k);
                 if (fr->line == FP_POS_NONE)
                     fprintf(out, "  File \"%s\", line ?, in %s\n", fr->file, fr->function);
                 else

@@ -31,7 +31,7 @@ const char *fpr_format_extension(int format);
 typedef struct fpr_run {
     int pid;
     const fp_python_info *py;
-    const char *reader;       /* fp_session_reader_name() */
+    const char *reader;       /* fp_session_get_reader_name() */
     double rate_hz;           /* requested; 0 = back to back */
     bool poisson;
     bool blocking;

@@ -178,7 +178,7 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     fp_json_begin_object(&j);
     for (int k = 1; k < FPS_ERROR_SLOTS; k++)
         if (st->by_error[k]) {
-            fp_json_key(&j, fp_strerror(-k));
+            fp_json_key(&j, fp_error_describe(-k));
             fp_json_uint(&j, st->by_error[k]);
         }
     fp_json_end_object(&j);

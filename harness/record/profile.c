@@ -346,11 +346,11 @@ int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *
 
 int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns)
 {
-    size_t n = fp_sample_thread_count(sm);
+    size_t n = fp_sample_get_thread_count(sm);
     for (size_t i = 0; i < n; i++) {
-        const fp_thread *th = fp_sample_thread(sm, i);
+        const fp_thread *th = fp_sample_get_thread(sm, i);
         /* A thread's frames are consecutive in the sample, innermost first. */
-        int rc = fpr_profile_add_thread(p, th, th->frame_count ? fp_sample_frame(sm, th->first_frame) : NULL, t_ns);
+        int rc = fpr_profile_add_thread(p, th, th->frame_count ? fp_sample_get_frame(sm, th->first_frame) : NULL, t_ns);
         if (rc)
             return rc;
     }

@@ -54,9 +54,9 @@ int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, s
 static uint64_t pick(const fps_colocation *c, const fp_sample *last)
 {
     uint64_t main_tid = 0;
-    size_t n = last ? fp_sample_thread_count(last) : 0;
+    size_t n = last ? fp_sample_get_thread_count(last) : 0;
     for (size_t i = 0; i < n; i++) {
-        const fp_thread *th = fp_sample_thread(last, i);
+        const fp_thread *th = fp_sample_get_thread(last, i);
         if (th->holds_gil == FP_YES && th->native_id)
             return th->native_id;
         if (th->main && th->native_id && !main_tid)
@@ -100,7 +100,7 @@ void fps_colocate_follow(fps_colocation *c, const fp_session *s, const fp_sample
     c->escaped_tid = 0;
     uint64_t tid = pick(c, last);
     fp_read_stats rs = {0};
-    fp_session_read_stats(s, &rs);
+    fp_session_get_read_stats(s, &rs);
     int64_t now = fps_clock_ns();
     if (last && tid == c->tid && c->stat_fd >= 0 && rs.torn == c->torn_seen && c->cpu >= 0 &&
         now - c->checked_ns < c->recheck_ns)

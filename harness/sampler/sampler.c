@@ -319,9 +319,9 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.t_ns = start - t0;
         o.cost_ns = now - start;
         o.cls = fps_classify(o.rc);
-        o.sample = fp_sample_usable(o.rc, sm) ? sm : NULL;
+        o.sample = fp_sample_is_usable(sm, o.rc) ? sm : NULL;
         have_last = o.sample != NULL;
-        o.errmsg = o.rc == FP_OK ? "" : fp_session_errmsg(s);
+        o.errmsg = o.rc == FP_OK ? "" : fp_session_get_errmsg(s);
         if (c->fault == FPS_FAULT_DROP_TORN && o.sample && tl.n > 0) {
             o.skip_ids = tl.ids;
             o.nskip = tl.n;

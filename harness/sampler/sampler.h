@@ -101,7 +101,7 @@ typedef struct fps_outcome {
     const fp_sample *sample; /* valid during the callback on FP_OK and on FP_E_INCOMPLETE
                                 when a thread carries the failure (the threads that could
                                 be walked); NULL otherwise */
-    const char *errmsg;      /* fp_session_errmsg(), "" on FP_OK */
+    const char *errmsg;      /* fp_session_get_errmsg(), "" on FP_OK */
     /* FPS_FAULT_DROP_TORN: the native ids of the sample's threads to leave
      * out as torn (nskip of them); NULL and 0 otherwise. */
     const uint64_t *skip_ids;
@@ -152,7 +152,7 @@ int fps_realtime_check(char *msg, size_t msglen);
 /* Samples session s into sm as config c says, calling cb (may be NULL)
  * after each attempt.  Returns FP_OK when the run stopped on its count,
  * duration or callback; the FP_E_* code of the fatal attempt that stopped
- * it (fp_session_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
+ * it (fp_session_get_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
  * s, sm or c, a negative, non-finite or too large rate or duration,
  * poisson or realtime without a rate, a negative colocate_pid, or neither
  * count nor duration without cb; FP_E_IO when colocation cannot start

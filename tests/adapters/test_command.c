@@ -77,16 +77,17 @@ static bool frames_equal(const fp_frame *a, const fp_frame *b)
 /* Two session samples with the same threads and stacks. */
 static bool samples_equal(const fp_sample *a, const fp_sample *b)
 {
-    if (fp_sample_thread_count(a) != fp_sample_thread_count(b) || fp_sample_frame_count(a) != fp_sample_frame_count(b))
+    if (fp_sample_get_thread_count(a) != fp_sample_get_thread_count(b) ||
+        fp_sample_get_frame_count(a) != fp_sample_get_frame_count(b))
         return false;
-    for (size_t i = 0; i < fp_sample_thread_count(a); i++) {
-        const fp_thread *x = fp_sample_thread(a, i), *y = fp_sample_thread(b, i);
+    for (size_t i = 0; i < fp_sample_get_thread_count(a); i++) {
+        const fp_thread *x = fp_sample_get_thread(a, i), *y = fp_sample_get_thread(b, i);
         if (x->native_id != y->native_id || x->frame_count != y->frame_count || x->exception != y->exception ||
             x->error != y->error)
             return false;
     }
-    for (size_t i = 0; i < fp_sample_frame_count(a); i++)
-        if (!frames_equal(fp_sample_frame(a, i), fp_sample_frame(b, i)))
+    for (size_t i = 0; i < fp_sample_get_frame_count(a); i++)
+        if (!frames_equal(fp_sample_get_frame(a, i), fp_sample_get_frame(b, i)))
             return false;
     return true;
 }
@@ -100,13 +101,13 @@ static bool matches_session(const cf_sample *s, const fp_sample *sm, cf_strbuf *
         cf_sb_printf(why, "fields 0x%x, expected 0x%x", s->fields, want);
         return false;
     }
-    if (s->nthreads != fp_sample_thread_count(sm)) {
-        cf_sb_printf(why, "%zu threads, the session has %zu", s->nthreads, fp_sample_thread_count(sm));
+    if (s->nthreads != fp_sample_get_thread_count(sm)) {
+        cf_sb_printf(why, "%zu threads, the session has %zu", s->nthreads, fp_sample_get_thread_count(sm));
         return false;
     }
     for (size_t i = 0; i < s->nthreads; i++) {
         const cf_thread *t = &s->threads[i];
-        const fp_thread *e = fp_sample_thread(sm, i);
+        const fp_thread *e = fp_sample_get_thread(sm, i);
         if (t->native_id != e->native_id || t->thread_id != e->thread_id || t->interp_id != e->interp_id ||
             t->main != e->main || t->exception != e->exception || (t->error != NULL) != (e->error != 0) ||
             t->count != e->frame_count) {
@@ -116,7 +117,7 @@ static bool matches_session(const cf_sample *s, const fp_sample *sm, cf_strbuf *
         }
         for (size_t k = 0; k < t->count; k++) {
             const cf_frame *f = &s->frames[t->first + k];
-            const fp_frame *g = fp_sample_frame(sm, e->first_frame + k);
+            const fp_frame *g = fp_sample_get_frame(sm, e->first_frame + k);
             if (!same_str(f->function, g->function) || !same_str(f->name, g->name) || !same_str(f->file, g->file) ||
                 f->line != g->line || f->end_line != g->end_line || f->column != g->column ||
                 f->end_column != g->end_column || f->kind != (g->kind == FP_FRAME_GENERATOR ? CF_KIND_GENERATOR
@@ -152,12 +153,12 @@ static bool check_checkpoint(checkpoint_check *c, cf_strbuf *why)
     for (int attempt = 0; attempt < STABLE_ATTEMPTS && !ok; attempt++) {
         cf_sample_reset(&c->got, c->def->fields);
         if (fp_session_sample(c->session, c->before) < 0) {
-            cf_sb_printf(why, "session sample: %s", fp_session_errmsg(c->session));
+            cf_sb_printf(why, "session sample: %s", fp_session_get_errmsg(c->session));
             break;
         }
         int rc = c->def->sample(st, &c->got, err, sizeof err);
         if (fp_session_sample(c->session, c->after) < 0) {
-            cf_sb_printf(why, "session sample: %s", fp_session_errmsg(c->session));
+            cf_sb_printf(why, "session sample: %s", fp_session_get_errmsg(c->session));
             break;
         }
         if (!samples_equal(c->before, c->after))
@@ -253,7 +254,7 @@ static void run_interpreter(tap *t, const cf_interp *in, const char *targets, co
         if (!is_checkpoint)
             continue;
         if (!attached && fp_session_attach_pid(c.session, (int)child.pid) < 0) {
-            cf_sb_printf(&why, "session attach: %s", fp_session_errmsg(c.session));
+            cf_sb_printf(&why, "session attach: %s", fp_session_get_errmsg(c.session));
             goto out;
         }
         attached = true;

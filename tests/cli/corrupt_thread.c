@@ -68,10 +68,10 @@ int main(int argc, char **argv)
     }
     fp_reader rd;
     fp_target_desc desc;
-    fp_image_reader(img, &rd);
-    fp_image_target(img, &desc);
+    fp_reader_open_image(img, &rd);
+    fp_image_get_target(img, &desc);
     if (fp_session_attach_reader(s, &rd, &desc)) {
-        fprintf(stderr, "corrupt_thread: %s\n", fp_session_errmsg(s));
+        fprintf(stderr, "corrupt_thread: %s\n", fp_session_get_errmsg(s));
         goto out;
     }
     const fpi_layout *l = &s->layout;

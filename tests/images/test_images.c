@@ -296,18 +296,18 @@ static void test_valid_roundtrip(void **state)
     assert_int_equal(m.pid, 1234);
     assert_int_equal(m.hexversion, 0x030e00f0);
     assert_string_equal(m.version, "3.14.0");
-    assert_int_equal(fp_image_thread_count(img), 2);
-    assert_int_equal(fp_image_thread_at(img, 1)->native_id, 12);
-    assert_int_equal(fp_image_thread_at(img, 1)->state, 'R');
-    assert_null(fp_image_thread_at(img, 2));
-    assert_int_equal(fp_image_region_count(img), 2);
-    assert_int_equal(fp_image_region_bytes(img), 48);
+    assert_int_equal(fp_image_get_thread_count(img), 2);
+    assert_int_equal(fp_image_get_thread(img, 1)->native_id, 12);
+    assert_int_equal(fp_image_get_thread(img, 1)->state, 'R');
+    assert_null(fp_image_get_thread(img, 2));
+    assert_int_equal(fp_image_get_region_count(img), 2);
+    assert_int_equal(fp_image_get_region_bytes(img), 48);
     fp_target_desc d;
-    assert_int_equal(fp_image_target(img, &d), FP_OK);
+    assert_int_equal(fp_image_get_target(img, &d), FP_OK);
     assert_int_equal(d.runtime_addr, BASE_ADDR);
     assert_int_equal(d.pid, 0);
     fp_reader r;
-    assert_int_equal(fp_image_reader(img, &r), FP_OK);
+    assert_int_equal(fp_reader_open_image(img, &r), FP_OK);
     uint8_t out[32];
     assert_int_equal(fp_reader_read(&r, BASE_ADDR + 4, out, 8), FP_OK);
     assert_int_equal(out[0], 4);
@@ -433,7 +433,7 @@ static void test_overlapping_regions(void **state)
     fp_image *img = NULL;
     assert_int_equal(fp_image_open_mem(buf, len, &img, NULL, 0), FP_OK);
     fp_reader r;
-    fp_image_reader(img, &r);
+    fp_reader_open_image(img, &r);
     uint8_t out[8];
     assert_int_equal(fp_reader_read(&r, BASE_ADDR + 28, out, 8), FP_OK);
     assert_int_equal(out[3], 31);
@@ -473,7 +473,7 @@ static void test_bad_arguments(void **state)
     assert_int_equal(fp_image_open("/nonexistent/dir/x.fpimg", &img, err, sizeof err), FP_E_IO);
     assert_null(img);
     assert_int_equal(fp_image_open("/", &img, err, sizeof err), FP_E_IO);
-    assert_int_equal(fp_image_reader(NULL, NULL), FP_E_INVALID_ARG);
+    assert_int_equal(fp_reader_open_image(NULL, NULL), FP_E_INVALID_ARG);
     fp_image_free(NULL);
 }
 
@@ -512,8 +512,8 @@ static void test_builder_merges_touching(void **state)
     assert_int_equal(fp_image_builder_serialize(b, &buf, &len, NULL, 0), FP_OK);
     fp_image *img = NULL;
     assert_int_equal(fp_image_open_mem(buf, len, &img, NULL, 0), FP_OK);
-    assert_int_equal(fp_image_region_count(img), 2);
-    assert_int_equal(fp_image_region_bytes(img), 48);
+    assert_int_equal(fp_image_get_region_count(img), 2);
+    assert_int_equal(fp_image_get_region_bytes(img), 48);
     fp_image_free(img);
     free(buf);
     fp_image_builder_free(b);
@@ -540,12 +540,12 @@ static void test_recorder(void **state)
     assert_int_equal(fp_image_open_mem(buf, len, &img, NULL, 0), FP_OK);
     free(buf);
     fp_reader inner, rr;
-    fp_image_reader(img, &inner);
+    fp_reader_open_image(img, &inner);
     fp_recorder *rec = NULL;
     assert_int_equal(fp_recorder_new(&inner, 3, &rec), FP_E_INVALID_ARG);
     assert_int_equal(fp_recorder_new(&inner, 8192, &rec), FP_E_INVALID_ARG);
     assert_int_equal(fp_recorder_new(&inner, 64, &rec), FP_OK);
-    fp_recorder_reader(rec, &rr);
+    fp_reader_open_recorder(rec, &rr);
     uint8_t out[16];
     assert_int_equal(fp_reader_read(&rr, SRC_ADDR + 10, out, 4), FP_OK);   /* -> [0, 64) */
     assert_int_equal(fp_reader_read(&rr, SRC_ADDR + 60, out, 8), FP_OK);   /* -> [0, 128) */
@@ -553,17 +553,17 @@ static void test_recorder(void **state)
     assert_int_equal(fp_reader_read(&rr, SRC_ADDR + 5000, out, 1), FP_E_READ);
     fp_iov iov[2] = {{SRC_ADDR + 4095, out, 1}, {SRC_ADDR + 9000, out + 1, 1}};
     assert_int_equal(fp_reader_readv(&rr, iov, 2), FP_E_READ); /* records [4032, 4096) */
-    assert_int_equal(fp_recorder_range_count(rec), 3);
+    assert_int_equal(fp_recorder_get_range_count(rec), 3);
     m.pid = 5;
     assert_int_equal(fp_image_builder_new(&m, &b), FP_OK);
     assert_int_equal(fp_recorder_capture(rec, b, NULL, 0), FP_OK);
     assert_int_equal(fp_image_builder_serialize(b, &buf, &len, NULL, 0), FP_OK);
     fp_image *cap = NULL;
     assert_int_equal(fp_image_open_mem(buf, len, &cap, NULL, 0), FP_OK);
-    assert_int_equal(fp_image_region_count(cap), 3);
-    assert_int_equal(fp_image_region_bytes(cap), 128 + 64 + 64);
+    assert_int_equal(fp_image_get_region_count(cap), 3);
+    assert_int_equal(fp_image_get_region_bytes(cap), 128 + 64 + 64);
     fp_reader cr;
-    fp_image_reader(cap, &cr);
+    fp_reader_open_image(cap, &cr);
     assert_int_equal(fp_reader_read(&cr, SRC_ADDR + 127, out, 1), FP_OK);
     assert_int_equal(out[0], 127);
     assert_int_equal(fp_reader_read(&cr, SRC_ADDR + 128, out, 1), FP_E_READ);
@@ -587,8 +587,8 @@ static void test_attach_without_runtime(void **state)
     free(buf);
     fp_reader r;
     fp_target_desc d;
-    fp_image_reader(img, &r);
-    fp_image_target(img, &d);
+    fp_reader_open_image(img, &r);
+    fp_image_get_target(img, &d);
     fp_session *s = NULL;
     assert_int_equal(fp_session_new(NULL, &s), FP_OK);
     int rc = fp_session_attach_reader(s, &r, &d);

@@ -144,7 +144,7 @@ static int run_one(json_object *interp, const char *script, char *why, size_t wh
             goto out;
         }
         if (r == 0 && fp_session_attach_pid(s, t.pid)) {
-            snprintf(why, whylen, "attach: %s", fp_session_errmsg(s));
+            snprintf(why, whylen, "attach: %s", fp_session_get_errmsg(s));
             goto out;
         }
         for (int k = 0; k < r; k++)
@@ -154,14 +154,14 @@ static int run_one(json_object *interp, const char *script, char *why, size_t wh
             }
         seen[r] = code;
         if (fp_session_sample(s, sm)) {
-            snprintf(why, whylen, "round %d: sample failed: %s", r, fp_session_errmsg(s));
+            snprintf(why, whylen, "round %d: sample failed: %s", r, fp_session_get_errmsg(s));
             goto out;
         }
         const fp_frame *top = NULL;
-        for (size_t i = 0; i < fp_sample_thread_count(sm); i++) {
-            const fp_thread *th = fp_sample_thread(sm, i);
+        for (size_t i = 0; i < fp_sample_get_thread_count(sm); i++) {
+            const fp_thread *th = fp_sample_get_thread(sm, i);
             if (th->native_id == tid && th->frame_count)
-                top = fp_sample_frame(sm, th->first_frame);
+                top = fp_sample_get_frame(sm, th->first_frame);
         }
         if (!top || strcmp(top->function, name) != 0 || top->line != exp_line || top->code_addr != code) {
             snprintf(why, whylen, "round %d: expected %s line %d at 0x%" PRIx64 ", got %s line %d at 0x%" PRIx64, r,

@@ -123,7 +123,7 @@ static int setup_program(void **state, const char *program)
     assert_int_equal(fp_sample_new(&t->sm), FP_OK);
     int rc = fp_session_attach_pid(t->s, (int)t->pid);
     if (rc)
-        fail_msg("attach: %s", fp_session_errmsg(t->s));
+        fail_msg("attach: %s", fp_session_get_errmsg(t->s));
     *state = t;
     return 0;
 }
@@ -525,7 +525,7 @@ static void test_target_killed(void **state)
     assert_int_equal(r.calls, 1); /* the callback sees the fatal attempt too */
     assert_int_equal(st.stop_reason, FPS_STOP_FATAL);
     assert_true(st.first_fatal[0] != '\0');
-    assert_string_equal(st.first_fatal, fp_session_errmsg(t->s));
+    assert_string_equal(st.first_fatal, fp_session_get_errmsg(t->s));
 }
 
 static void test_invalid(void **state)
@@ -737,13 +737,13 @@ static uint64_t spinning_holder(target *t)
             nanosleep(&pause, NULL);
         }
         rc = fp_session_sample(t->s, t->sm);
-        for (size_t i = 0; rc == FP_OK && i < fp_sample_thread_count(t->sm); i++)
-            if (fp_sample_thread(t->sm, i)->holds_gil == FP_YES)
-                holder = fp_sample_thread(t->sm, i)->native_id;
+        for (size_t i = 0; rc == FP_OK && i < fp_sample_get_thread_count(t->sm); i++)
+            if (fp_sample_get_thread(t->sm, i)->holds_gil == FP_YES)
+                holder = fp_sample_get_thread(t->sm, i)->native_id;
     }
     if (holder == 0 || holder == (uint64_t)t->pid)
         fail_msg("GIL holder %llu (main thread %d), last sample: %s %s", (unsigned long long)holder, (int)t->pid,
-                 fp_strerror(rc), fp_session_errmsg(t->s));
+                 fp_error_describe(rc), fp_session_get_errmsg(t->s));
     return holder;
 }
 
@@ -818,7 +818,7 @@ static void test_paused_returning_top(void **state)
     assert_int_equal(still, 2);
     int rc = fp_session_sample(t->s, t->sm);
     if (rc != FP_OK)
-        assert_non_null(strstr(fp_session_errmsg(t->s), "has returned"));
+        assert_non_null(strstr(fp_session_get_errmsg(t->s), "has returned"));
     assert_int_equal(rc, FP_E_INCOMPLETE);
     fp_options o;
     fp_options_init(&o);
@@ -828,16 +828,16 @@ static void test_paused_returning_top(void **state)
     assert_int_equal(fp_session_attach_pid(ps, (int)t->pid), FP_OK);
     rc = fp_session_sample(ps, t->sm);
     if (rc != FP_OK)
-        fail_msg("paused: %s", fp_session_errmsg(ps));
+        fail_msg("paused: %s", fp_session_get_errmsg(ps));
     fp_read_stats rs = {0};
-    assert_int_equal(fp_session_read_stats(ps, &rs), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(ps, &rs), FP_OK);
     assert_int_equal(rs.paused, 1);
-    const fp_thread *th = fp_sample_thread(t->sm, 0);
+    const fp_thread *th = fp_sample_get_thread(t->sm, 0);
     assert_true(th->frame_count >= 2);
-    const fp_frame *top = fp_sample_frame(t->sm, th->first_frame);
+    const fp_frame *top = fp_sample_get_frame(t->sm, th->first_frame);
     assert_string_equal(top->function, "leaf");
     assert_int_equal(top->line, 4);
-    assert_string_equal(fp_sample_frame(t->sm, th->first_frame + 1)->function, "<module>");
+    assert_string_equal(fp_sample_get_frame(t->sm, th->first_frame + 1)->function, "<module>");
     fp_session_free(ps);
 }
 
@@ -1023,8 +1023,8 @@ static int on_fault(void *ctx, const fps_outcome *o)
         f->skipping++;
     for (size_t k = 0; k < o->nskip; k++) {
         bool found = false; /* a thread left out is one of the sample's */
-        for (size_t i = 0; o->sample && i < fp_sample_thread_count(o->sample); i++)
-            found = found || fp_sample_thread(o->sample, i)->native_id == o->skip_ids[k];
+        for (size_t i = 0; o->sample && i < fp_sample_get_thread_count(o->sample); i++)
+            found = found || fp_sample_get_thread(o->sample, i)->native_id == o->skip_ids[k];
         if (!found)
             f->bad++;
     }
@@ -1044,10 +1044,10 @@ static void run_fault(target *t, int fault, fault_seen *f)
     own_hook own = {0, 0};
     assert_int_equal(fp_session_set_retry_hook(t->s, on_own_retry, &own), FP_OK);
     fp_read_stats before, after;
-    assert_int_equal(fp_session_read_stats(t->s, &before), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(t->s, &before), FP_OK);
     *f = (fault_seen){0};
     assert_int_equal(fps_run(t->s, t->sm, &c, on_fault, f, NULL), FP_OK);
-    assert_int_equal(fp_session_read_stats(t->s, &after), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(t->s, &after), FP_OK);
     assert_int_equal(f->calls, FAULT_SAMPLES);
     assert_int_equal(f->bad, 0);
     assert_true(own.calls > 0);

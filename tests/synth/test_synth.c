@@ -114,7 +114,7 @@ static void build(const char *id, const synth_desc *d, uint32_t max_depth, built
     synth_target(b->img, &td);
     rc = fp_session_attach_reader(b->s, &b->rd, &td);
     if (rc)
-        fail_msg("%s: attach: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: attach: %s", id, fp_session_get_errmsg(b->s));
 }
 
 /* The address of the image's first (here only) interpreter state, read
@@ -137,14 +137,14 @@ static void unbuild(built *b)
 
 static void check_thread(const char *id, const fp_sample *sm, size_t ti, const expect_frame *ex, size_t nex)
 {
-    const fp_thread *th = fp_sample_thread(sm, ti);
+    const fp_thread *th = fp_sample_get_thread(sm, ti);
     assert_non_null(th);
     if (th->error)
-        fail_msg("%s: thread %zu failed: %s", id, ti, fp_strerror(th->error));
+        fail_msg("%s: thread %zu failed: %s", id, ti, fp_error_describe(th->error));
     if (th->frame_count != nex)
         fail_msg("%s: thread %zu has %zu frames, expected %zu", id, ti, th->frame_count, nex);
     for (size_t k = 0; k < nex; k++) {
-        const fp_frame *f = fp_sample_frame(sm, th->first_frame + k);
+        const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + k);
         const synth_code *c = ex[k].code;
         const synth_loc *loc = &c->locs[ex[k].loc];
         if (strcmp(f->function, c->qualname) || strcmp(f->name, c->name) || strcmp(f->file, c->filename))
@@ -164,7 +164,7 @@ static void check_thread(const char *id, const fp_sample *sm, size_t ti, const e
 static void sample_is(const char *id, built *b, size_t ti, const expect_frame *ex, size_t nex)
 {
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, ti, ex, nex);
 }
 
@@ -254,17 +254,17 @@ static void round_trips_exactly(size_t layout, const char *id, built *b)
     (void)layout;
     int rc = fp_session_sample(b->s, b->sm);
     if (rc)
-        fail_msg("%s: sample failed: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: sample failed: %s", id, fp_session_get_errmsg(b->s));
     fp_python_info py;
-    assert_int_equal(fp_session_python(b->s, &py), FP_OK);
+    assert_int_equal(fp_session_get_python(b->s, &py), FP_OK);
     assert_int_equal(py.free_threaded, strchr(id, 't') != NULL);
-    assert_int_equal(fp_sample_interp_count(b->sm), 1);
-    assert_int_equal(fp_sample_thread_count(b->sm), 2);
-    const fp_thread *m = fp_sample_thread(b->sm, 0);
+    assert_int_equal(fp_sample_get_interp_count(b->sm), 1);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 2);
+    const fp_thread *m = fp_sample_get_thread(b->sm, 0);
     assert_int_equal(m->native_id, 4242);
     assert_int_equal(m->thread_id, 0x7f0000001000ull);
     assert_true(m->main);
-    assert_false(fp_sample_thread(b->sm, 1)->main);
+    assert_false(fp_sample_get_thread(b->sm, 1)->main);
     assert_int_equal(m->exception, FP_NO);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
@@ -347,7 +347,7 @@ static void wipe_code(built *b, uint64_t f, uint64_t *start, uint64_t *unit, uin
 static const fpi_call_site_set *image_call_sites(built *b, unsigned *minor)
 {
     fp_python_info py;
-    if (fp_session_python(b->s, &py) != FP_OK)
+    if (fp_session_get_python(b->s, &py) != FP_OK)
         return NULL;
     *minor = (py.hexversion >> 16) & 0xffu;
     return fpi_call_sites_for(3, *minor);
@@ -479,7 +479,7 @@ static bool corrupt(built *b, int what)
          * before frame 2's own holds a byte equal to one (as cache data
          * may), which a scan back from the unit would take for the call. */
         fp_python_info py;
-        if (fp_session_python(b->s, &py) != FP_OK)
+        if (fp_session_get_python(b->s, &py) != FP_OK)
             return false;
         const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
         if (!set || ((py.hexversion >> 16) & 0xffu) < 13)
@@ -504,7 +504,7 @@ static bool corrupt(built *b, int what)
          * it out: frame 2's code holds BINARY_OP at its own unit and, on
          * 3.11/3.12, its cache count before it. */
         fp_python_info py;
-        if (fp_session_python(b->s, &py) != FP_OK)
+        if (fp_session_get_python(b->s, &py) != FP_OK)
             return false;
         unsigned minor = (py.hexversion >> 16) & 0xffu;
         if (minor >= FIRST_MINOR_GETITEM_IN_BINARY_OP)
@@ -526,7 +526,7 @@ static bool corrupt(built *b, int what)
          * coroutine's frame was read after it had moved on (ci/live
          * generator_pingpong, coro_b at line 58 under work_b). */
         fp_python_info py;
-        if (fp_session_python(b->s, &py) != FP_OK || ((py.hexversion >> 16) & 0xffu) >= SEND_DIRECT_FIRST_MINOR)
+        if (fp_session_get_python(b->s, &py) != FP_OK || ((py.hexversion >> 16) & 0xffu) >= SEND_DIRECT_FIRST_MINOR)
             return false;
         uint64_t start, unit, units;
         wipe_code(b, f2, &start, &unit, &units);
@@ -543,7 +543,7 @@ static bool corrupt(built *b, int what)
          * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the
          * chain before, still in the slot above). */
         fp_python_info py;
-        if (fp_session_python(b->s, &py) != FP_OK)
+        if (fp_session_get_python(b->s, &py) != FP_OK)
             return false;
         const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
         int op = -1;
@@ -567,7 +567,7 @@ static bool corrupt(built *b, int what)
          * whose callers point there), the rest of the code being one-unit
          * instructions (CACHE) as the instruction map decodes it. */
         fp_python_info py;
-        if (fp_session_python(b->s, &py) != FP_OK)
+        if (fp_session_get_python(b->s, &py) != FP_OK)
             return false;
         unsigned minor = (py.hexversion >> 16) & 0xffu;
         const fpi_call_site_set *set = fpi_call_sites_for(3, minor);
@@ -666,13 +666,13 @@ static void test_corruptions(void **state)
             if (rc == FP_OK)
                 fail_msg("%s: %s: the sample succeeded", id, CORRUPTION_NAME[c]);
             if (rc != FP_E_INCOMPLETE && rc != FP_E_LIMIT)
-                fail_msg("%s: %s: unexpected error %d (%s)", id, CORRUPTION_NAME[c], rc, fp_session_errmsg(b.s));
-            assert_int_equal(fp_sample_thread_count(b.sm), 2);
-            assert_int_not_equal(fp_sample_thread(b.sm, 1)->error, 0);
-            assert_int_equal(fp_sample_thread(b.sm, 1)->frame_count, 0);
+                fail_msg("%s: %s: unexpected error %d (%s)", id, CORRUPTION_NAME[c], rc, fp_session_get_errmsg(b.s));
+            assert_int_equal(fp_sample_get_thread_count(b.sm), 2);
+            assert_int_not_equal(fp_sample_get_thread(b.sm, 1)->error, 0);
+            assert_int_equal(fp_sample_get_thread(b.sm, 1)->frame_count, 0);
             check_thread(id, b.sm, 0, EXPECT_T1, 4);
             if (c == C_CYCLE) {
-                assert_non_null(strstr(fp_session_errmsg(b.s), "cycle"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "cycle"));
                 /* found on its second lap, not after max_depth frames (and
                  * as many reads where they lie outside the data stack) */
                 if (b.s->nseen > CYCLE_FOUND_WITHIN)
@@ -680,24 +680,24 @@ static void test_corruptions(void **state)
             }
             if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER ||
                 c == C_SEND_CALLER_3_11 || c == C_RESUME_CALLER)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended in a call"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "is not suspended in a call"));
             if (c == C_SETUP_CALLER)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "is being set up under a frame"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "is being set up under a frame"));
             if (c == C_RESUMING_CALLER)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "resuming a generator under a frame"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "resuming a generator under a frame"));
             if (c == C_CALLER_UNDER_GENERATOR)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "is not suspended resuming a generator under the"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "is not suspended resuming a generator under the"));
             if (c == C_RUNNING_CALLER)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "is running under the frame linked above it"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "is running under the frame linked above it"));
             if (c == C_CLEARED_CALLER_3_13 || c == C_CLEARED_TOP_3_13)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "has returned: its stack was cleared"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "has returned: its stack was cleared"));
             if (c == C_STOPPED_TOP)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "the top, is not running"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "the top, is not running"));
             if (c == C_CFRAME_EMPTY)
-                assert_non_null(strstr(fp_session_errmsg(b.s), "has no frame yet"));
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "has no frame yet"));
             if (c == C_WRAPPED_CHUNK) {
-                assert_string_equal(fp_session_errmsg(b.s), WRAP_MESSAGE);
-                assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_CORRUPT);
+                assert_string_equal(fp_session_get_errmsg(b.s), WRAP_MESSAGE);
+                assert_int_equal(fp_sample_get_thread(b.sm, 1)->error, FP_E_CORRUPT);
             }
             unbuild(&b);
             checked++;
@@ -714,7 +714,7 @@ static void cache_byte_like_send_passes(size_t layout, const char *id, built *b)
 {
     (void)layout;
     fp_python_info py;
-    assert_int_equal(fp_session_python(b->s, &py), FP_OK);
+    assert_int_equal(fp_session_get_python(b->s, &py), FP_OK);
     unsigned minor = (py.hexversion >> 16) & 0xffu;
     const fpi_call_site_set *set = fpi_call_sites_for(3, minor);
     if (!set || minor < SEND_DIRECT_FIRST_MINOR || minor >= SUSPENDED_AT_INSTRUCTION_MINOR)
@@ -736,7 +736,7 @@ static void cache_byte_like_send_passes(size_t layout, const char *id, built *b)
     *synth_bytes(b->img, start + 2 * unit, 1) = (uint8_t)send;
     int rc = fp_session_sample(b->s, b->sm);
     if (rc)
-        fail_msg("%s: a CALL's cache unit holding SEND's byte was refused: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: a CALL's cache unit holding SEND's byte was refused: %s", id, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     print_message("# %s: a CALL's cache byte equal to SEND passes\n", id);
 }
@@ -755,7 +755,7 @@ static void running_under_generator_passes(size_t layout, const char *id, built 
     memcpy(synth_bytes(b->img, synth_frame_addr(b->img, 0, 3) + (uint64_t)l->fr_stacktop, 4), &running, 4);
     int rc = fp_session_sample(b->s, b->sm);
     if (rc)
-        fail_msg("%s: a running frame under a generator's frame was refused: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: a running frame under a generator's frame was refused: %s", id, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     print_message("# %s: a running frame under a generator's frame passes\n", id);
 }
@@ -793,7 +793,7 @@ static bool call_with_slots_on(built *b, size_t t, uint64_t slot0, uint64_t slot
 {
     const fpi_layout *l = synth_layout(b->img);
     fp_python_info py;
-    if (l->fr_localsplus == FPI_OFF_NONE || fp_session_python(b->s, &py) != FP_OK)
+    if (l->fr_localsplus == FPI_OFF_NONE || fp_session_get_python(b->s, &py) != FP_OK)
         return false;
     const fpi_call_site_set *set = fpi_call_sites_for(3, (py.hexversion >> 16) & 0xffu);
     int call = -1;
@@ -843,10 +843,10 @@ static void callee_was_called_checked(size_t layout, const char *id, built *b)
             reattach(b, &b->rd); /* a new session: no frame cache entry yet */
         assert_true(call_with_slots(b, FUNC_OTHER, FUNC_CALLED));
         int rc = fp_session_sample(b->s, b->sm);
-        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "in a call of another function"))
+        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_get_errmsg(b->s), "in a call of another function"))
             fail_msg("%s: a caller holding another function was not refused (%s frame cache): %d %s", id,
-                     warm ? "warm" : "cold", rc, fp_session_errmsg(b->s));
-        assert_int_equal(fp_sample_thread(b->sm, 1)->frame_count, 0);
+                     warm ? "warm" : "cold", rc, fp_session_get_errmsg(b->s));
+        assert_int_equal(fp_sample_get_thread(b->sm, 1)->frame_count, 0);
         check_thread(id, b->sm, 0, EXPECT_T1, 4);
         assert_true(call_with_slots(b, FUNC_CALLED, 0));
         sample_is(id, b, 1, EXPECT_T2, 3); /* warms the frame cache for the next round */
@@ -887,14 +887,14 @@ static void follows_thread_list_changes(size_t layout, const char *id, built *b)
     uint64_t t0 = synth_thread_state_addr(b->img, 0), t1 = synth_thread_state_addr(b->img, 1), zero = 0;
     uint8_t *next0 = synth_bytes(b->img, t0 + (uint64_t)l->ts_next, 8);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 2);
     memcpy(next0, &zero, 8); /* the second thread exits */
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_sample_thread_count(b->sm), 1);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 1);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     memcpy(next0, &t1, 8); /* and comes back */
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 2);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     /* The head moves to the second thread, the first now after it. */
     uint64_t interp = first_interp(b->img);
@@ -904,14 +904,14 @@ static void follows_thread_list_changes(size_t layout, const char *id, built *b)
     memcpy(next1, &t0, 8);
     memcpy(next0, &zero, 8);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_sample_thread_count(b->sm), 2);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 2);
     check_thread(id, b->sm, 0, EXPECT_T2, 3);
     check_thread(id, b->sm, 1, EXPECT_T1, 4);
     /* A list without the main thread's state is one being changed: the
      * main interpreter lists it for as long as it runs. */
     memcpy(next1, &zero, 8);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_E_INCOMPLETE);
-    assert_non_null(strstr(fp_session_errmsg(b->s), "lacks its main thread"));
+    assert_non_null(strstr(fp_session_get_errmsg(b->s), "lacks its main thread"));
 }
 
 static void test_thread_list_changes(void **state)
@@ -946,29 +946,29 @@ static void test_untested_version(void **state)
             assert_false(o.allow_untested);
             assert_int_equal(fp_session_new(&o, &s), FP_OK);
             assert_int_equal(fp_session_attach_reader(s, &b.rd, &td), FP_E_UNSUPPORTED);
-            assert_string_equal(fp_session_errmsg(s),
+            assert_string_equal(fp_session_get_errmsg(s),
                                 "CPython 3.16: not supported (3.11–3.15 are; newer versions only with allow_untested)");
             fp_session_free(s);
 
             o.allow_untested = true;
             assert_int_equal(fp_session_new(&o, &s), FP_OK);
             if (fp_session_attach_reader(s, &b.rd, &td))
-                fail_msg("%s: attach with allow_untested: %s", ids[i], fp_session_errmsg(s));
+                fail_msg("%s: attach with allow_untested: %s", ids[i], fp_session_get_errmsg(s));
             fp_python_info py;
-            assert_int_equal(fp_session_python(s, &py), FP_OK);
+            assert_int_equal(fp_session_get_python(s, &py), FP_OK);
             assert_true(py.untested);
             assert_int_equal(py.hexversion, UNTESTED_HEX);
             assert_string_equal(py.version, "3.16.0");
             assert_int_equal(py.free_threaded, strchr(ids[i], 't') != NULL);
             if (fp_session_sample(s, b.sm))
-                fail_msg("%s: untested sample: %s", ids[i], fp_session_errmsg(s));
+                fail_msg("%s: untested sample: %s", ids[i], fp_session_get_errmsg(s));
             check_thread(ids[i], b.sm, 0, EXPECT_T1, 4);
             check_thread(ids[i], b.sm, 1, EXPECT_T2, 3);
             fp_session_free(s);
         }
         /* The tested version itself is never marked. */
         fp_python_info py;
-        assert_int_equal(fp_session_python(b.s, &py), FP_OK);
+        assert_int_equal(fp_session_get_python(b.s, &py), FP_OK);
         assert_false(py.untested);
         unbuild(&b);
     }
@@ -1038,16 +1038,16 @@ static void frames_reused_not_cached(size_t layout, const char *id, built *b)
      * threads) is torn, once — the walk again reads it afresh rather than
      * taking the cache's bytes a second time. */
     fp_read_stats st0, st;
-    assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st0), FP_OK);
     move_instr(b, f2, -2);
     ex[2] = (expect_frame){&CODE_GEN, 0, 0, true};
     sample_is(id, b, 0, ex, 4);
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
-    if (st.torn - st0.torn != 1 || heard.calls != 1 || heard.native_id != fp_sample_thread(b->sm, 0)->native_id)
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
+    if (st.torn - st0.torn != 1 || heard.calls != 1 || heard.native_id != fp_sample_get_thread(b->sm, 0)->native_id)
         fail_msg("%s: a cached generator frame that moved on: %llu torn walks, the hook called %u times (last with "
                  "%llu), expected 1, once, with %llu",
                  id, (unsigned long long)(st.torn - st0.torn), heard.calls, (unsigned long long)heard.native_id,
-                 (unsigned long long)fp_sample_thread(b->sm, 0)->native_id);
+                 (unsigned long long)fp_sample_get_thread(b->sm, 0)->native_id);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
     assert_int_equal(fp_session_set_retry_hook(b->s, NULL, NULL), FP_OK);
 }
@@ -1068,9 +1068,9 @@ static void unlinked_generator_ends_walk(size_t layout, const char *id, built *b
     uint64_t gen = synth_frame_addr(b->img, 0, 2), zero = 0;
     memcpy(synth_bytes(b->img, gen + (uint64_t)l->fr_previous, 8), &zero, 8);
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_E_INCOMPLETE);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
     if (strcmp(id, "3.11") == 0)
-        assert_non_null(strstr(fp_session_errmsg(b->s), "ended at generator frame"));
+        assert_non_null(strstr(fp_session_get_errmsg(b->s), "ended at generator frame"));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
 }
 
@@ -1144,16 +1144,16 @@ static void switched_stack_case(const char *id, enum switched_case c)
     int rc = fp_session_sample(b.s, b.sm);
     if (c == SW_WHOLE) {
         if (rc != FP_OK)
-            fail_msg("%s: %s: %s", id, SWITCHED_NAME[c], fp_session_errmsg(b.s));
+            fail_msg("%s: %s: %s", id, SWITCHED_NAME[c], fp_session_get_errmsg(b.s));
         check_thread(id, b.sm, 0, EXPECT_T1, 4);
     } else if (l->ts_base_frame != FPI_OFF_NONE || (c == SW_EXPOSED && l->fr_is_entry == FPI_OFF_NONE)) {
         /* 3.15+ refuses every cut; 3.12-3.14, which end every chain at an
          * entry frame with no caller, refuse the one that ends at a Python
          * frame (3.11 marks the outermost frame itself as entered from C,
          * and greenlet rewrites no links there). */
-        if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+        if (rc != FP_E_INCOMPLETE || fp_sample_get_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
             fail_msg("%s: %s: came back as %d (thread 0: %d, %zu frames)", id, SWITCHED_NAME[c], rc,
-                     fp_sample_thread(b.sm, 0)->error, fp_sample_thread(b.sm, 0)->frame_count);
+                     fp_sample_get_thread(b.sm, 0)->error, fp_sample_get_thread(b.sm, 0)->frame_count);
     }
     check_thread(id, b.sm, 1, EXPECT_T2, 3);
     unbuild(&b);
@@ -1188,12 +1188,12 @@ static void switched_generator_case(const char *id, bool exposed)
     }
     int rc = fp_session_sample(b.s, b.sm);
     if (l->fr_is_entry != FPI_OFF_NONE || exposed) {
-        if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+        if (rc != FP_E_INCOMPLETE || fp_sample_get_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
             fail_msg("%s: a generator at the bottom of a switched stack%s came back as %d (%zu frames)", id,
-                     exposed ? ", its link cleared," : "", rc, fp_sample_thread(b.sm, 0)->frame_count);
+                     exposed ? ", its link cleared," : "", rc, fp_sample_get_thread(b.sm, 0)->frame_count);
     } else {
         if (rc != FP_OK)
-            fail_msg("%s: a generator at the bottom of a switched stack: %s", id, fp_session_errmsg(b.s));
+            fail_msg("%s: a generator at the bottom of a switched stack: %s", id, fp_session_get_errmsg(b.s));
         check_thread(id, b.sm, 0, want, 2);
     }
     unbuild(&b);
@@ -1223,11 +1223,11 @@ static void thread0_corrupt(const char *id, built *b, const char *what)
     int rc = fp_session_sample(b->s, b->sm);
     if (rc == FP_OK)
         fail_msg("%s: %s: the sample succeeded", id, what);
-    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    const fp_thread *th = fp_sample_get_thread(b->sm, 0);
     assert_int_equal(th->error, FP_E_CORRUPT);
     assert_int_equal(th->frame_count, 0);
-    if (!strstr(fp_session_errmsg(b->s), what))
-        fail_msg("%s: expected \"%s\" in: %s", id, what, fp_session_errmsg(b->s));
+    if (!strstr(fp_session_get_errmsg(b->s), what))
+        fail_msg("%s: expected \"%s\" in: %s", id, what, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
 }
 
@@ -1275,7 +1275,7 @@ static void shim_skips_call_site_check(size_t layout, const char *id, built *b)
     memcpy(&units, synth_bytes(b->img, code + (uint64_t)l->ob_size, 8), 8);
     memset(synth_bytes(b->img, code + (uint64_t)l->co_code_adaptive, (size_t)units * 2), 0, (size_t)units * 2);
     if (fp_session_sample(b->s, b->sm))
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
 }
 
@@ -1370,18 +1370,19 @@ static void test_frameless_thread_recreated(void **state)
             reattach(&b, &racing);
             if (primed) {
                 assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-                assert_int_equal(fp_sample_thread_count(b.sm), 2);
+                assert_int_equal(fp_sample_get_thread_count(b.sm), 2);
             }
             rr.armed = true;
             int rc = fp_session_sample(b.s, b.sm);
             assert_false(rr.armed);
             /* The re-created state is torn (it left the list); the walk goes
              * on from the head as it is now: the main thread alone. */
-            if (rc != FP_OK || fp_sample_thread_count(b.sm) != 1 || fp_sample_thread(b.sm, 0)->native_id != 4242)
+            if (rc != FP_OK || fp_sample_get_thread_count(b.sm) != 1 ||
+                fp_sample_get_thread(b.sm, 0)->native_id != 4242)
                 fail_msg("%s (pass %d): a sample of %zu thread(s) returned %s, expected the main thread alone", id,
-                         pass, fp_sample_thread_count(b.sm), fp_strerror(rc));
+                         pass, fp_sample_get_thread_count(b.sm), fp_error_describe(rc));
             fp_read_stats st;
-            assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+            assert_int_equal(fp_session_get_read_stats(b.s, &st), FP_OK);
             assert_true(st.torn >= 1);
             unbuild(&b);
         }
@@ -1425,9 +1426,9 @@ static void test_thread_started_in_front(void **state)
         rr.armed = true;
         int rc = fp_session_sample(b.s, b.sm);
         assert_false(rr.armed);
-        if (rc != FP_OK || fp_sample_thread_count(b.sm) != 2)
+        if (rc != FP_OK || fp_sample_get_thread_count(b.sm) != 2)
             fail_msg("%s: a sample of %zu thread(s) returned %s, expected both threads", id,
-                     fp_sample_thread_count(b.sm), fp_strerror(rc));
+                     fp_sample_get_thread_count(b.sm), fp_error_describe(rc));
         /* The link (here the list head) is read after the change by the
          * walk's read-back (it names another), by the check that it still
          * does, and by the new head thread's read-back: the restart takes
@@ -1435,12 +1436,12 @@ static void test_thread_started_in_front(void **state)
          * reading the link again (the builds before read it 5 and 4 times). */
         if (rr.counted != 3)
             fail_msg("%s: the moved link was read %u times after the change, expected 3", id, rr.counted);
-        const fp_thread *mt = fp_sample_thread(b.sm, 1);
+        const fp_thread *mt = fp_sample_get_thread(b.sm, 1);
         if (mt->native_id != 4242 || mt->error || mt->frame_count != 2)
             fail_msg("%s: the main thread came back as %llu with %zu frames (%s)", id,
-                     (unsigned long long)mt->native_id, mt->frame_count, fp_strerror(mt->error));
+                     (unsigned long long)mt->native_id, mt->frame_count, fp_error_describe(mt->error));
         fp_read_stats st;
-        assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+        assert_int_equal(fp_session_get_read_stats(b.s, &st), FP_OK);
         if (st.torn != 1)
             fail_msg("%s: %llu torn walks, expected 1 (no retry through the moved link)", id,
                      (unsigned long long)st.torn);
@@ -1495,7 +1496,7 @@ static void test_thread_list_restarts_bounded(void **state)
         int rc = fp_session_sample(b.s, b.sm);
         if (rc != FP_E_INCOMPLETE)
             fail_msg("%s: a list moving under every walk gave %s with %zu thread(s), expected incomplete", id,
-                     fp_strerror(rc), fp_sample_thread_count(b.sm));
+                     fp_error_describe(rc), fp_sample_get_thread_count(b.sm));
         /* The first walk and every walk again from the head: each read
          * the head's state once and moved the head. */
         if (rr.changes != FPI_THREAD_LIST_RESTARTS + 1)
@@ -1555,13 +1556,13 @@ static void test_thread_exit_and_start(void **state)
         synth_write w[MAX_LIFECYCLE_WRITES];
         size_t n = 0;
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 2);
+        assert_int_equal(fp_sample_get_thread_count(b.sm), 2);
         assert_int_not_equal(synth_plan_thread_exit(b.img, 0, w, MAX_LIFECYCLE_WRITES, &n), 0); /* main */
         assert_int_equal(synth_plan_thread_exit(b.img, 1, w, MAX_LIFECYCLE_WRITES, &n), 0);
         apply_all(&b, w, n);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread_count(b.sm), 1);
-        assert_int_equal(fp_sample_thread(b.sm, 0)->native_id, 4242);
+        assert_int_equal(fp_sample_get_thread_count(b.sm), 1);
+        assert_int_equal(fp_sample_get_thread(b.sm, 0)->native_id, 4242);
         n = 0;
         assert_int_not_equal(synth_plan_advance(b.img, 1, 1, w, MAX_LIFECYCLE_WRITES, &n), 0);
         assert_int_not_equal(synth_plan_move(b.img, 1, 1, NULL, 0, w, MAX_LIFECYCLE_WRITES, &n), 0);
@@ -1569,9 +1570,9 @@ static void test_thread_exit_and_start(void **state)
         apply_all(&b, w, n);
         for (int pass = 0; pass < 2; pass++) { /* cold, then reading ahead */
             if (fp_session_sample(b.s, b.sm) != FP_OK)
-                fail_msg("%s: after a thread started: %s", id, fp_session_errmsg(b.s));
-            assert_int_equal(fp_sample_thread_count(b.sm), 2);
-            const fp_thread *t0 = fp_sample_thread(b.sm, 0), *t1 = fp_sample_thread(b.sm, 1);
+                fail_msg("%s: after a thread started: %s", id, fp_session_get_errmsg(b.s));
+            assert_int_equal(fp_sample_get_thread_count(b.sm), 2);
+            const fp_thread *t0 = fp_sample_get_thread(b.sm, 0), *t1 = fp_sample_get_thread(b.sm, 1);
             assert_int_equal(t0->native_id, 4243);
             assert_int_equal(t0->thread_id, NEW_THREAD_ID);
             assert_false(t0->main);
@@ -1614,13 +1615,13 @@ static void thread_exits_during_walk(const char *id, int warm, built *b)
     er.rr.armed = true;
     er.rr.skip = 1; /* the copy reads the frame; the thread exits before the read-back */
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s (after %d samples): %s", id, warm, fp_session_errmsg(b->s));
+        fail_msg("%s (after %d samples): %s", id, warm, fp_session_get_errmsg(b->s));
     assert_false(er.rr.armed);
-    assert_int_equal(fp_sample_thread_count(b->sm), 1);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->native_id, 4242);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 1);
+    assert_int_equal(fp_sample_get_thread_count(b->sm), 1);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->native_id, 4242);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->frame_count, 1);
     fp_read_stats st;
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     assert_true(st.torn >= 1);
     reattach(b, &b->rd); /* the racing reader goes out of scope */
 }
@@ -1685,12 +1686,12 @@ static void code_confirmed_per_walk(size_t layout, const char *id, built *b)
     c.rr.armed = true;
     c.rr.skip = 2; /* the copy and the first read-back read frame 1; the last one meets the move */
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     if (c.stage != 2)
         fail_msg("%s: the change ran %d of its 2 stages", id, c.stage);
-    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    const fp_thread *th = fp_sample_get_thread(b->sm, 0);
     assert_int_equal(th->frame_count, 4);
-    const fp_frame *bottom = fp_sample_frame(b->sm, th->first_frame + 3);
+    const fp_frame *bottom = fp_sample_get_frame(b->sm, th->first_frame + 3);
     if (strcmp(bottom->function, CODE_A.qualname) != 0)
         fail_msg("%s: the replaced code object is named %s, expected %s", id, bottom->function, CODE_A.qualname);
     reattach(b, &b->rd); /* the racing reader goes out of scope */
@@ -1747,11 +1748,11 @@ static void code_generation_checked(size_t layout, const char *id, built *b)
         sample_is(id, b, 0, EXPECT_T1, 4);
     g.rr.armed = true; /* the copy of the chunk that holds the bottom frame */
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     assert_false(g.rr.armed);
-    const fp_thread *th = fp_sample_thread(b->sm, 0);
+    const fp_thread *th = fp_sample_get_thread(b->sm, 0);
     assert_int_equal(th->frame_count, 4);
-    const fp_frame *bottom = fp_sample_frame(b->sm, th->first_frame + 3);
+    const fp_frame *bottom = fp_sample_get_frame(b->sm, th->first_frame + 3);
     if (strcmp(bottom->function, CODE_A.qualname) != 0)
         fail_msg("%s: the replaced code object is named %s, expected %s", id, bottom->function, CODE_A.qualname);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
@@ -1792,13 +1793,13 @@ static void late_race_leaves_caller(const char *id, built *b, racing_reader *r)
 {
     r->armed = true;
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     assert_false(r->armed);
-    const fp_thread *t = fp_sample_thread(b->sm, 0);
+    const fp_thread *t = fp_sample_get_thread(b->sm, 0);
     if (t->frame_count != 1)
         fail_msg("%s: %zu frames (the top one named %s), expected the caller alone", id, t->frame_count,
-                 fp_sample_frame(b->sm, t->first_frame)->function);
-    assert_string_equal(fp_sample_frame(b->sm, t->first_frame)->function, CODE_A.qualname);
+                 fp_sample_get_frame(b->sm, t->first_frame)->function);
+    assert_string_equal(fp_sample_get_frame(b->sm, t->first_frame)->function, CODE_A.qualname);
     reattach(b, &b->rd); /* the racing reader goes out of scope */
     unbuild(b);
 }
@@ -1868,11 +1869,11 @@ static void test_late_code_read_back_batched(void **state)
         assert_int_equal(fp_session_new(&o, &peek), FP_OK);
         assert_int_equal(fp_session_attach_reader(peek, &b.rd, &td), FP_OK);
         if (fp_session_sample(peek, b.sm) != FP_OK)
-            fail_msg("%s: a sample of the callee: %s", id, fp_session_errmsg(peek));
-        const fp_thread *t = fp_sample_thread(b.sm, 0);
+            fail_msg("%s: a sample of the callee: %s", id, fp_session_get_errmsg(peek));
+        const fp_thread *t = fp_sample_get_thread(b.sm, 0);
         assert_int_equal(t->frame_count, 2);
-        uint64_t code_top = fp_sample_frame(b.sm, t->first_frame)->code_addr;
-        uint64_t code_bottom = fp_sample_frame(b.sm, t->first_frame + 1)->code_addr;
+        uint64_t code_top = fp_sample_get_frame(b.sm, t->first_frame)->code_addr;
+        uint64_t code_bottom = fp_sample_get_frame(b.sm, t->first_frame + 1)->code_addr;
         fp_session_free(peek);
         c.rr.watch = code_top;
         c.qualname_at = code_top + (uint64_t)l->co_qualname;
@@ -1901,12 +1902,12 @@ static void head_not_set_up(const char *id, int warm, built *b)
     int rc = fp_session_sample(b->s, b->sm);
     if (rc != FP_E_INCOMPLETE)
         fail_msg("%s (after %d samples): %s with %zu threads, expected an incomplete sample", id, warm,
-                 rc ? fp_strerror(rc) : "a good sample", fp_sample_thread_count(b->sm));
+                 rc ? fp_error_describe(rc) : "a good sample", fp_sample_get_thread_count(b->sm));
     /* The state being set up is in the sample as a thread that failed, torn;
      * a thread left without an error would read as good (ids 0/0, no frames). */
     size_t unset = 0;
-    for (size_t k = 0; k < fp_sample_thread_count(b->sm); k++) {
-        const fp_thread *t = fp_sample_thread(b->sm, k);
+    for (size_t k = 0; k < fp_sample_get_thread_count(b->sm); k++) {
+        const fp_thread *t = fp_sample_get_thread(b->sm, k);
         if (t->native_id == 0 && t->thread_id == 0) {
             unset++;
             if (t->error != FP_E_INCOMPLETE)
@@ -1983,7 +1984,7 @@ static const fp_reader_ops COUNTING_OPS = {.name = "counting", .read = counting_
  * 3.11 and 3.12).  Fewer is better; a change shows here. */
 static const unsigned STEADY_READS[NLAYOUTS] = {1, 1, 1, 1, 1, 1, 1, 1};
 
-/* fp_session_read_stats counts exactly the reader calls and bytes the
+/* fp_session_get_read_stats counts exactly the reader calls and bytes the
  * samples make (not those of attaching). */
 static void read_stats_count_every_read(size_t layout, const char *id, built *b)
 {
@@ -1991,12 +1992,12 @@ static void read_stats_count_every_read(size_t layout, const char *id, built *b)
     fp_reader counting = {&COUNTING_OPS, &cr};
     reattach(b, &counting);
     fp_read_stats st;
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     assert_true(st.calls == 0 && st.bytes == 0 && st.torn == 0);
     cr.calls = cr.bytes = 0;
     for (int k = 0; k < 3; k++) {
         sample_is(id, b, 0, EXPECT_T1, 4);
-        assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+        assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
         if (st.calls != cr.calls || st.bytes != cr.bytes)
             fail_msg("%s: sample %d: counted %llu reads, %llu bytes; the reader saw %llu, %llu", id, k,
                      (unsigned long long)st.calls, (unsigned long long)st.bytes, (unsigned long long)cr.calls,
@@ -2004,12 +2005,12 @@ static void read_stats_count_every_read(size_t layout, const char *id, built *b)
     }
     uint64_t before = st.calls;
     assert_int_equal(fp_session_sample(b->s, b->sm), FP_OK);
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     if (st.calls - before != STEADY_READS[layout])
         fail_msg("%s: a steady-state sample made %llu reads, expected %u", id,
                  (unsigned long long)(st.calls - before), STEADY_READS[layout]);
     assert_int_equal(st.torn, 0); /* nothing changed under any walk */
-    assert_int_equal(fp_session_read_stats(NULL, &st), FP_E_INVALID_ARG);
+    assert_int_equal(fp_session_get_read_stats(NULL, &st), FP_E_INVALID_ARG);
 }
 
 static void test_read_stats(void **state)
@@ -2107,9 +2108,9 @@ static void read_backs_per_link(size_t layout, const char *id, built *b)
 static void chain_sampled(const char *id, built *b)
 {
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
-    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_OK);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 3);
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->error, FP_OK);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->frame_count, 3);
 }
 
 /* 3.14+: the slot and f_funcobj hold stack references, compared without
@@ -2194,9 +2195,9 @@ static void unknown_depth_read_back(size_t layout, const char *id, built *b)
         memcpy(at, &bad[k], 8);
         assert_int_equal(saved_depth(b, f1), FPI_DEPTH_UNKNOWN);
         int rc = fp_session_sample(b->s, b->sm);
-        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "a frame it followed changed"))
+        if (rc != FP_E_INCOMPLETE || !strstr(fp_session_get_errmsg(b->s), "a frame it followed changed"))
             fail_msg("%s: a caller whose stack pointer names no slot (%s) was not refused: %d %s", id,
-                     k ? "below localsplus" : "unaligned", rc, fp_session_errmsg(b->s));
+                     k ? "below localsplus" : "unaligned", rc, fp_session_get_errmsg(b->s));
     }
     memcpy(at, &sp, 8);
     chain_sampled(id, b);
@@ -2279,7 +2280,7 @@ static void top_frame_without_slots(size_t layout, const char *id, built *b)
     memcpy(synth_bytes(b->img, ts + (uint64_t)l->ts_datastack_top, 8), &top, 8);
     for (int k = 0; k < 2; k++) { /* the first read, then the steady state's */
         if (fp_session_sample(b->s, b->sm) != FP_OK)
-            fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+            fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
         check_thread(id, b->sm, 0, EXPECT_T2, 3);
     }
     print_message("# %s: a top frame of %d header bytes at the data stack's top (fr_size %d)\n", id,
@@ -2302,11 +2303,11 @@ static void test_cycle_at_max_depth(void **state)
         build_scene(id, CYCLE_CUT_DEPTH, &sc, &b);
         assert_true(corrupt(&b, C_CYCLE));
         (void)fp_session_sample(b.s, b.sm);
-        assert_int_equal(fp_sample_thread_count(b.sm), 2);
-        int err = fp_sample_thread(b.sm, 1)->error;
+        assert_int_equal(fp_sample_get_thread_count(b.sm), 2);
+        int err = fp_sample_get_thread(b.sm, 1)->error;
         if (err != FP_E_CORRUPT) /* FP_E_LIMIT: "deeper than max_depth frames" */
             fail_msg("%s: a loop met at max_depth (%u) was reported as error %d (%s)", id, CYCLE_CUT_DEPTH, err,
-                     fp_strerror(err));
+                     fp_error_describe(err));
         unbuild(&b);
     }
 }
@@ -2351,10 +2352,10 @@ static void chunk_header_read_once(size_t layout, const char *id, built *b)
     reattach(b, &rd);
     fp_read_stats st0, st;
     for (int k = 0; k < 4; k++) { /* the last one: the steady state's one read */
-        assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+        assert_int_equal(fp_session_get_read_stats(b->s, &st0), FP_OK);
         sample_is(id, b, 1, EXPECT_T2, 3);
     }
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     unsigned hits = 0;
     for (size_t i = 0; i < kr.nlast; i++)
         if (kr.last[i].addr <= below && below - kr.last[i].addr < kr.last[i].len)
@@ -2468,28 +2469,28 @@ static void retry_in_one_read(size_t layout, const char *id, built *b)
     assert_int_equal(fp_session_get_retry_hook(b->s, &got, NULL), FP_E_INVALID_ARG);
     fp_read_stats st0, st;
     for (int k = 0; k < steady_after(id); k++) {
-        assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+        assert_int_equal(fp_session_get_read_stats(b->s, &st0), FP_OK);
         if (fp_session_sample(b->s, b->sm) != FP_OK)
-            fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+            fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     }
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     if (st.calls - st0.calls != 1)
         fail_msg("%s: %llu reads in the steady state, not one", id, (unsigned long long)(st.calls - st0.calls));
-    uint64_t before = fp_sample_thread(b->sm, 0)->native_id;
+    uint64_t before = fp_sample_get_thread(b->sm, 0)->native_id;
     rr.armed = true;
     rr.skip = 1; /* the copy reads the thread state; the change comes before the read-back */
     st0 = st;
     if (fp_session_sample(b->s, b->sm) != FP_OK)
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     assert_false(rr.armed);
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     if (st.torn - st0.torn != 1 || st.calls - st0.calls != RETRY_SAMPLE_READS[layout])
         fail_msg("%s: a walk torn once: %llu torn, %llu reads in the sample, expected 1 and %u", id,
                  (unsigned long long)(st.torn - st0.torn), (unsigned long long)(st.calls - st0.calls),
                  RETRY_SAMPLE_READS[layout]);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_OK);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->frame_count, 3);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->native_id, before + 1);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->error, FP_OK);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->frame_count, 3);
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->native_id, before + 1);
     /* The hook heard of the torn walk once, before its retry, with the
      * thread's native id as the torn walk read it; of nothing before. */
     if (heard.calls != 1 || heard.native_id != before)
@@ -2535,19 +2536,19 @@ static void test_batched_read_back_torn(void **state)
             assert_int_equal(fp_session_set_retry_hook(b.s, on_retry, &heard), FP_OK);
             fp_read_stats st, st0;
             for (int k = 0; k < warm; k++) { /* the next one reads both threads ahead */
-                assert_int_equal(fp_session_read_stats(b.s, &st0), FP_OK);
+                assert_int_equal(fp_session_get_read_stats(b.s, &st0), FP_OK);
                 sample_is(id, &b, 0, EXPECT_T1, 4);
             }
-            assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+            assert_int_equal(fp_session_get_read_stats(b.s, &st), FP_OK);
             if (warm == steady && STEADY_READS[i] == 1 && st.calls - st0.calls != 1)
                 fail_msg("%s: the last sample before the change made %llu reads, not the one read of a steady "
                          "state", id, (unsigned long long)(st.calls - st0.calls));
             rr.armed = true;
             rr.skip = 1; /* the copy reads the frame; the change comes before the read-back */
             if (fp_session_sample(b.s, b.sm))
-                fail_msg("%s (after %d samples): %s", id, warm, fp_session_errmsg(b.s));
+                fail_msg("%s (after %d samples): %s", id, warm, fp_session_get_errmsg(b.s));
             assert_false(rr.armed);
-            assert_int_equal(fp_session_read_stats(b.s, &st), FP_OK);
+            assert_int_equal(fp_session_get_read_stats(b.s, &st), FP_OK);
             if (st.torn != 1)
                 fail_msg("%s (after %d samples): %llu torn walks counted, expected the one the change tore", id,
                          warm, (unsigned long long)st.torn);
@@ -2558,10 +2559,10 @@ static void test_batched_read_back_torn(void **state)
             check_thread(id, b.sm, 1, EXPECT_T2, 3);
             /* Torn in the batch or on its own, the thread's retry was
              * announced once, with its native id. */
-            if (heard.calls != 1 || heard.native_id != fp_sample_thread(b.sm, 0)->native_id)
+            if (heard.calls != 1 || heard.native_id != fp_sample_get_thread(b.sm, 0)->native_id)
                 fail_msg("%s (after %d samples): the retry hook was called %u times (last with native id %llu), "
                          "expected once with %llu", id, warm, heard.calls, (unsigned long long)heard.native_id,
-                         (unsigned long long)fp_sample_thread(b.sm, 0)->native_id);
+                         (unsigned long long)fp_sample_get_thread(b.sm, 0)->native_id);
             unbuild(&b);
         }
     }
@@ -2626,12 +2627,12 @@ static void moved_ranges_read_back(size_t layout, const char *id, built *b)
     v += 8;
     memcpy(top, &v, 8);
     fp_read_stats st0, st;
-    assert_int_equal(fp_session_read_stats(b->s, &st0), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st0), FP_OK);
     if (fp_session_sample(b->s, b->sm))
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
-    assert_int_equal(fp_session_read_stats(b->s, &st), FP_OK);
+    assert_int_equal(fp_session_get_read_stats(b->s, &st), FP_OK);
     if (st.torn != 0)
         fail_msg("%s: %llu walks found torn; nothing changed during the sample", id,
                  (unsigned long long)st.torn);
@@ -2684,9 +2685,9 @@ static void test_cleared_between_reads(void **state)
         rr.skip = 1; /* the copy reads the caller in use; it returns before the read-back */
         int rc = fp_session_sample(b.s, b.sm);
         assert_false(rr.armed);
-        if (rc == FP_OK && fp_sample_thread(b.sm, 0)->error == 0)
+        if (rc == FP_OK && fp_sample_get_thread(b.sm, 0)->error == 0)
             fail_msg("%s: a caller that returned under the walk was returned as part of the stack", id);
-        assert_int_equal(fp_sample_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
+        assert_int_equal(fp_sample_get_thread(b.sm, 0)->error, FP_E_INCOMPLETE);
         check_thread(id, b.sm, 1, EXPECT_T2, 3);
         unbuild(&b);
         checked++;
@@ -2752,8 +2753,8 @@ static void waiting_passes(size_t layout, const char *id, built *b)
     (void)layout;
     if (!stop_at(b, true))
         return;
-    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_thread(b->sm, 0)->error != 0)
-        fail_msg("%s: a generator waiting at its yield, the top, was refused: %s", id, fp_session_errmsg(b->s));
+    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_get_thread(b->sm, 0)->error != 0)
+        fail_msg("%s: a generator waiting at its yield, the top, was refused: %s", id, fp_session_get_errmsg(b->s));
     const expect_frame waiting[] = {{&CODE_WAITING, 1, 2, true}, EXPECT_T1[1], EXPECT_T1[2], EXPECT_T1[3]};
     check_thread(id, b->sm, 0, waiting, 4);
     print_message("# %s: a generator waiting at its yield, the top above a frame, passes\n", id);
@@ -2765,8 +2766,8 @@ static void elsewhere_refused(size_t layout, const char *id, built *b)
     if (!stop_at(b, false))
         return;
     (void)fp_session_sample(b->s, b->sm);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
-    assert_non_null(strstr(fp_session_errmsg(b->s), "the top, is not running"));
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    assert_non_null(strstr(fp_session_get_errmsg(b->s), "the top, is not running"));
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
 }
 
@@ -2776,10 +2777,10 @@ static void alone_refused(size_t layout, const char *id, built *b)
     if (!stop_at(b, true))
         return;
     (void)fp_session_sample(b->s, b->sm);
-    assert_int_equal(fp_sample_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
-    if (!strstr(fp_session_errmsg(b->s), "ended at generator frame") &&
-        !strstr(fp_session_errmsg(b->s), "the top, is not running"))
-        fail_msg("%s: a lone generator's frame waiting at its yield: %s", id, fp_session_errmsg(b->s));
+    assert_int_equal(fp_sample_get_thread(b->sm, 0)->error, FP_E_INCOMPLETE);
+    if (!strstr(fp_session_get_errmsg(b->s), "ended at generator frame") &&
+        !strstr(fp_session_get_errmsg(b->s), "the top, is not running"))
+        fail_msg("%s: a lone generator's frame waiting at its yield: %s", id, fp_session_get_errmsg(b->s));
 }
 
 /* 3.11-3.13: a generator's frame at the top with its stack depth saved,
@@ -2820,11 +2821,11 @@ static void test_stopped_top_from_cache(void **state)
         uint64_t top = synth_frame_addr(b.img, 1, 0), start, unit, units;
         wipe_code(&b, top, &start, &unit, &units);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
-        assert_int_equal(fp_sample_thread(b.sm, 1)->error, 0);
+        assert_int_equal(fp_sample_get_thread(b.sm, 1)->error, 0);
         uint32_t depth = 2;
         memcpy(synth_bytes(b.img, top + (uint64_t)l->fr_stacktop, 4), &depth, 4);
         (void)fp_session_sample(b.s, b.sm);
-        assert_int_equal(fp_sample_thread(b.sm, 1)->error, FP_E_INCOMPLETE);
+        assert_int_equal(fp_sample_get_thread(b.sm, 1)->error, FP_E_INCOMPLETE);
         check_thread(id, b.sm, 0, EXPECT_T1, 4);
         unbuild(&b);
         checked++;
@@ -2846,14 +2847,14 @@ static void resuming_caller_refused_from_cache(size_t layout, const char *id, bu
     uint8_t *owner = synth_bytes(b->img, synth_frame_addr(b->img, 1, 1) + (uint64_t)l->fr_owner, 1);
     uint8_t function_owner = *owner;
     *owner = (uint8_t)l->owner_generator;
-    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_thread(b->sm, 1)->error != 0)
-        fail_msg("%s: a caller at SEND under a generator's frame was refused: %s", id, fp_session_errmsg(b->s));
+    if (fp_session_sample(b->s, b->sm) != FP_OK || fp_sample_get_thread(b->sm, 1)->error != 0)
+        fail_msg("%s: a caller at SEND under a generator's frame was refused: %s", id, fp_session_get_errmsg(b->s));
     uint64_t hits = b->s->fc.hits;
     *owner = function_owner;
     (void)fp_session_sample(b->s, b->sm);
-    if (fp_sample_thread(b->sm, 1)->error != FP_E_INCOMPLETE)
+    if (fp_sample_get_thread(b->sm, 1)->error != FP_E_INCOMPLETE)
         fail_msg("%s: a cached caller at SEND under a function's frame was not refused", id);
-    assert_non_null(strstr(fp_session_errmsg(b->s), "resuming a generator under a frame"));
+    assert_non_null(strstr(fp_session_get_errmsg(b->s), "resuming a generator under a frame"));
     assert_true(b->s->fc.hits > hits);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     print_message("# %s: a cached caller at SEND under a function's frame is refused\n", id);
@@ -2916,9 +2917,10 @@ static void set_top(built *b, uint64_t frame)
 static void expect_resumed_refused(const char *id, built *b, const char *what)
 {
     int rc = fp_session_sample(b->s, b->sm);
-    if (rc != FP_E_INCOMPLETE || !strstr(fp_session_errmsg(b->s), "is not suspended resuming a generator under the"))
-        fail_msg("%s: %s was not refused as torn: %d %s", id, what, rc, fp_session_errmsg(b->s));
-    assert_int_equal(fp_sample_thread(b->sm, 1)->frame_count, 0);
+    if (rc != FP_E_INCOMPLETE ||
+        !strstr(fp_session_get_errmsg(b->s), "is not suspended resuming a generator under the"))
+        fail_msg("%s: %s was not refused as torn: %d %s", id, what, rc, fp_session_get_errmsg(b->s));
+    assert_int_equal(fp_sample_get_thread(b->sm, 1)->frame_count, 0);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
 }
 
@@ -3038,7 +3040,7 @@ static void unreadable_batch_walked_again(size_t layout, const char *id, built *
     rr.armed = true;
     rr.skip = 1; /* the copy reads the frame; the first read-back fails */
     if (fp_session_sample(b->s, b->sm))
-        fail_msg("%s: %s", id, fp_session_errmsg(b->s));
+        fail_msg("%s: %s", id, fp_session_get_errmsg(b->s));
     assert_false(rr.armed);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
@@ -3100,14 +3102,14 @@ static void test_unreadable_instructions(void **state)
                 int rc = fp_session_sample(b.s, b.sm);
                 if (!live) {
                     if (rc)
-                        fail_msg("%s, image: %s", id, fp_session_errmsg(b.s));
+                        fail_msg("%s, image: %s", id, fp_session_get_errmsg(b.s));
                     check_thread(id, b.sm, 0, EXPECT_T1, 4);
                     continue;
                 }
-                if (rc != FP_E_INCOMPLETE || fp_sample_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
+                if (rc != FP_E_INCOMPLETE || fp_sample_get_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
                     fail_msg("%s, live, sample %d: %s (thread error %d), expected the thread torn", id, k,
-                             fp_strerror(rc), fp_sample_thread(b.sm, 0)->error);
-                assert_non_null(strstr(fp_session_errmsg(b.s), "cannot be read"));
+                             fp_error_describe(rc), fp_sample_get_thread(b.sm, 0)->error);
+                assert_non_null(strstr(fp_session_get_errmsg(b.s), "cannot be read"));
                 check_thread(id, b.sm, 1, EXPECT_T2, 3);
             }
             unbuild(&b);
@@ -3132,10 +3134,10 @@ static void test_new_thread_with_main_ids(void **state)
         built b;
         build(id, &d, 0, &b);
         if (fp_session_sample(b.s, b.sm))
-            fail_msg("%s: %s", id, fp_session_errmsg(b.s));
+            fail_msg("%s: %s", id, fp_session_get_errmsg(b.s));
         size_t mains = 0;
-        for (size_t k = 0; k < fp_sample_thread_count(b.sm); k++) {
-            const fp_thread *t = fp_sample_thread(b.sm, k);
+        for (size_t k = 0; k < fp_sample_get_thread_count(b.sm); k++) {
+            const fp_thread *t = fp_sample_get_thread(b.sm, k);
             if (t->main && t->frame_count != 1)
                 fail_msg("%s: thread %zu (%zu frames) taken for the main thread", id, k, t->frame_count);
             mains += t->main;
@@ -3196,17 +3198,17 @@ static void test_unstarted_state_not_main(void **state)
         reattach(&b, &rd);
         int rc = fp_session_sample(b.s, b.sm);
         if (rc != FP_E_INCOMPLETE)
-            fail_msg("%s: sampled as %d (%s), expected incomplete", id, rc, fp_session_errmsg(b.s));
+            fail_msg("%s: sampled as %d (%s), expected incomplete", id, rc, fp_session_get_errmsg(b.s));
         assert_true(fr.done);
-        for (size_t k = 0; k < fp_sample_thread_count(b.sm); k++) {
-            const fp_thread *t = fp_sample_thread(b.sm, k);
+        for (size_t k = 0; k < fp_sample_get_thread_count(b.sm); k++) {
+            const fp_thread *t = fp_sample_get_thread(b.sm, k);
             if (t->main && t->frame_count != 1)
                 fail_msg("%s: thread %zu (%zu frames, error %d) returned as the main thread", id, k,
                          t->frame_count, t->error);
         }
         /* Nor, known by the ids alone, as a good thread that is not the
          * main one: it may be the main thread itself, frameless. */
-        const fp_thread *head = fp_sample_thread(b.sm, 0);
+        const fp_thread *head = fp_sample_get_thread(b.sm, 0);
         if (l->interp_threads_main == FPI_OFF_NONE && (head->native_id != 4242 || head->error != FP_E_INCOMPLETE))
             fail_msg("%s: the frameless state with the main thread's ids came back with error %d", id, head->error);
         unbuild(&b);

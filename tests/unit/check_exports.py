@@ -5,7 +5,8 @@ Usage: check_exports.py NM LIBFRAMEPROOF.so LIBFRAMEPROOF.a INCLUDE_DIR SRC_DIR
 The public API is every function declared in INCLUDE_DIR/frameproof/*.h (a
 declaration starts at column 0 and names an fp_* function).  TAP checks:
 every dynamic symbol the .so defines is such a function; every such
-function is defined by the .so; every other global function of the static
+function is defined by the .so; every one is named
+fp_<object>_<verb>[_<what>]; every other global function of the static
 library carries the internal prefix fpi_ (never the public fp_); the
 internal headers in SRC_DIR name nothing fp_*/FP_* that the public headers
 do not (internal types and macros are fpi_*/FPI_*)."""
@@ -16,6 +17,23 @@ import sys
 
 DECL = re.compile(r"^(?!typedef|#)[A-Za-z_][\w \t*]*?\b(fp_\w+)\s*\(", re.M)
 INTERNAL_PREFIX = "fpi_"
+# The naming rule: fp_<object>_<verb>[_<what>], the object being the type the
+# call acts on or creates; read-only accessors are get_<property>, predicates
+# is_<property>.
+OBJECTS = ("image_builder", "options", "error", "session", "sample", "image", "recorder", "pause", "reader")
+VERBS = {"new", "free", "open", "close", "init", "attach", "detach", "sample", "read", "readv", "resume",
+         "add", "serialize", "write", "capture", "describe", "set", "get", "is"}
+
+
+def misnamed(names):
+    """The public names that break the naming rule."""
+    wrong = []
+    for name in sorted(names):
+        obj = next((o for o in OBJECTS if name.startswith("fp_" + o + "_")), None)
+        rest = name[len("fp_" + obj + "_"):] if obj else ""
+        if not obj or rest.split("_")[0] not in VERBS:
+            wrong.append(name)
+    return wrong
 # Defined by the toolchain in every shared object, not by the library.
 TOOLCHAIN = {"_init", "_fini"}
 
@@ -60,6 +78,8 @@ def main():
          "exported but not public: " + " ".join(sorted(exported - public))),
         ("the shared library exports every public function", not public - exported,
          "public but not exported: " + " ".join(sorted(public - exported))),
+        ("every public function is named fp_<object>_<verb>", not misnamed(public),
+         "misnamed: " + " ".join(misnamed(public))),
     ]
     internal = static_globals - public
     wrong = sorted(n for n in internal if not n.startswith(INTERNAL_PREFIX))

@@ -80,8 +80,9 @@ static void test_exited_leader(void **state)
         waitpid(pid, NULL, 0);
         fail_msg("stopping a process with an exited leader: %s", err);
     }
-    assert_int_equal(fp_pause_thread_count(p), 2);
+    assert_int_equal(fp_pause_get_thread_count(p), 2);
     fp_pause_resume(p);
+    fp_pause_free(p);
     kill(pid, SIGKILL);
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);

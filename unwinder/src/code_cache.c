@@ -223,7 +223,7 @@ static int load_entry(fp_session *s, uint64_t addr, const uint8_t *hdr, fpi_code
         if (rc && s->pid > 0) {
             rc = fpi_err(&s->err, FP_E_INCOMPLETE,
                          "torn: the instructions of code object 0x%llx cannot be read (%s): no longer a code object",
-                         (unsigned long long)addr, fp_strerror(rc));
+                         (unsigned long long)addr, fp_error_describe(rc));
             goto fail;
         }
         if (rc) {

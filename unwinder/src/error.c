@@ -8,7 +8,7 @@
 #include "frameproof/frameproof.h"
 #include "fp_error.h"
 
-const char *fp_strerror(int code)
+const char *fp_error_describe(int code)
 {
     switch (code) {
     case FP_OK: return "success";
@@ -60,7 +60,7 @@ int fpi_err_code(fpi_errbuf *eb, int code, const char *fmt, ...)
     va_start(ap, fmt);
     fpi_vmsg(eb ? eb->msg : NULL, eb ? sizeof eb->msg : 0, code, fmt, ap);
     va_end(ap);
-    fpi_err_append(eb, ": %s", fp_strerror(code));
+    fpi_err_append(eb, ": %s", fp_error_describe(code));
     return code;
 }
 

@@ -1,7 +1,7 @@
 /* fp_error.h — the library's error messages: the per-handle message buffer
  * and the one formatter every message goes through.
  *
- * Convention (every message behind fp_session_errmsg(), an image or reader
+ * Convention (every message behind fp_session_get_errmsg(), an image or reader
  * err buffer; tests/unit/check_messages.py checks the format strings):
  *   - one line: no newline, no trailing period;
  *   - starts lower-case, unless it starts with a name spelled as its owner
@@ -43,7 +43,7 @@ int fpi_err(fpi_errbuf *eb, int code, const char *fmt, ...)
 void fpi_err_append(fpi_errbuf *eb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The same, then ": " and fp_strerror(code) as the why: for an operation
+/* The same, then ": " and fp_error_describe(code) as the why: for an operation
  * whose reason only the code knows ("cannot read frame at 0x…: memory read
  * failed"). */
 int fpi_err_code(fpi_errbuf *eb, int code, const char *fmt, ...)

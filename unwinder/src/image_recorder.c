@@ -135,7 +135,7 @@ static const fp_reader_ops recorder_ops = {
     .close = NULL,
 };
 
-int fp_recorder_reader(fp_recorder *r, fp_reader *out)
+int fp_reader_open_recorder(fp_recorder *r, fp_reader *out)
 {
     if (!r || !out)
         return FP_E_INVALID_ARG;
@@ -144,7 +144,7 @@ int fp_recorder_reader(fp_recorder *r, fp_reader *out)
     return FP_OK;
 }
 
-size_t fp_recorder_range_count(fp_recorder *r)
+size_t fp_recorder_get_range_count(fp_recorder *r)
 {
     if (!r)
         return 0;
@@ -205,7 +205,7 @@ int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t e
         free(buf);
         if (rc)
             return fpi_msg(err, errlen, rc, "cannot add region 0x%llx (%llu bytes): %s", (unsigned long long)start,
-                           (unsigned long long)len, fp_strerror(rc));
+                           (unsigned long long)len, fp_error_describe(rc));
     }
     return FP_OK;
 }

@@ -210,29 +210,35 @@ int fp_pause_new(int pid, bool stop, fp_pause **out, char *err, size_t errlen)
     size_t added;
     int rc = stop ? stop_all(p, err, errlen) : scan_tasks(p, &added, err, errlen);
     if (rc) {
-        fp_pause_resume(p);
+        fp_pause_free(p);
         return rc;
     }
     *out = p;
     return FP_OK;
 }
 
-size_t fp_pause_thread_count(const fp_pause *p)
+size_t fp_pause_get_thread_count(const fp_pause *p)
 {
     return p ? p->n : 0;
 }
 
-uint64_t fp_pause_thread_id(const fp_pause *p, size_t i)
+uint64_t fp_pause_get_thread_id(const fp_pause *p, size_t i)
 {
     return p && i < p->n ? (uint64_t)p->t[i].tid : 0;
 }
 
-char fp_pause_thread_state(const fp_pause *p, size_t i)
+char fp_pause_get_thread_state(const fp_pause *p, size_t i)
 {
     return p && i < p->n ? p->t[i].state : 0;
 }
 
 void fp_pause_resume(fp_pause *p)
+{
+    if (p)
+        resume_all(p);
+}
+
+void fp_pause_free(fp_pause *p)
 {
     if (!p)
         return;

@@ -11,6 +11,9 @@
  * gives up long before the whole-process stop does. */
 #define FPI_PAUSE_THREAD_TIMEOUT_MS 100L
 
+/* Torn walks of one thread in a row before fp_options.pause_torn stops it. */
+#define FPI_PAUSE_TORN_AFTER 2u
+
 typedef struct fpi_paused_thread {
     long tid;
     char state;       /* scheduler state before the stop, 0 if unknown */

@@ -1,6 +1,6 @@
 /* read.c — the one door of a sample's reads: fpi_read and fpi_readv pass
  * each read to the session's reader and count it (calls and bytes) in
- * s->reads, which fp_session_read_stats reports. */
+ * s->reads, which fp_session_get_read_stats reports. */
 #include "read.h"
 #include "session.h"
 

@@ -381,7 +381,7 @@ static const fp_reader_ops image_ops = {
     .close = NULL,
 };
 
-int fp_image_reader(fp_image *img, fp_reader *out)
+int fp_reader_open_image(fp_image *img, fp_reader *out)
 {
     if (!img || !out)
         return FP_E_INVALID_ARG;
@@ -400,7 +400,7 @@ static char image_thread_state(void *ctx, uint64_t native_id)
     return 0;
 }
 
-int fp_image_target(const fp_image *img, fp_target_desc *out)
+int fp_image_get_target(const fp_image *img, fp_target_desc *out)
 {
     if (!img || !out)
         return FP_E_INVALID_ARG;
@@ -423,22 +423,22 @@ int fp_image_get_meta(const fp_image *img, fp_image_meta *out)
     return FP_OK;
 }
 
-size_t fp_image_thread_count(const fp_image *img)
+size_t fp_image_get_thread_count(const fp_image *img)
 {
     return img ? img->nthreads : 0;
 }
 
-const fp_image_thread *fp_image_thread_at(const fp_image *img, size_t i)
+const fp_image_thread *fp_image_get_thread(const fp_image *img, size_t i)
 {
     return img && i < img->nthreads ? &img->threads[i] : NULL;
 }
 
-size_t fp_image_region_count(const fp_image *img)
+size_t fp_image_get_region_count(const fp_image *img)
 {
     return img ? img->nregions : 0;
 }
 
-uint64_t fp_image_region_bytes(const fp_image *img)
+uint64_t fp_image_get_region_bytes(const fp_image *img)
 {
     return img ? img->region_bytes : 0;
 }

@@ -61,7 +61,7 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
 
 /* A running thread changes under the walker; a walk that fails for any
  * reason but the process vanishing is retried from its thread state
- * (with fp_options.pause_torn, after FP_PAUSE_TORN_AFTER torn walks, with
+ * (with fp_options.pause_torn, after FPI_PAUSE_TORN_AFTER torn walks, with
  * the thread stopped).  *link_left: the retries ended because the link
  * that led to the thread state was read naming *link_now (fpi_walk_all then
  * walks the list again from its head without reading the link again). */
@@ -84,7 +84,7 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t 
         /* Stopped, the thread is one instant; a walk that still fails
          * stopped it in the middle of an update (a frame or a chunk being
          * pushed or popped): it runs on a little, and is stopped again. */
-        if (attempt >= FP_PAUSE_TORN_AFTER && rc == FP_E_INCOMPLETE && s->opts.pause_torn && s->pid > 0 &&
+        if (attempt >= FPI_PAUSE_TORN_AFTER && rc == FP_E_INCOMPLETE && s->opts.pause_torn && s->pid > 0 &&
             walk_thread_paused(s, sm, ii, link, ts, nthreads, nframes, next, &rc)) {
             if (rc != FP_E_INCOMPLETE)
                 break;

@@ -12,7 +12,7 @@
  * `pre` first when it was read ahead, retried from fresh reads while it
  * fails for any reason but a fatal one or FP_E_LIMIT, within
  * FPI_THREAD_WALK_ATTEMPTS (with fp_options.pause_torn, after
- * FP_PAUSE_TORN_AFTER torn walks, with the thread stopped); returns the
+ * FPI_PAUSE_TORN_AFTER torn walks, with the thread stopped); returns the
  * last attempt's code.  *link_left: the retries ended because the link
  * that led to the thread state was read naming *link_now. */
 int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,

@@ -65,11 +65,26 @@ fp_frame *fpi_sample_push_frame(fp_sample *sm)
     return e;
 }
 
-size_t fp_sample_interp_count(const fp_sample *sm) { return sm ? sm->ninterps : 0; }
-const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i) { return sm && i < sm->ninterps ? &sm->interps[i] : NULL; }
-size_t fp_sample_thread_count(const fp_sample *sm) { return sm ? sm->nthreads : 0; }
+size_t fp_sample_get_interp_count(const fp_sample *sm) { return sm ? sm->ninterps : 0; }
+size_t fp_sample_get_thread_count(const fp_sample *sm) { return sm ? sm->nthreads : 0; }
+size_t fp_sample_get_frame_count(const fp_sample *sm) { return sm ? sm->nframes : 0; }
 
-bool fp_sample_usable(int rc, const fp_sample *sm)
+const fp_interp *fp_sample_get_interp(const fp_sample *sm, size_t i)
+{
+    return sm && i < sm->ninterps ? &sm->interps[i] : NULL;
+}
+
+const fp_thread *fp_sample_get_thread(const fp_sample *sm, size_t i)
+{
+    return sm && i < sm->nthreads ? &sm->threads[i] : NULL;
+}
+
+const fp_frame *fp_sample_get_frame(const fp_sample *sm, size_t i)
+{
+    return sm && i < sm->nframes ? &sm->frames[i] : NULL;
+}
+
+bool fp_sample_is_usable(const fp_sample *sm, int rc)
 {
     if (rc == FP_OK)
         return true;
@@ -80,6 +95,3 @@ bool fp_sample_usable(int rc, const fp_sample *sm)
             return true;
     return false;
 }
-const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i) { return sm && i < sm->nthreads ? &sm->threads[i] : NULL; }
-size_t fp_sample_frame_count(const fp_sample *sm) { return sm ? sm->nframes : 0; }
-const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i) { return sm && i < sm->nframes ? &sm->frames[i] : NULL; }

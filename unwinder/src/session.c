@@ -97,17 +97,17 @@ void fp_session_free(fp_session *s)
     free(s);
 }
 
-const char *fp_session_errmsg(const fp_session *s)
+const char *fp_session_get_errmsg(const fp_session *s)
 {
     return s ? s->err.msg : "";
 }
 
-const char *fp_session_reader_name(const fp_session *s)
+const char *fp_session_get_reader_name(const fp_session *s)
 {
     return s && s->rd && s->rd->ops ? s->rd->ops->name : "";
 }
 
-int fp_session_read_stats(const fp_session *s, fp_read_stats *out)
+int fp_session_get_read_stats(const fp_session *s, fp_read_stats *out)
 {
     if (!s || !out)
         return FP_E_INVALID_ARG;
@@ -115,7 +115,7 @@ int fp_session_read_stats(const fp_session *s, fp_read_stats *out)
     return FP_OK;
 }
 
-int fp_session_python(const fp_session *s, fp_python_info *out)
+int fp_session_get_python(const fp_session *s, fp_python_info *out)
 {
     if (!s || !out)
         return FP_E_INVALID_ARG;
@@ -226,9 +226,9 @@ int fp_session_get_retry_hook(const fp_session *s, fp_retry_hook *hook, void **c
 static char paused_state(void *ctx, uint64_t native_id)
 {
     const fp_pause *p = ctx;
-    for (size_t i = 0; i < fp_pause_thread_count(p); i++)
-        if (fp_pause_thread_id(p, i) == native_id)
-            return fp_pause_thread_state(p, i);
+    for (size_t i = 0; i < fp_pause_get_thread_count(p); i++)
+        if (fp_pause_get_thread_id(p, i) == native_id)
+            return fp_pause_get_thread_state(p, i);
     return 0;
 }
 
@@ -249,7 +249,7 @@ static int sample_paused(fp_session *s, fp_sample *sm)
     rc = fpi_walk_all(s, sm);
     s->thread_state = saved;
     s->thread_state_ctx = saved_ctx;
-    fp_pause_resume(p);
+    fp_pause_free(p);
     return rc;
 }
 

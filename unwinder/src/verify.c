@@ -357,7 +357,7 @@ static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id
         return fpi_err_code(&s->err, rc, "cannot read back the walk of thread %llu", (unsigned long long)native_id);
     if (rc)
         return fpi_err(&s->err, FP_E_INCOMPLETE, "torn: thread %llu: its walk could not be read back (%s)",
-                       (unsigned long long)native_id, fp_strerror(rc));
+                       (unsigned long long)native_id, fp_error_describe(rc));
     return FP_OK;
 }
 

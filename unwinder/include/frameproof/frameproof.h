@@ -8,8 +8,8 @@
  * handles may coexist in a process.  There is no global mutable state.
  *
  * Errors: every call that can fail returns 0 or a negative FP_E_* code; the
- * session keeps a detailed message (fp_session_errmsg) and fp_strerror()
- * names the code.
+ * session keeps a detailed message (fp_session_get_errmsg) and
+ * fp_error_describe() names the code.
  */
 #ifndef FRAMEPROOF_FRAMEPROOF_H
 #define FRAMEPROOF_FRAMEPROOF_H
@@ -45,7 +45,7 @@ enum fp_error {
 };
 
 /* Returns a short, static description of an FP_E_* code. */
-FP_API const char *fp_strerror(int code);
+FP_API const char *fp_error_describe(int code);
 
 /* Reader backends for live processes. */
 enum fp_reader_kind {
@@ -82,9 +82,8 @@ typedef struct fp_options {
     bool cache_frames;
     bool blocking;           /* stop every thread of a live target for each sample (ptrace, frameproof/pause.h);
                                 correct by construction, at the cost of pausing the target (default false) */
-    /* A live thread whose walk is torn FP_PAUSE_TORN_AFTER times in a row
-     * is stopped alone (ptrace), walked once more with every check, and
-     * resumed, instead of being retried until it is reported torn; a walk
+    /* A live thread whose walks keep being torn is stopped alone (ptrace),
+     * walked once more with every check, and resumed, instead of being retried until it is reported torn; a walk
      * that fails stopped (the thread stopped in mid-update) is done again
      * the same way, within the thread's attempts: few samples rejected,
      * at the cost of pausing that thread now and then (fp_read_stats.paused
@@ -93,9 +92,6 @@ typedef struct fp_options {
      * retried as without it.  Default false. */
     bool pause_torn;
 } fp_options;
-
-/* Torn walks of one thread before fp_options.pause_torn stops it. */
-#define FP_PAUSE_TORN_AFTER 2u
 
 FP_API void fp_options_init(fp_options *opts);
 
@@ -164,8 +160,8 @@ FP_API int fp_session_new(const fp_options *opts, fp_session **out);
 FP_API void fp_session_free(fp_session *s);
 
 /* Attach to a live process: locates the runtime, reads and validates its
- * layout.  On failure the session stays detached and fp_session_errmsg tells
- * every strategy tried. */
+ * layout.  On failure the session stays detached and fp_session_get_errmsg
+ * tells every strategy tried. */
 FP_API int fp_session_attach_pid(fp_session *s, int pid);
 
 /* What a non-process memory source must say about its target. */
@@ -194,12 +190,12 @@ FP_API int fp_session_attach_reader(fp_session *s, const fp_reader *reader, cons
 FP_API void fp_session_detach(fp_session *s);
 
 /* The detailed message of the last failed call ("" if none). */
-FP_API const char *fp_session_errmsg(const fp_session *s);
+FP_API const char *fp_session_get_errmsg(const fp_session *s);
 
-FP_API int fp_session_python(const fp_session *s, fp_python_info *out);
+FP_API int fp_session_get_python(const fp_session *s, fp_python_info *out);
 
 /* The reader in use ("process_vm_readv", "/proc/PID/mem", ...). */
-FP_API const char *fp_session_reader_name(const fp_session *s);
+FP_API const char *fp_session_get_reader_name(const fp_session *s);
 
 /* The remote reads the session's samples made since it was attached: calls
  * to the reader (a batched read, one process_vm_readv, counts once) and the
@@ -215,7 +211,7 @@ typedef struct fp_read_stats {
     uint64_t torn;
     uint64_t paused;         /* walks done again with their thread stopped (fp_options.pause_torn) */
 } fp_read_stats;
-FP_API int fp_session_read_stats(const fp_session *s, fp_read_stats *out);
+FP_API int fp_session_get_read_stats(const fp_session *s, fp_read_stats *out);
 
 /* Called by fp_session_sample before it walks again a thread whose walk
  * the target changed under (a torn walk, counted in fp_read_stats.torn),
@@ -254,14 +250,14 @@ FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
 /* Can the sample that fp_session_sample returned rc for be used?  On
  * FP_OK; on FP_E_INCOMPLETE when a thread carries the failure (the others
  * are good); never otherwise. */
-FP_API bool fp_sample_usable(int rc, const fp_sample *sm);
+FP_API bool fp_sample_is_usable(const fp_sample *sm, int rc);
 
-FP_API size_t fp_sample_interp_count(const fp_sample *sm);
-FP_API const fp_interp *fp_sample_interp(const fp_sample *sm, size_t i);
-FP_API size_t fp_sample_thread_count(const fp_sample *sm);
-FP_API const fp_thread *fp_sample_thread(const fp_sample *sm, size_t i);
-FP_API size_t fp_sample_frame_count(const fp_sample *sm);
-FP_API const fp_frame *fp_sample_frame(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_get_interp_count(const fp_sample *sm);
+FP_API const fp_interp *fp_sample_get_interp(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_get_thread_count(const fp_sample *sm);
+FP_API const fp_thread *fp_sample_get_thread(const fp_sample *sm, size_t i);
+FP_API size_t fp_sample_get_frame_count(const fp_sample *sm);
+FP_API const fp_frame *fp_sample_get_frame(const fp_sample *sm, size_t i);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
  *   - fp_image: a parsed, validated image (from a file or a buffer) and an
  *     fp_reader over it.  Reading any byte outside the image's regions gives
  *     FP_E_READ.  Attach with fp_session_attach_reader(s, &reader, &desc)
- *     using fp_image_target() for desc.
+ *     using fp_image_get_target() for desc.
  *   - fp_image_builder: assembles an image (metadata, threads, regions) and
  *     serialises it to a buffer or a file.
  *   - fp_recorder: an fp_reader that wraps another reader and records every
@@ -70,18 +70,18 @@ FP_API void fp_image_free(fp_image *img);
 
 /* An fp_reader over the image's regions.  It borrows img, which must
  * outlive it; fp_reader_close on it is harmless and frees nothing. */
-FP_API int fp_image_reader(fp_image *img, fp_reader *out);
+FP_API int fp_reader_open_image(fp_image *img, fp_reader *out);
 
 /* The target description to attach with (pid is 0: an image has no live
  * process to query). */
-FP_API int fp_image_target(const fp_image *img, fp_target_desc *out);
+FP_API int fp_image_get_target(const fp_image *img, fp_target_desc *out);
 
 FP_API int fp_image_get_meta(const fp_image *img, fp_image_meta *out);
-FP_API size_t fp_image_thread_count(const fp_image *img);
+FP_API size_t fp_image_get_thread_count(const fp_image *img);
 /* NULL when i is out of range. */
-FP_API const fp_image_thread *fp_image_thread_at(const fp_image *img, size_t i);
-FP_API size_t fp_image_region_count(const fp_image *img);
-FP_API uint64_t fp_image_region_bytes(const fp_image *img);
+FP_API const fp_image_thread *fp_image_get_thread(const fp_image *img, size_t i);
+FP_API size_t fp_image_get_region_count(const fp_image *img);
+FP_API uint64_t fp_image_get_region_bytes(const fp_image *img);
 
 /* Builder.  Regions may be added in any order; touching regions are merged
  * and overlapping ones make serialisation fail with FP_E_INVALID_ARG. */
@@ -111,9 +111,9 @@ typedef struct fp_recorder fp_recorder;
 FP_API int fp_recorder_new(const fp_reader *inner, uint32_t granule, fp_recorder **out);
 FP_API void fp_recorder_free(fp_recorder *r);
 /* A reader that forwards to inner and records every successful read. */
-FP_API int fp_recorder_reader(fp_recorder *r, fp_reader *out);
+FP_API int fp_reader_open_recorder(fp_recorder *r, fp_reader *out);
 /* Number of distinct ranges recorded so far (after merging). */
-FP_API size_t fp_recorder_range_count(fp_recorder *r);
+FP_API size_t fp_recorder_get_range_count(fp_recorder *r);
 /* Reads every recorded range through inner again and adds it to b (ranges
  * that became unreadable are added in the granules still readable). */
 FP_API int fp_recorder_capture(fp_recorder *r, fp_image_builder *b, char *err, size_t errlen);

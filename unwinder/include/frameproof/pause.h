@@ -34,12 +34,17 @@ FP_API int fp_pause_new(int pid, bool stop, fp_pause **out, char *err, size_t er
 
 /* The threads listed: kernel thread id and scheduler state letter read
  * before the stop ('R' on a CPU; 0 when unknown). */
-FP_API size_t fp_pause_thread_count(const fp_pause *p);
-FP_API uint64_t fp_pause_thread_id(const fp_pause *p, size_t i);
-FP_API char fp_pause_thread_state(const fp_pause *p, size_t i);
+FP_API size_t fp_pause_get_thread_count(const fp_pause *p);
+FP_API uint64_t fp_pause_get_thread_id(const fp_pause *p, size_t i);
+FP_API char fp_pause_get_thread_state(const fp_pause *p, size_t i);
 
-/* Resumes every stopped thread and frees p (NULL is accepted). */
+/* Resumes every thread p stopped; p stays valid.  Resuming again is a
+ * no-op. */
 FP_API void fp_pause_resume(fp_pause *p);
+
+/* Resumes every thread p still holds stopped, then frees p (NULL is
+ * accepted). */
+FP_API void fp_pause_free(fp_pause *p);
 
 #ifdef __cplusplus
 }
