@@ -3,10 +3,10 @@
 Usage: check_exports.py NM LIBFRAMEPROOF.so LIBFRAMEPROOF.a INCLUDE_DIR SRC_DIR
 
 The public API is every function declared in INCLUDE_DIR/frameproof/*.h (a
-declaration starts at column 0 and names an fp_* function).  TAP checks:
-every dynamic symbol the .so defines is such a function; every such
-function is defined by the .so; every one is named
-fp_<object>_<verb>[_<what>]; every other global function of the static
+declaration starts at column 0 and names an fp_* function; a static inline
+wrapper is not one).  TAP checks: every dynamic symbol the .so defines is
+such a function; every such function is defined by the .so; every one is
+named fp_<object>_<verb>[_<what>]; every other global function of the static
 library carries the internal prefix fpi_ (never the public fp_); the
 internal headers in SRC_DIR name nothing fp_*/FP_* that the public headers
 do not (internal types and macros are fpi_*/FPI_*)."""
@@ -15,7 +15,7 @@ import re
 import subprocess
 import sys
 
-DECL = re.compile(r"^(?!typedef|#)[A-Za-z_][\w \t*]*?\b(fp_\w+)\s*\(", re.M)
+DECL = re.compile(r"^(?!typedef|#|static)[A-Za-z_][\w \t*]*?\b(fp_\w+)\s*\(", re.M)
 INTERNAL_PREFIX = "fpi_"
 # The naming rule: fp_<object>_<verb>[_<what>], the object being the type the
 # call acts on or creates; read-only accessors are get_<property>, predicates

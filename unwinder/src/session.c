@@ -14,35 +14,85 @@
 /* Bytes of a thread state the walker needs beyond its highest used field. */
 #define TS_FIELD_WIDTH 8
 
-void fp_options_init(fp_options *o)
+/* The smallest fp_options a caller can hold: every field up to pause_torn
+ * (the first versioned layout). */
+#define OPTIONS_SIZE_MIN (offsetof(fp_options, pause_torn) + sizeof(bool))
+
+/* Is field f inside the caller's struct (its size field)? */
+#define OPTION_COVERED(in, f) ((in)->size >= offsetof(fp_options, f) + sizeof (in)->f)
+#define OPTION_TAKE(out, in, f)          \
+    do {                                 \
+        if (OPTION_COVERED(in, f))       \
+            (out)->f = (in)->f;          \
+    } while (0)
+
+int fp_options_init_size(fp_options *opts, size_t size)
 {
-    memset(o, 0, sizeof *o);
-    o->reader = FP_READER_AUTO;
-    o->max_depth = FP_DEFAULT_MAX_DEPTH;
-    o->max_threads = FP_DEFAULT_MAX_THREADS;
-    o->max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
-    o->cache_code = true;
-    o->cache_frames = true;
-    o->thread_cpu_state = true;
+    if (!opts || size < OPTIONS_SIZE_MIN)
+        return FP_E_INVALID_ARG;
+    fp_options d;
+    memset(&d, 0, sizeof d);
+    d.reader = FP_READER_AUTO;
+    d.max_depth = FP_DEFAULT_MAX_DEPTH;
+    d.max_threads = FP_DEFAULT_MAX_THREADS;
+    d.max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
+    d.cache_code = true;
+    d.cache_frames = true;
+    d.thread_cpu_state = true;
+    /* A newer caller's fields past this library's are left zero: their
+     * default. */
+    memset(opts, 0, size);
+    memcpy(opts, &d, size < sizeof d ? size : sizeof d);
+    opts->size = size;
+    return FP_OK;
+}
+
+/* The library's own copy of the caller's options: each field the caller's
+ * size covers, the default for the others.  Bytes past this library's
+ * fields must be zero (a newer caller's defaults): anything else asks for
+ * an option this library does not have. */
+static int options_take(const fp_options *in, fp_options *out)
+{
+    fp_options_init_size(out, sizeof *out);
+    if (!in)
+        return FP_OK;
+    if (in->size < OPTIONS_SIZE_MIN)
+        return FP_E_INVALID_ARG;
+    for (size_t i = sizeof *out; i < in->size; i++)
+        if (((const unsigned char *)in)[i])
+            return FP_E_UNSUPPORTED;
+    OPTION_TAKE(out, in, reader);
+    OPTION_TAKE(out, in, max_depth);
+    OPTION_TAKE(out, in, max_threads);
+    OPTION_TAKE(out, in, max_interpreters);
+    OPTION_TAKE(out, in, cache_code);
+    OPTION_TAKE(out, in, thread_cpu_state);
+    OPTION_TAKE(out, in, allow_untested);
+    OPTION_TAKE(out, in, cache_frames);
+    OPTION_TAKE(out, in, blocking);
+    OPTION_TAKE(out, in, pause_torn);
+    if (!out->max_depth)
+        out->max_depth = FP_DEFAULT_MAX_DEPTH;
+    if (!out->max_threads)
+        out->max_threads = FP_DEFAULT_MAX_THREADS;
+    if (!out->max_interpreters)
+        out->max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
+    return FP_OK;
 }
 
 int fp_session_new(const fp_options *opts, fp_session **out)
 {
     if (!out)
         return FP_E_INVALID_ARG;
+    *out = NULL;
     fp_session *s = calloc(1, sizeof *s);
     if (!s)
         return FP_E_NOMEM;
-    if (opts)
-        s->opts = *opts;
-    else
-        fp_options_init(&s->opts);
-    if (!s->opts.max_depth)
-        s->opts.max_depth = FP_DEFAULT_MAX_DEPTH;
-    if (!s->opts.max_threads)
-        s->opts.max_threads = FP_DEFAULT_MAX_THREADS;
-    if (!s->opts.max_interpreters)
-        s->opts.max_interpreters = FP_DEFAULT_MAX_INTERPRETERS;
+    int rc = options_take(opts, &s->opts);
+    if (rc) {
+        free(s);
+        return rc;
+    }
     fpi_code_cache_init(&s->cc);
     *out = s;
     return FP_OK;

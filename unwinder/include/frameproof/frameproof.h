@@ -34,7 +34,7 @@ enum fp_error {
     FP_E_PROCESS_GONE = -3,    /* the target process does not exist or exited */
     FP_E_PERMISSION = -4,      /* not allowed to read the target */
     FP_E_NOT_PYTHON = -5,      /* no CPython runtime found in the target */
-    FP_E_UNSUPPORTED = -6,     /* CPython version or build not supported */
+    FP_E_UNSUPPORTED = -6,     /* CPython version or build, or an option, not supported */
     FP_E_CORRUPT = -7,         /* layout or data read from the target is invalid */
     FP_E_INCOMPLETE = -8,      /* torn or unfinished walk: sample not trustworthy */
     FP_E_LIMIT = -9,           /* a configured limit was exceeded (depth, size, count) */
@@ -54,46 +54,54 @@ enum fp_reader_kind {
     FP_READER_MEM = 2,  /* /proc/PID/mem only */
 };
 
-/* Limits.  Zero means "use the default". */
+/* Limits.  Zero in an fp_options limit means the default. */
 #define FP_DEFAULT_MAX_DEPTH 65536u    /* frames per thread */
 #define FP_DEFAULT_MAX_THREADS 65536u  /* threads per interpreter */
 #define FP_DEFAULT_MAX_INTERPRETERS 4096u
 
+/* Session options.  Versioned by size: a library reads only the fields the
+ * caller's size covers and takes the default for the rest, so fields can be
+ * appended without a new soname; a field added later has zero as its
+ * default.  Always set it up with fp_options_init(). */
 typedef struct fp_options {
-    int reader;              /* enum fp_reader_kind */
-    uint32_t max_depth;      /* frames per thread before FP_E_LIMIT */
-    uint32_t max_threads;    /* threads per interpreter before FP_E_LIMIT */
-    uint32_t max_interpreters;
-    bool cache_code;         /* cache decoded code objects between samples (default true) */
-    bool thread_cpu_state;   /* read /proc/PID/task/TID/stat for on_cpu (default true, live only) */
-    /* Unwind a CPython newer than the newest supported version (default
-     * false: refused with FP_E_UNSUPPORTED).  Its own _Py_DebugOffsets are
-     * read in the newest version's shape and validated as always; fields
-     * the table lacks come from the newest version's built-in knowledge.
-     * fp_python_info.untested says when this happened. */
+    size_t size;             /* sizeof(fp_options) as the caller was compiled: set by fp_options_init */
+    int reader;              /* enum fp_reader_kind (default FP_READER_AUTO) */
+    uint32_t max_depth;      /* frames per thread, beyond which FP_E_LIMIT */
+    uint32_t max_threads;    /* threads per interpreter, beyond which FP_E_LIMIT */
+    uint32_t max_interpreters; /* interpreters, beyond which FP_E_LIMIT */
+    bool cache_code;         /* keep decoded code objects between samples (default true) */
+    bool thread_cpu_state;   /* fp_thread.on_cpu from /proc/PID/task/TID/stat (default true; live targets) */
+    /* Unwind a CPython newer than FP_PYTHON_NEWEST_MINOR as if it were that
+     * version, its _Py_DebugOffsets validated as always; otherwise it is
+     * refused with FP_E_UNSUPPORTED.  fp_python_info.untested tells.
+     * Default false. */
     bool allow_untested;
-    /* Reuse, between samples, what was resolved for a frame whose every
-     * input is unchanged (address, code object, instruction, and the code
-     * cache's proof of the code object), and start from the last proven
-     * bytes of frames outside the data stack (generator frames), which the
-     * read-back of the sample then checks like any frame read.  Never keyed
-     * on a frame address alone; writes nothing into the target.  Needs
-     * cache_code (default true). */
+    /* Reuse what was resolved for a frame whose every input (address, code
+     * object, instruction) is unchanged and proven since.  Needs cache_code.
+     * Default true. */
     bool cache_frames;
-    bool blocking;           /* stop every thread of a live target for each sample (ptrace, frameproof/pause.h);
-                                correct by construction, at the cost of pausing the target (default false) */
-    /* A live thread whose walks keep being torn is stopped alone (ptrace),
-     * walked once more with every check, and resumed, instead of being retried until it is reported torn; a walk
-     * that fails stopped (the thread stopped in mid-update) is done again
-     * the same way, within the thread's attempts: few samples rejected,
-     * at the cost of pausing that thread now and then (fp_read_stats.paused
-     * counts it).  Writes nothing into the target;
-     * a thread that cannot be stopped (another tracer, not permitted) is
-     * retried as without it.  Default false. */
+    /* Stop every thread of a live target for each sample (ptrace, as
+     * frameproof/pause.h): no sample is refused as torn, at the cost of
+     * pausing the target.  Default false. */
+    bool blocking;
+    /* Stop alone (ptrace), walk and resume a live thread whose walks keep
+     * being torn, rather than only retrying it; a thread that cannot be
+     * stopped is retried as without it.  fp_read_stats.paused counts it.
+     * Default false. */
     bool pause_torn;
 } fp_options;
 
-FP_API void fp_options_init(fp_options *opts);
+/* Sets opts->size to size and every field to its default.  size is the
+ * caller's sizeof(fp_options); callers use fp_options_init().  Returns
+ * FP_OK, or FP_E_INVALID_ARG for a NULL opts or a size smaller than the
+ * first versioned layout. */
+FP_API int fp_options_init_size(fp_options *opts, size_t size);
+
+/* fp_options_init_size(opts, sizeof *opts). */
+static inline int fp_options_init(fp_options *opts)
+{
+    return fp_options_init_size(opts, sizeof *opts);
+}
 
 /* Facts about the target's interpreter, known after attaching. */
 typedef struct fp_python_info {
@@ -155,7 +163,11 @@ typedef struct fp_interp {
 typedef struct fp_session fp_session;
 typedef struct fp_sample fp_sample;
 
-/* Session lifecycle.  fp_session_new only fails with FP_E_NOMEM. */
+/* Creates a detached session with the options opts (NULL: the defaults;
+ * otherwise set up by fp_options_init).  The caller owns *out and frees it
+ * with fp_session_free.  Errors: FP_E_INVALID_ARG (NULL out, opts->size too
+ * small), FP_E_UNSUPPORTED (a field this library does not know is set, by a
+ * caller built against a newer header), FP_E_NOMEM; no session message. */
 FP_API int fp_session_new(const fp_options *opts, fp_session **out);
 FP_API void fp_session_free(fp_session *s);
 
