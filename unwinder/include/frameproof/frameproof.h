@@ -1,15 +1,20 @@
-/* frameproof.h — public API of libframeproof, an out-of-process CPython
+/* frameproof.h — the public API of libframeproof, an out-of-process Python
  * stack unwinder for CPython 3.11–3.15 (GIL, free-threaded and debug builds).
  *
- * Model: a session (fp_session) is attached to one target (a live process or
- * any memory source behind an fp_reader); fp_session_sample() fills a
- * caller-owned, reusable fp_sample with the stacks of every thread of every
- * interpreter.  One handle is used from one thread at a time; any number of
- * handles may coexist in a process.  There is no global mutable state.
+ * A session (fp_session) is attached to one target: a live process or any
+ * memory source behind an fp_reader.  fp_session_sample() fills a
+ * caller-owned, reusable fp_sample with every thread's stack.
  *
- * Errors: every call that can fail returns 0 or a negative FP_E_* code; the
- * session keeps a detailed message (fp_session_get_errmsg) and
- * fp_error_describe() names the code.
+ * Conventions, for every call below unless it says otherwise:
+ *   - names are fp_<object>_<verb>; a read-only accessor is
+ *     fp_<object>_get_<property>;
+ *   - a call that can fail returns FP_OK (0) or a negative FP_E_* code; a
+ *     session keeps the message of a failed call on it
+ *     (fp_session_get_errmsg), other calls fill the err buffer they take;
+ *   - a handle is used from one thread at a time; different handles may be
+ *     used from different threads at once; there is no global state;
+ *   - fp_*_free accepts NULL;
+ *   - nothing is ever written into the target's memory.
  */
 #ifndef FRAMEPROOF_FRAMEPROOF_H
 #define FRAMEPROOF_FRAMEPROOF_H
@@ -44,7 +49,8 @@ enum fp_error {
     FP_E_STATE = -13,          /* call not valid in the session's current state */
 };
 
-/* Returns a short, static description of an FP_E_* code. */
+/* A short static string naming an FP_E_* code ("unknown error" for any
+ * other value).  Thread-safe. */
 FP_API const char *fp_error_describe(int code);
 
 /* Reader backends for live processes. */
@@ -169,101 +175,100 @@ typedef struct fp_sample fp_sample;
  * small), FP_E_UNSUPPORTED (a field this library does not know is set, by a
  * caller built against a newer header), FP_E_NOMEM; no session message. */
 FP_API int fp_session_new(const fp_options *opts, fp_session **out);
+/* Detaches and frees s. */
 FP_API void fp_session_free(fp_session *s);
 
-/* Attach to a live process: locates the runtime, reads and validates its
- * layout.  On failure the session stays detached and fp_session_get_errmsg
- * tells every strategy tried. */
+/* Attaches s to live process pid: finds the CPython runtime in its mappings
+ * and validates its layout.  Errors: FP_E_STATE (already attached),
+ * FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_NOT_PYTHON, FP_E_UNSUPPORTED,
+ * FP_E_CORRUPT, FP_E_READ, FP_E_IO, FP_E_NOMEM; s stays detached and its
+ * message tells every strategy tried. */
 FP_API int fp_session_attach_pid(fp_session *s, int pid);
 
-/* What a non-process memory source must say about its target. */
+/* What a memory source other than a live pid must say about its target. */
 typedef struct fp_target_desc {
     uint64_t runtime_addr;   /* address of _PyRuntime */
-    uint32_t hexversion;     /* required for 3.11/3.12; 0 = read it from _Py_DebugOffsets */
+    uint32_t hexversion;     /* required for 3.11/3.12; 0: read it from _Py_DebugOffsets */
     bool free_threaded;      /* used when hexversion is given and < 3.13 */
     bool debug;              /* Py_DEBUG build */
-    /* The live process the reader reads, or 0 (a memory image, or unknown:
-     * no /proc queries then).  A live target's memory is taken to change
-     * under the reads: a code object whose instructions cannot be read
-     * makes its thread torn, where an image (which need not record them)
-     * is unwound without the call-site check for that code object. */
+    /* The live process the reader reads, or 0 (an image, or unknown: /proc
+     * is not read).  With a pid, memory is taken to change under the reads. */
     int pid;
-    /* Optional, for sources that recorded it: the scheduler state letter of
-     * a thread ('R' = on a CPU, 0 = unknown), which gives fp_thread.on_cpu.
-     * NULL leaves on_cpu unknown. */
+    /* Optional: the scheduler state letter of a thread ('R': on a CPU; 0:
+     * unknown), for fp_thread.on_cpu.  Called from fp_session_sample; must
+     * not call into the session.  NULL: on_cpu is FP_UNKNOWN. */
     char (*thread_state)(void *ctx, uint64_t native_id);
     void *thread_state_ctx;
 } fp_target_desc;
 
-/* Attach to any memory source.  The reader is borrowed: it must outlive
- * the session's use of it. */
+/* Attaches s to the target that reader reads, as desc describes it.  The
+ * reader is borrowed and must stay valid until s is detached or freed; desc
+ * is copied.  Errors: as fp_session_attach_pid, and FP_E_INVALID_ARG. */
 FP_API int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_target_desc *desc);
 
+/* Detaches s (a no-op when detached), closing a reader it opened itself;
+ * s can be attached again. */
 FP_API void fp_session_detach(fp_session *s);
 
-/* The detailed message of the last failed call ("" if none). */
+/* The message of the last failed call on s ("" when none, and for NULL).
+ * Owned by s, valid until it is freed; the next call on s may change it. */
 FP_API const char *fp_session_get_errmsg(const fp_session *s);
 
+/* Copies the facts about the attached target's interpreter into *out.
+ * Errors: FP_E_INVALID_ARG, FP_E_STATE (not attached). */
 FP_API int fp_session_get_python(const fp_session *s, fp_python_info *out);
 
-/* The reader in use ("process_vm_readv", "/proc/PID/mem", ...). */
+/* The name of the reader in use ("process_vm_readv", "/proc/PID/mem", ...;
+ * "" when detached).  Static or owned by the reader. */
 FP_API const char *fp_session_get_reader_name(const fp_session *s);
 
-/* The remote reads the session's samples made since it was attached: calls
- * to the reader (a batched read, one process_vm_readv, counts once) and the
- * bytes they asked for.  Reads made while attaching are not counted.
- * torn counts the thread walks that the target changed under (found by the
- * read-back; each is walked again within the sample's budget): a sample
- * is only returned from a walk that nothing changed under, so a target
- * whose stacks change faster than a sample lasts loses the short-lived
- * ones, and a high count says so. */
+/* What s's samples cost since it was attached (attaching not counted). */
 typedef struct fp_read_stats {
-    uint64_t calls;
-    uint64_t bytes;
-    uint64_t torn;
+    uint64_t calls;          /* calls to the reader (a batched read counts once) */
+    uint64_t bytes;          /* bytes those calls asked for */
+    uint64_t torn;           /* thread walks the target changed under, each walked again */
     uint64_t paused;         /* walks done again with their thread stopped (fp_options.pause_torn) */
 } fp_read_stats;
+/* Copies s's statistics into *out.  Errors: FP_E_INVALID_ARG. */
 FP_API int fp_session_get_read_stats(const fp_session *s, fp_read_stats *out);
 
-/* Called by fp_session_sample before it walks again a thread whose walk
- * the target changed under (a torn walk, counted in fp_read_stats.torn),
- * with that thread's native id as the torn walk read it (0 when it read
- * none).  A walk that started from what the last sample read of its
- * thread (read ahead, or in the frame cache) and found it changed since is
- * such a walk too: the thread ran between the samples.  The library reads
- * nothing for it and changes nothing in the
- * target: it tells a caller that a thread is running under the reads, so
- * that it may act before the retry (a sampler that moves to the CPU that
- * thread runs on, as harness/sampler's colocation does).  The hook must
- * not call into the session.  NULL (the default) removes it.  Returns
- * FP_OK, or FP_E_INVALID_ARG for a NULL session. */
+/* Called by fp_session_sample, before it walks again a thread whose walk
+ * was torn, with that thread's native id (0 when unknown), so that the
+ * caller may act before the retry (move to that thread's CPU).  Must not
+ * call into the session. */
 typedef void (*fp_retry_hook)(void *ctx, uint64_t native_id);
+/* Sets s's retry hook and its context (NULL hook: none, the default).
+ * Errors: FP_E_INVALID_ARG (NULL s). */
 FP_API int fp_session_set_retry_hook(fp_session *s, fp_retry_hook hook, void *ctx);
-
-/* The retry hook set and its context (NULL and NULL when none), so that a
- * caller that installs its own for a while can call the one it replaced
- * and put it back.  Returns FP_OK, or FP_E_INVALID_ARG for a NULL
- * argument. */
+/* The hook and context set (NULL and NULL when none).  Errors:
+ * FP_E_INVALID_ARG (a NULL argument). */
 FP_API int fp_session_get_retry_hook(const fp_session *s, fp_retry_hook *hook, void **ctx);
 
-/* Samples: reusable; storage grows as needed and is kept between samples. */
+/* Creates an empty sample, owned by the caller (fp_sample_free).  Its
+ * storage grows as needed and is kept for the next sample.  Errors:
+ * FP_E_INVALID_ARG, FP_E_NOMEM. */
 FP_API int fp_sample_new(fp_sample **out);
 FP_API void fp_sample_free(fp_sample *sm);
 
-/* Take one sample of all threads of all interpreters.  Returns FP_OK, or an
- * error.  On FP_E_INCOMPLETE the sample holds the threads reached: a thread
- * whose walk failed carries a nonzero fp_thread.error and no frames, and its
- * interpreter's thread list is followed past it only when its link to the
- * next thread, read back, still holds.  When no thread carries an error,
- * the thread list itself could not be proven (it broke, or the main
- * interpreter's lacked its main thread's state): no part of the sample can
- * be used. */
+/* Replaces sm's contents with one sample of every thread of every
+ * interpreter of s's target.  Frame strings in sm are owned by s and valid
+ * until s's next sample, detach or free.  Errors: FP_E_STATE (not
+ * attached), FP_E_INCOMPLETE and FP_E_READ (the target moved under the
+ * walk: retrying may succeed), FP_E_LIMIT, FP_E_CORRUPT,
+ * FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_IO (stopping the target:
+ * fp_options.blocking), FP_E_NOMEM, FP_E_INVALID_ARG.  On
+ * FP_E_INCOMPLETE sm may hold the threads reached, a failed one with a
+ * nonzero fp_thread.error and no frames: see fp_sample_is_usable. */
 FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
-/* Can the sample that fp_session_sample returned rc for be used?  On
- * FP_OK; on FP_E_INCOMPLETE when a thread carries the failure (the others
- * are good); never otherwise. */
+
+/* Whether sm, as fp_session_sample left it when it returned rc, can be
+ * used: true on FP_OK, and on FP_E_INCOMPLETE when a thread carries the
+ * failure (the other threads are good); false otherwise. */
 FP_API bool fp_sample_is_usable(const fp_sample *sm, int rc);
 
+/* Accessors of a sample: counts, and the i-th element (NULL when i is out
+ * of range).  Pointers are owned by sm and valid until its next sample or
+ * free.  A thread's frames are innermost first. */
 FP_API size_t fp_sample_get_interp_count(const fp_sample *sm);
 FP_API const fp_interp *fp_sample_get_interp(const fp_sample *sm, size_t i);
 FP_API size_t fp_sample_get_thread_count(const fp_sample *sm);

@@ -1,11 +1,8 @@
-/* reader.h — the one memory-reader interface every backend implements.
- *
- * The walker never touches a target directly: it asks an fp_reader for
- * byte ranges.  Backends: process_vm_readv, /proc/PID/mem, memory images;
- * callers may add their own (a recording reader, a core file) without the
- * walker changing.  Like a session, a reader is used from one thread at a
- * time.
- */
+/* frameproof/reader.h — the memory-reader interface: a session reads its
+ * target only through an fp_reader.  Backends: process_vm_readv,
+ * /proc/PID/mem, memory images (image.h); callers may implement their own.
+ * A reader is used from one thread at a time.  Conventions as in
+ * frameproof.h. */
 #ifndef FRAMEPROOF_READER_H
 #define FRAMEPROOF_READER_H
 
@@ -43,13 +40,18 @@ typedef struct fp_reader {
     void *ctx;
 } fp_reader;
 
-/* Helpers that dispatch through ops. */
+/* Dispatch through r->ops (r open): fp_reader_readv loops over read() when
+ * the backend has no readv.  Errors: the backend's. */
 FP_API int fp_reader_read(const fp_reader *r, uint64_t addr, void *buf, size_t len);
 FP_API int fp_reader_readv(const fp_reader *r, const fp_iov *iov, size_t n);
+/* Releases r's context through ops->close and clears r (NULL or a cleared
+ * reader: a no-op). */
 FP_API void fp_reader_close(fp_reader *r);
 
-/* Live-process backends.  They fill *out; fp_reader_close releases them.
- * errbuf (may be NULL) receives a message on failure. */
+/* Open a reader of live process pid with process_vm_readv or with
+ * /proc/PID/mem.  The caller owns *out (fp_reader_close).  errbuf (may be
+ * NULL) receives the message on failure.  Errors: FP_E_INVALID_ARG,
+ * FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_IO, FP_E_NOMEM. */
 FP_API int fp_reader_open_vm(int pid, fp_reader *out, char *errbuf, size_t errlen);
 FP_API int fp_reader_open_mem(int pid, fp_reader *out, char *errbuf, size_t errlen);
 
