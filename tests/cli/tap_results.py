@@ -1,5 +1,8 @@
 """tap_results — what the command-line tests share: collecting named
-results, the one-line-error check, and printing them as TAP."""
+results, the one-line-error check, the host's CPython to run targets with,
+and printing them as TAP."""
+import os
+import sys
 
 results = []
 
@@ -18,6 +21,14 @@ def one_line_error(r, status, needle):
     lines = err.strip().splitlines()
     return r.returncode == status and len(lines) == 1 and needle in lines[0], \
         f"status {r.returncode}, stderr {err!r}"
+
+
+def host_python():
+    """The host's CPython: python3.11, else the interpreter running the test."""
+    for p in ("/usr/bin/python3.11", sys.executable):
+        if os.path.exists(p):
+            return p
+    return sys.executable
 
 
 def report():

@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from tap_results import check, one_line_error, report, skip
+from tap_results import check, host_python, one_line_error, report, skip
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "facts"))
 import fpfacts  # noqa: E402  (the shared facts)
@@ -32,13 +32,6 @@ def free_pid():
         if not os.path.exists(f"/proc/{pid}"):
             return pid
     raise RuntimeError("no free pid")
-
-
-def host_python():
-    for p in ("/usr/bin/python3.11", sys.executable):
-        if os.path.exists(p):
-            return p
-    return sys.executable
 
 
 # 1. a pid that does not exist
