@@ -68,7 +68,9 @@ enum fp_reader_kind {
 /* Session options.  Versioned by size: a library reads only the fields the
  * caller's size covers and takes the default for the rest, so fields can be
  * appended without a new soname; a field added later has zero as its
- * default.  Always set it up with fp_options_init(). */
+ * default.  A size rather than setters keeps the options a plain struct
+ * whose fields a caller sets by name.  Always set it up with
+ * fp_options_init(). */
 typedef struct fp_options {
     size_t size;             /* sizeof(fp_options) as the caller was compiled: set by fp_options_init */
     int reader;              /* enum fp_reader_kind (default FP_READER_AUTO) */
@@ -134,7 +136,7 @@ enum fp_frame_kind {
 
 typedef struct fp_frame {
     /* Strings are UTF-8 (lone surrogates as 3-byte sequences), owned by the
-     * session and valid until its next fp_session_sample() or free. */
+     * session and valid until its next fp_session_sample(), detach or free. */
     const char *function;    /* co_qualname */
     const char *name;        /* co_name */
     const char *file;        /* co_filename */
