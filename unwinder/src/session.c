@@ -17,6 +17,9 @@
 /* The smallest fp_options a caller can hold: every field up to pause_torn
  * (the first versioned layout). */
 #define OPTIONS_SIZE_MIN (offsetof(fp_options, pause_torn) + sizeof(bool))
+/* The end of this library's last field: a newer header's first field may
+ * start in the padding after it. */
+#define OPTIONS_FIELDS_END (offsetof(fp_options, pause_torn) + sizeof(bool))
 
 /* Is field f inside the caller's struct (its size field)? */
 #define OPTION_COVERED(in, f) ((in)->size >= offsetof(fp_options, f) + sizeof (in)->f)
@@ -48,8 +51,9 @@ int fp_options_init_size(fp_options *opts, size_t size)
 }
 
 /* The library's own copy of the caller's options: each field the caller's
- * size covers, the default for the others.  Bytes past this library's
- * fields must be zero (a newer caller's defaults): anything else asks for
+ * size covers, the default for the others (every field is listed below: one
+ * left out would silently keep its default).  Bytes past this library's
+ * last field must be zero (a newer caller's defaults): anything else asks for
  * an option this library does not have. */
 static int options_take(const fp_options *in, fp_options *out)
 {
@@ -58,7 +62,7 @@ static int options_take(const fp_options *in, fp_options *out)
         return FP_OK;
     if (in->size < OPTIONS_SIZE_MIN)
         return FP_E_INVALID_ARG;
-    for (size_t i = sizeof *out; i < in->size; i++)
+    for (size_t i = OPTIONS_FIELDS_END; i < in->size; i++)
         if (((const unsigned char *)in)[i])
             return FP_E_UNSUPPORTED;
     OPTION_TAKE(out, in, reader);
