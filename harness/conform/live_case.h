@@ -1,7 +1,7 @@
 /* live_case.h — one live case: a live scenario (targets/live) run freely
  * under one interpreter while every selected unwinder configuration that
  * applies samples it as fast as it can for a budget, every sample
- * classified against the scenario's declaration (live_check.h). */
+ * classified against the scenario's declaration (live_judge.h). */
 #ifndef FP_CONFORM_LIVE_CASE_H
 #define FP_CONFORM_LIVE_CASE_H
 

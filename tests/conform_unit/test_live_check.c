@@ -14,7 +14,8 @@
 
 #include "conform.h"
 #include "cu_helpers.h"
-#include "live_check.h"
+#include "live_faults.h"
+#include "live_judge.h"
 #include "sample.h"
 
 #define SCEN "/t/s.py"

@@ -1,32 +1,15 @@
-/* live_check.h — what any correct sample of a running live scenario must
- * satisfy (its declaration, targets/live/NAME.decl.json, format in
- * targets/live/README.md) and the classification of one cf_sample against
- * it: valid, rejected (a thread carries the unwinder's error) or wrong
- * (returned as good but impossible), with a one-line reason per wrong
- * thread.  Also the splice-previous self-test fault of live mode. */
-#ifndef FP_CONFORM_LIVE_CHECK_H
-#define FP_CONFORM_LIVE_CHECK_H
+/* live_judge.h — the classification of one cf_sample against a live
+ * declaration (live_decl.h): valid, rejected (a thread carries the
+ * unwinder's error) or wrong (returned as good but impossible), with a
+ * one-line reason per wrong thread. */
+#ifndef FP_CONFORM_LIVE_JUDGE_H
+#define FP_CONFORM_LIVE_JUDGE_H
 
 #include <stddef.h>
 
-#include <json-c/json.h>
-
 #include "conform.h"
+#include "live_decl.h"
 #include "sample.h"
-
-typedef struct cf_live_decl cf_live_decl;
-
-/* Parses a declaration object.  Line specifications "@tag" are resolved
- * against script (the scenario's source text: every line whose comment
- * holds the token @tag); script may be NULL when no tag is used.  Returns
- * CF_OK, CF_E_FORMAT with the reason in err, or CF_E_NOMEM. */
-int cf_live_decl_parse(json_object *decl, const char *script, cf_live_decl **out, char *err, size_t errlen);
-
-/* Reads the declaration file and the scenario's source and parses them. */
-int cf_live_decl_load(const char *decl_path, const char *script_path, cf_live_decl **out, char *err,
-                      size_t errlen);
-
-void cf_live_decl_free(cf_live_decl *d);
 
 enum cf_live_verdict { CF_LIVE_VALID = 0, CF_LIVE_REJECTED = 1, CF_LIVE_WRONG = 2 };
 
@@ -71,23 +54,5 @@ typedef struct cf_live_result {
  * sample does not report are not judged.  The declaration caches frame
  * identities, so it is not const.  CF_OK or CF_E_NOMEM. */
 int cf_live_classify(cf_live_decl *d, const cf_sample *s, cf_live_result *out);
-
-/* --inject-fault splice-previous: out receives cur, except that for every
- * thread that also appears in prev (matched like cf_sample_find) where both
- * stacks have at least two frames and differ (function, file or line of a
- * frame), the thread keeps only its innermost frame and gets prev's outer
- * frames (all but prev's innermost) under it: the result of an unwinder
- * that spliced a stale cached parent chain.  out's strings point into cur
- * and prev.  Returns the number of threads spliced, or CF_E_NOMEM. */
-int cf_live_splice(const cf_sample *cur, const cf_sample *prev, cf_sample *out);
-
-/* --inject-fault frame-cache-by-address: out receives cur, except that for
- * every thread also in prev, the first frame below the innermost whose
- * frame_addr (non-zero) prev's thread also has is replaced, with every
- * frame under it, by prev's frames from that address down: the result of
- * an unwinder whose frame cache is keyed on the frame address alone, when
- * another call chain reused the address.  Returns the number of threads
- * whose stack this changed, or CF_E_NOMEM. */
-int cf_live_cache_by_address(const cf_sample *cur, const cf_sample *prev, cf_sample *out);
 
 #endif
