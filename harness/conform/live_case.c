@@ -7,12 +7,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "case_common.h"
 #include "channel.h"
 #include "conform.h"
 #include "interrupt.h"
@@ -27,54 +27,27 @@
 #define LIVE_SUBDIR "live"
 #define LIVE_CHECKPOINT "live"   /* the "checkpoint" of live failures in the report */
 
+/* A configuration's live state beside its common part. */
 typedef struct live_cfg {
-    const cf_adapter_def *def;
-    char label[CF_NAME_SHOWN];
-    char na[CF_REASON_LEN];          /* why it does not apply; "" when it does */
-    char info[CF_INFO_LEN];
+    cf_case_cfg *base;               /* its failures: example wrong samples, capped per rule */
     char attach_error[CF_ERRMSG_LEN]; /* "" unless attach failed */
     bool ran;
     uint64_t samples, valid, rejected, wrong, spliced;
     uint64_t splice_caught;          /* spliced samples judged wrong whose original was not */
     uint64_t by_rule[CF_RULE_COUNT];
     double seconds;
-    json_object *failures;           /* example wrong samples, capped per rule */
     json_object *rejections;         /* [{reason, count}], capped */
     uint64_t other_rejections;       /* rejections beyond the kept reasons */
 } live_cfg;
 
 typedef struct live_run {
-    const cf_case_params *p;
+    cf_case_core core;
     const cf_live_budget *b;
-    cf_child child;
-    cf_linebuf lb;
-    int out_fd, err_fd;
-    char out_path[PATH_MAX], err_path[PATH_MAX];
-    int sample_pid;
-    json_object *hello;
-    json_object *notes;
     cf_live_decl *decl;
-    live_cfg *cfg;
-    size_t ncfg;
+    live_cfg *cfg;                   /* one per core.cfg */
     cf_sample cur, prev, spliced;
-    cf_strbuf error;
-    bool interrupted, ready, done;
-    double started, timeout, deadline;
+    bool ready;
 } live_run;
-
-__attribute__((format(printf, 2, 3))) static int fail(live_run *lr, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = cf_sb_vfirst(&lr->error, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-static double scaled(const live_run *lr, double seconds)
-{
-    return seconds * lr->p->timeout_scale * (lr->p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0);
-}
 
 /* ------------------------------------------------------------------ */
 /* Channel */
@@ -86,38 +59,35 @@ static int next_event(live_run *lr, double deadline, const char *waiting_for, js
     *msg = NULL;
     char *line;
     size_t len;
-    int r = cf_linebuf_read(&lr->lb, lr->child.from_child, deadline, &line, &len);
+    int r = cf_linebuf_read(&lr->core.lb, lr->core.child.from_child, deadline, &line, &len);
     if (r == CF_E_EOF) {
-        cf_child_wait_exit(&lr->child, cf_now() + CF_EXIT_GRACE_S);
-        cf_child_kill(&lr->child);
+        cf_child_wait_exit(&lr->core.child, cf_now() + CF_EXIT_GRACE_S);
+        cf_child_kill(&lr->core.child);
         char status[128];
-        cf_describe_status(lr->child.status, status, sizeof status);
-        return fail(lr, "target closed the channel while the harness waited for %s (%s)", waiting_for, status);
+        cf_describe_status(lr->core.child.status, status, sizeof status);
+        return cf_case_fail(&lr->core, "target closed the channel while the harness waited for %s (%s)", waiting_for,
+                            status);
     }
     if (r == CF_E_TIMEOUT)
-        return fail(lr, "timeout: no %s within %.1f s (killed)", waiting_for, deadline - lr->started);
+        return cf_case_fail(&lr->core, "timeout: no %s within %.1f s (killed)", waiting_for,
+                            deadline - lr->core.started);
     if (r == CF_E_INTERRUPTED) {
-        lr->interrupted = true;
-        return fail(lr, "interrupted");
+        lr->core.interrupted = true;
+        return cf_case_fail(&lr->core, "interrupted");
     }
     if (r == CF_E_LIMIT)
-        return fail(lr, "channel line longer than %u bytes", CF_MAX_LINE_BYTES);
+        return cf_case_fail(&lr->core, "channel line longer than %u bytes", CF_MAX_LINE_BYTES);
     if (r != CF_OK)
-        return r == CF_E_NOMEM ? r : fail(lr, "reading the channel: %s", strerror(errno));
+        return r == CF_E_NOMEM ? r : cf_case_fail(&lr->core, "reading the channel: %s", strerror(errno));
     char why[CF_ERRMSG_LEN];
     r = cf_channel_parse(line, len, msg, why, sizeof why);
     if (r == CF_E_FORMAT)
-        return fail(lr, "%s", why);
+        return cf_case_fail(&lr->core, "%s", why);
     if (r)
         return r;
     const char *event = cf_json_str(*msg, "event", "");
     if (strcmp(event, "error") == 0) {
-        cf_strbuf m;
-        cf_sb_init(&m);
-        const char *text = cf_json_str(*msg, "message", "(no message)");
-        cf_sb_append_sanitized(&m, text, strlen(text));
-        r = fail(lr, "target reported an error: %s", cf_sb_str(&m));
-        cf_sb_free(&m);
+        r = cf_case_target_error(&lr->core, *msg);
         json_object_put(*msg);
         *msg = NULL;
         return r;
@@ -136,17 +106,12 @@ static int expect_event(live_run *lr, const char *want, double deadline)
         return rc;
     const char *event = cf_json_str(msg, "event", "");
     if (strcmp(event, want) != 0) {
-        rc = fail(lr, "expected \"%s\" from the target, got \"%.*s\"", want, (int)CF_NAME_SHOWN, event);
+        rc = cf_case_fail(&lr->core, "expected \"%s\" from the target, got \"%.*s\"", want, (int)CF_NAME_SHOWN, event);
     } else if (strcmp(want, "hello") == 0) {
-        lr->hello = json_object_get(msg);
+        lr->core.hello = json_object_get(msg);
         int64_t pid = cf_json_int(msg, "pid", -1);
-        if (pid > 0 && pid <= INT_MAX && pid != lr->child.pid) {
-            char text[CF_ERRMSG_LEN];
-            lr->sample_pid = (int)pid;
-            snprintf(text, sizeof text, "\"hello\" pid %" PRId64 " differs from the spawned pid %d; sampling %" PRId64,
-                     pid, (int)lr->child.pid, pid);
-            rc = cf_json_push(lr->notes, json_object_new_string(text));
-        }
+        if (pid > 0 && pid <= INT_MAX && pid != lr->core.child.pid)
+            rc = cf_case_hello_pid(&lr->core, pid);
     }
     json_object_put(msg);
     return rc;
@@ -156,13 +121,14 @@ static int expect_event(live_run *lr, const char *want, double deadline)
  * the case as a harness error. */
 static int look_at_channel(live_run *lr)
 {
-    struct pollfd pfd = {.fd = lr->child.from_child, .events = POLLIN};
+    struct pollfd pfd = {.fd = lr->core.child.from_child, .events = POLLIN};
     if (poll(&pfd, 1, 0) <= 0)
         return CF_OK;
     json_object *msg = NULL;
     int rc = next_event(lr, cf_now() + CF_EXIT_GRACE_S, "nothing (the target is being sampled)", &msg);
     if (rc == CF_OK && msg)
-        rc = fail(lr, "unexpected \"%.*s\" while sampling", (int)CF_NAME_SHOWN, cf_json_str(msg, "event", "?"));
+        rc = cf_case_fail(&lr->core, "unexpected \"%.*s\" while sampling", (int)CF_NAME_SHOWN,
+                          cf_json_str(msg, "event", "?"));
     json_object_put(msg);
     return rc;
 }
@@ -244,7 +210,7 @@ static int record_wrong(live_cfg *c, const cf_sample *s, const cf_live_result *r
             json_object_put(o);
             return CF_E_NOMEM;
         }
-        if (cf_json_push(c->failures, o))
+        if (cf_json_push(c->base->failures, o))
             return CF_E_NOMEM;
     }
     return CF_OK;
@@ -306,8 +272,8 @@ static int judge_sample(live_run *lr, live_cfg *c)
     cf_live_result res;
     bool original_wrong = false;
     int n = 0;
-    if (cf_fault_is_live(lr->p->fault)) {
-        n = lr->p->fault == CF_FAULT_SPLICE_PREVIOUS ? cf_live_splice(&lr->cur, &lr->prev, &lr->spliced)
+    if (cf_fault_is_live(lr->core.p->fault)) {
+        n = lr->core.p->fault == CF_FAULT_SPLICE_PREVIOUS ? cf_live_splice(&lr->cur, &lr->prev, &lr->spliced)
                                                      : cf_live_cache_by_address(&lr->cur, &lr->prev, &lr->spliced);
         if (n < 0)
             return n;
@@ -337,10 +303,11 @@ static int judge_sample(live_run *lr, live_cfg *c)
 
 static int run_config(live_run *lr, live_cfg *c)
 {
-    cf_target target = {.pid = lr->sample_pid, .interp = lr->p->interp, .timeout = scaled(lr, CF_ADAPTER_TIMEOUT_S)};
+    cf_target target = {.pid = lr->core.sample_pid, .interp = lr->core.p->interp,
+                        .timeout = cf_case_scaled(&lr->core, CF_ADAPTER_TIMEOUT_S)};
     void *state = NULL;
     char err[CF_ERRMSG_LEN] = "";
-    int rc = c->def->attach(c->def, &target, &state, err, sizeof err);
+    int rc = c->base->def->attach(c->base->def, &target, &state, err, sizeof err);
     if (rc == CF_E_NOMEM || rc == CF_E_INTERRUPTED)
         return rc;
     c->ran = true;
@@ -349,21 +316,21 @@ static int run_config(live_run *lr, live_cfg *c)
                  err[0] ? err : "attach failed");
         return CF_OK;
     }
-    const char *info = c->def->info ? c->def->info(state) : NULL;
+    const char *info = c->base->def->info ? c->base->def->info(state) : NULL;
     if (info)
-        snprintf(c->info, sizeof c->info, "%s", info);
-    cf_sample_reset(&lr->prev, c->def->fields);
+        snprintf(c->base->info, sizeof c->base->info, "%s", info);
+    cf_sample_reset(&lr->prev, c->base->def->fields);
     double start = cf_now(), last_look = start, now = start;
     rc = CF_OK;
-    while (rc == CF_OK && lr->error.len == 0 && c->samples < lr->b->samples && now - start < lr->b->seconds) {
+    while (rc == CF_OK && lr->core.error.len == 0 && c->samples < lr->b->samples && now - start < lr->b->seconds) {
         if (cf_interrupted()) {
-            lr->interrupted = true;
-            rc = fail(lr, "interrupted (sampling with %s)", c->label);
+            lr->core.interrupted = true;
+            rc = cf_case_fail(&lr->core, "interrupted (sampling with %s)", c->base->label);
             break;
         }
-        cf_sample_reset(&lr->cur, c->def->fields);
+        cf_sample_reset(&lr->cur, c->base->def->fields);
         err[0] = '\0';
-        int sr = c->def->sample(state, &lr->cur, err, sizeof err);
+        int sr = c->base->def->sample(state, &lr->cur, err, sizeof err);
         now = cf_now();
         if (sr == CF_E_NOMEM) {
             rc = sr;
@@ -377,7 +344,7 @@ static int run_config(live_run *lr, live_cfg *c)
         } else {
             rc = judge_sample(lr, c);
             /* The adapter's strings may die at its next sample: keep a copy. */
-            if (rc == CF_OK && cf_fault_is_live(lr->p->fault))
+            if (rc == CF_OK && cf_fault_is_live(lr->core.p->fault))
                 rc = cf_sample_copy(&lr->prev, &lr->cur);
         }
         if (rc == CF_OK && now - last_look >= CF_LIVE_POLL_S) {
@@ -386,7 +353,7 @@ static int run_config(live_run *lr, live_cfg *c)
         }
     }
     c->seconds = cf_now() - start;
-    c->def->detach(state);
+    c->base->def->detach(state);
     return rc;
 }
 
@@ -395,7 +362,7 @@ static int run_config(live_run *lr, live_cfg *c)
 
 static const char *config_status(const live_cfg *c)
 {
-    if (c->na[0])
+    if (c->base->na[0])
         return "n/a";
     if (!c->ran)
         return "not_run";
@@ -421,7 +388,7 @@ static json_object *config_json(const live_cfg *c)
         return NULL;
     double pct = c->samples ? 100.0 * (double)c->rejected / (double)c->samples : 0.0;
     double rate = c->seconds > 0 ? (double)c->samples / c->seconds : 0.0;
-    json_object *failures = c->failures;
+    json_object *failures = c->base->failures;
     if (c->attach_error[0]) {
         failures = json_object_new_array();
         json_object *f = json_object_new_object();
@@ -435,12 +402,8 @@ static json_object *config_json(const live_cfg *c)
     } else {
         json_object_get(failures);
     }
-    if (cf_json_add(o, "failures", failures) || cf_json_add(o, "unwinder", json_object_new_string(c->def->unwinder)) ||
-        cf_json_add(o, "configuration", json_object_new_string(c->def->config ? c->def->config : "")) ||
-        cf_json_add(o, "name", json_object_new_string(c->label)) ||
-        cf_json_add(o, "status", json_object_new_string(config_status(c))) ||
-        (c->na[0] && cf_json_add(o, "reason", json_object_new_string(c->na))) ||
-        (c->info[0] && cf_json_add(o, "info", json_object_new_string(c->info))) ||
+    if (cf_json_add(o, "failures", failures) || cf_case_cfg_head(o, c->base, config_status(c)) ||
+        cf_case_cfg_about(o, c->base) ||
         (c->attach_error[0] && cf_json_add(o, "attach_error", json_object_new_string(c->attach_error))) ||
         cf_json_add(o, "samples", json_object_new_int64((int64_t)c->samples)) ||
         cf_json_add(o, "valid", json_object_new_int64((int64_t)c->valid)) ||
@@ -463,81 +426,47 @@ static json_object *config_json(const live_cfg *c)
     return o;
 }
 
-static json_object *verdicts_json(const live_run *lr, bool error)
-{
-    json_object *o = json_object_new_object();
-    for (size_t i = 0; o && i < lr->ncfg; i++) {
-        const char *u = lr->cfg[i].def->unwinder;
-        bool any = false, failed = false;
-        for (size_t k = 0; k < lr->ncfg; k++) {
-            if (strcmp(lr->cfg[k].def->unwinder, u) != 0 || lr->cfg[k].na[0])
-                continue;
-            any = true;
-            failed |= strcmp(config_status(&lr->cfg[k]), "fail") == 0;
-        }
-        const char *v = error ? "error" : !any ? "n/a" : failed ? "fail" : "pass";
-        if (cf_json_add(o, u, json_object_new_string(v))) {
-            json_object_put(o);
-            return NULL;
-        }
-    }
-    return o;
-}
-
 static void summarize(const live_run *lr, const char *status, char *buf, size_t len)
 {
     if (strcmp(status, "error") == 0) {
-        size_t n = strcspn(cf_sb_str(&lr->error), "\n");
-        snprintf(buf, len, "%.*s", (int)(n < CF_NAME_SHOWN ? n : CF_NAME_SHOWN), cf_sb_str(&lr->error));
+        cf_case_error_summary(&lr->core, CF_NAME_SHOWN, buf, len);
         return;
     }
     size_t used = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < lr->ncfg && used < len; i++) {
+    for (size_t i = 0; i < lr->core.ncfg && used < len; i++) {
         const live_cfg *c = &lr->cfg[i];
-        if (c->na[0])
+        if (c->base->na[0])
             continue;
         int n = c->attach_error[0]
-                    ? snprintf(buf + used, len - used, "%s%s: attach failed", used ? "; " : "", c->label)
+                    ? snprintf(buf + used, len - used, "%s%s: attach failed", used ? "; " : "", c->base->label)
                     : snprintf(buf + used, len - used, "%s%s: %" PRIu64 " samples, %" PRIu64 " wrong, %" PRIu64
-                               " rejected", used ? "; " : "", c->label, c->samples, c->wrong, c->rejected);
+                               " rejected", used ? "; " : "", c->base->label, c->samples, c->wrong, c->rejected);
         used += n > 0 ? (size_t)n : 0;
     }
 }
 
 static int build_result(live_run *lr, json_object **result)
 {
-    const cf_case_params *p = lr->p;
-    bool error = lr->error.len > 0, failed = false;
-    for (size_t i = 0; i < lr->ncfg; i++)
-        failed |= strcmp(config_status(&lr->cfg[i]), "fail") == 0;
+    bool error = lr->core.error.len > 0, failed = false;
+    for (size_t i = 0; i < lr->core.ncfg; i++) {
+        lr->cfg[i].base->failed = strcmp(config_status(&lr->cfg[i]), "fail") == 0;
+        failed |= lr->cfg[i].base->failed;
+    }
     const char *status = error ? "error" : failed ? "fail" : "pass";
     char summary[CF_ERRMSG_LEN];
     summarize(lr, status, summary, sizeof summary);
-    json_object *o = json_object_new_object(), *configs = json_object_new_array(), *py = NULL;
+    json_object *o = json_object_new_object(), *configs = json_object_new_array();
     cf_strbuf tail;
     cf_sb_init(&tail);
-    if (lr->hello)
-        json_object_object_get_ex(lr->hello, "python", &py);
     int rc = o && configs ? CF_OK : CF_E_NOMEM;
-    for (size_t i = 0; rc == CF_OK && i < lr->ncfg; i++)
+    for (size_t i = 0; rc == CF_OK && i < lr->core.ncfg; i++)
         rc = cf_json_push(configs, config_json(&lr->cfg[i]));
     if (rc == CF_OK && error)
-        rc = cf_read_tail(lr->err_path, CF_TAIL_BYTES, &tail);
-    if (rc || cf_json_add(o, "interpreter", json_object_new_string(p->interp->id)) ||
-        cf_json_add(o, "scenario", json_object_new_string(p->scen->name)) ||
-        cf_json_add(o, "mode", json_object_new_string("live")) ||
-        cf_json_add(o, "status", json_object_new_string(status)) ||
-        cf_json_add(o, "summary", json_object_new_string(summary)) ||
-        cf_json_add(o, "seconds", cf_json_seconds(cf_now() - lr->started)) ||
-        cf_json_add(o, "pid", json_object_new_int64(lr->child.pid)) ||
-        cf_json_add(o, "sampled_pid", json_object_new_int64(lr->sample_pid)) ||
-        json_object_object_add(o, "python", json_object_get(py)) != 0 ||
-        cf_json_add(o, "notes", json_object_get(lr->notes)) ||
-        (error && cf_json_add(o, "error", json_object_new_string(cf_sb_str(&lr->error)))) ||
-        (error && cf_json_add(o, "interrupted", json_object_new_boolean(lr->interrupted))) ||
+        rc = cf_read_tail(lr->core.err_path, CF_TAIL_BYTES, &tail);
+    if (rc || cf_case_result_head(o, &lr->core, "live", status, summary, NULL) ||
         (error && cf_json_add(o, "stderr_tail", json_object_new_string(cf_sb_str(&tail)))) ||
-        cf_json_add(o, "verdicts", verdicts_json(lr, error))) {
+        cf_json_add(o, "verdicts", cf_case_verdicts_json(&lr->core, error))) {
         json_object_put(o);
         json_object_put(configs);
         cf_sb_free(&tail);
@@ -557,29 +486,24 @@ static int build_result(live_run *lr, json_object **result)
 
 static int init_run(live_run *lr, const cf_case_params *p, const cf_live_budget *b)
 {
-    memset(lr, 0, sizeof *lr);
-    lr->p = p;
     lr->b = b;
-    lr->out_fd = lr->err_fd = -1;
-    lr->child.from_child = lr->child.to_child = -1;
-    cf_linebuf_init(&lr->lb);
+    lr->decl = NULL;
+    lr->cfg = NULL;
+    lr->ready = false;
     cf_sample_init(&lr->cur);
     cf_sample_init(&lr->prev);
     cf_sample_init(&lr->spliced);
-    cf_sb_init(&lr->error);
-    lr->notes = json_object_new_array();
-    lr->ncfg = p->adapters->count;
-    lr->cfg = calloc(lr->ncfg ? lr->ncfg : 1, sizeof *lr->cfg);
-    if (!lr->notes || !lr->cfg)
+    int rc = cf_case_core_init(&lr->core, p);
+    if (rc)
+        return rc;
+    lr->cfg = calloc(lr->core.ncfg ? lr->core.ncfg : 1, sizeof *lr->cfg);
+    if (!lr->cfg)
         return CF_E_NOMEM;
-    for (size_t i = 0; i < lr->ncfg; i++) {
+    for (size_t i = 0; i < lr->core.ncfg; i++) {
         live_cfg *c = &lr->cfg[i];
-        c->def = &p->adapters->defs[i];
-        cf_adapter_label(c->def, c->label, sizeof c->label);
-        cf_adapter_na(c->def, p->interp, c->na, sizeof c->na);
-        c->failures = json_object_new_array();
+        c->base = &lr->core.cfg[i];
         c->rejections = json_object_new_array();
-        if (!c->failures || !c->rejections)
+        if (!c->rejections)
             return CF_E_NOMEM;
     }
     return CF_OK;
@@ -587,80 +511,65 @@ static int init_run(live_run *lr, const cf_case_params *p, const cf_live_budget 
 
 static void free_run(live_run *lr)
 {
-    cf_launched l = {.child = &lr->child, .out_fd = &lr->out_fd, .err_fd = &lr->err_fd};
-    cf_launched_close(&l, lr->p ? lr->p->pgid_path : NULL);
-    for (size_t i = 0; lr->cfg && i < lr->ncfg; i++) {
-        json_object_put(lr->cfg[i].failures);
+    cf_case_core_free(&lr->core);
+    for (size_t i = 0; lr->cfg && i < lr->core.ncfg; i++)
         json_object_put(lr->cfg[i].rejections);
-    }
     free(lr->cfg);
     cf_live_decl_free(lr->decl);
-    json_object_put(lr->hello);
-    json_object_put(lr->notes);
     cf_sample_free(&lr->cur);
     cf_sample_free(&lr->prev);
     cf_sample_free(&lr->spliced);
-    cf_linebuf_free(&lr->lb);
-    cf_sb_free(&lr->error);
 }
 
 static int load_declaration(live_run *lr)
 {
-    const cf_scenario *s = lr->p->scen;
+    const cf_scenario *s = lr->core.p->scen;
     char dir[PATH_MAX], decl[PATH_MAX], script[PATH_MAX], err[CF_ERRMSG_LEN];
     if (!s->declaration)
-        return fail(lr, "live scenario %s has no \"declaration\" in its index entry", s->name);
-    if (cf_path_join(dir, sizeof dir, lr->p->targets_dir, LIVE_SUBDIR) ||
+        return cf_case_fail(&lr->core, "live scenario %s has no \"declaration\" in its index entry", s->name);
+    if (cf_path_join(dir, sizeof dir, lr->core.p->targets_dir, LIVE_SUBDIR) ||
         cf_path_join(decl, sizeof decl, dir, s->declaration) || cf_path_join(script, sizeof script, dir, s->file))
-        return fail(lr, "declaration path too long");
+        return cf_case_fail(&lr->core, "declaration path too long");
     int rc = cf_live_decl_load(decl, script, &lr->decl, err, sizeof err);
     if (rc == CF_E_NOMEM)
         return rc;
-    return rc ? fail(lr, "declaration: %s", err) : CF_OK;
+    return rc ? cf_case_fail(&lr->core, "declaration: %s", err) : CF_OK;
 }
 
 /* "stop", then "done" and a clean exit. */
 static int stop_target(live_run *lr)
 {
-    if (cf_channel_send(lr->child.to_child, "stop") != CF_OK)
-        return fail(lr, "cannot send \"stop\": %s", strerror(errno));
-    double deadline = cf_now() + scaled(lr, CF_LIVE_STOP_WAIT_S);
+    if (cf_channel_send(lr->core.child.to_child, "stop") != CF_OK)
+        return cf_case_fail(&lr->core, "cannot send \"stop\": %s", strerror(errno));
+    double deadline = cf_now() + cf_case_scaled(&lr->core, CF_LIVE_STOP_WAIT_S);
     int rc = expect_event(lr, "done", deadline);
-    if (rc || lr->error.len)
+    if (rc || lr->core.error.len)
         return rc;
-    lr->done = true;
+    lr->core.done = true;
     char why[CF_ERRMSG_LEN];
-    int w = cf_launched_await_exit(&lr->child, deadline + CF_EXIT_GRACE_S, why, sizeof why);
-    lr->interrupted |= w == CF_E_INTERRUPTED;
-    return w ? fail(lr, "%s", why) : CF_OK;
+    int w = cf_launched_await_exit(&lr->core.child, deadline + CF_EXIT_GRACE_S, why, sizeof why);
+    lr->core.interrupted |= w == CF_E_INTERRUPTED;
+    return w ? cf_case_fail(&lr->core, "%s", why) : CF_OK;
 }
 
 static int run_case(live_run *lr)
 {
-    const cf_case_params *p = lr->p;
     int rc = load_declaration(lr);
-    if (rc || lr->error.len)
+    if (rc || lr->core.error.len)
         return rc;
-    cf_launch_req req = {.interp = p->interp, .targets_dir = p->targets_dir, .subdir = LIVE_SUBDIR,
-                         .file = p->scen->file, .log_dir = p->log_dir, .name = p->scen->name,
-                         .pgid_path = p->pgid_path};
-    cf_launched out = {.child = &lr->child, .out_fd = &lr->out_fd, .err_fd = &lr->err_fd,
-                       .out_path = lr->out_path, .err_path = lr->err_path};
-    char err[CF_ERRMSG_LEN];
-    rc = cf_launch_scenario(&req, &out, err, sizeof err);
-    if (rc)
-        return rc == CF_E_NOMEM ? rc : fail(lr, "%s", err);
-    lr->sample_pid = (int)lr->child.pid;
-    rc = expect_event(lr, "hello", lr->deadline);
-    if (rc == CF_OK && !lr->error.len)
-        rc = expect_event(lr, "ready", lr->deadline);
-    if (rc || lr->error.len)
+    rc = cf_case_launch(&lr->core, LIVE_SUBDIR);
+    if (rc || lr->core.error.len)
+        return rc;
+    rc = expect_event(lr, "hello", lr->core.deadline);
+    if (rc == CF_OK && !lr->core.error.len)
+        rc = expect_event(lr, "ready", lr->core.deadline);
+    if (rc || lr->core.error.len)
         return rc;
     lr->ready = true;
-    for (size_t i = 0; i < lr->ncfg && rc == CF_OK && !lr->error.len; i++)
-        if (!lr->cfg[i].na[0])
+    for (size_t i = 0; i < lr->core.ncfg && rc == CF_OK && !lr->core.error.len; i++)
+        if (!lr->cfg[i].base->na[0])
             rc = run_config(lr, &lr->cfg[i]);
-    if (rc || lr->error.len)
+    if (rc || lr->core.error.len)
         return rc;
     return stop_target(lr);
 }
@@ -671,11 +580,9 @@ int cf_live_case_run(const cf_case_params *p, const cf_live_budget *b, json_obje
     *result = NULL;
     int rc = init_run(&lr, p, b);
     if (rc == CF_OK) {
-        lr.started = cf_now();
-        lr.timeout = p->scen->timeout * p->timeout_scale * (p->interp->debug ? CF_DEBUG_TIMEOUT_FACTOR : 1.0);
-        lr.deadline = lr.started + lr.timeout;
+        cf_case_core_start(&lr.core);
         rc = run_case(&lr);
-        cf_child_kill(&lr.child);
+        cf_child_kill(&lr.core.child);
         if (rc == CF_OK)
             rc = build_result(&lr, result);
     }
