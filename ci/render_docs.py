@@ -38,6 +38,7 @@ RENDERERS = {
     "overhead": ("overhead.json", "overhead", "markdown"),
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
+    "field": ("field.json", "field_table", "markdown"),
 }
 
 
