@@ -570,17 +570,26 @@ static void test_invalid(void **state)
     assert_int_equal(fps_run(t->s, t->sm, &good, NULL, NULL, NULL), FP_OK);
 }
 
+/* Thread tid of pid's /proc stat line into buf, or NULL when it is gone;
+ * returns where the fields after "(comm)" start (at the space before them). */
+static const char *stat_after_comm(pid_t pid, uint64_t tid, char *buf, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%llu/stat", (int)pid, (unsigned long long)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t got = fread(buf, 1, len - 1, f);
+    fclose(f);
+    buf[got] = 0;
+    return strrchr(buf, ')');
+}
+
 /* The CPU thread tid of process pid last ran on (field 39 of its stat). */
 static int last_cpu(pid_t pid, uint64_t tid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/task/%llu/stat", (int)pid, (unsigned long long)tid);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[got] = 0;
-    char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = stat_after_comm(pid, tid, buf, sizeof buf);
     assert_non_null(p);
     int cpu = -1;
     for (int field = 2; p && field < 39; field++)
@@ -696,7 +705,10 @@ static void test_colocate_run(void **state)
     assert_int_equal(seen.tid, 0);
     assert_true(st.colocate_moves >= 1);
     assert_int_equal(st.colocate_unknown, 0);
-    assert_int_equal(st.colocate_retry_follows, 1);
+    /* The hook's one call follows the thread, or leaves the mover's CPU
+     * when the thread stands running on it (test_colocate_escapes): which
+     * depends on where the scheduler put the target's main thread. */
+    assert_int_equal(st.colocate_retry_follows + st.colocate_escapes, 1);
     assert_int_equal(own.calls, 1); /* chained after the move, with the same id */
     assert_int_equal(own.native_id, (uint64_t)t->pid);
     fp_retry_hook hook = NULL;
@@ -788,15 +800,8 @@ static void test_colocate_escapes(void **state)
 /* Whether thread tid of pid is blocked (state S in its stat line). */
 static bool thread_blocked(pid_t pid, pid_t tid)
 {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[got] = 0;
-    const char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = stat_after_comm(pid, (uint64_t)tid, buf, sizeof buf);
     return p && p[1] == ' ' && p[2] == 'S';
 }
 
