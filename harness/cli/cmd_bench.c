@@ -84,10 +84,9 @@ static void print_usage(FILE *f)
 
 /* What the callback keeps of each attempt. */
 typedef struct bench_run {
-    fp_session *s;
     double *lat;            /* ns inside fp_session_sample, one per attempt */
     double *reads, *bytes;  /* remote reads and bytes read, one per attempt */
-    fp_read_stats seen;     /* the session's counts after the last attempt */
+    fp_read_stats seen;     /* the session's counts after the run */
     uint64_t cap, max;      /* slots allocated; the most the run can need */
     unsigned long long frames;
     bool have_failure, oom;
@@ -123,11 +122,8 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->cap = cap;
     }
     r->lat[o->index] = (double)o->cost_ns;
-    fp_read_stats now;
-    fp_session_get_read_stats(r->s, &now);
-    r->reads[o->index] = (double)(now.calls - r->seen.calls);
-    r->bytes[o->index] = (double)(now.bytes - r->seen.bytes);
-    r->seen = now;
+    r->reads[o->index] = (double)o->reads;
+    r->bytes[o->index] = (double)o->bytes;
     if (o->sample)
         r->frames += fp_sample_get_frame_count(o->sample);
     if (o->cls == FPS_TRANSIENT && !r->have_failure) {
@@ -385,9 +381,10 @@ int fp_cmd_bench(int argc, char **argv)
     }
     fp_python_info py;
     fp_session_get_python(s, &py);
-    run.s = s;
     fps_stats st;
-    if (fps_run(s, sm, &cfg, on_sample, &run, &st)) {
+    const int run_rc = fps_run(s, sm, &cfg, on_sample, &run, &st);
+    fp_session_get_read_stats(s, &run.seen);
+    if (run_rc) {
         /* A fatal sample leaves its message in the session. */
         fprintf(stderr, "frameproof bench: %s\n", st.fatal ? fp_session_get_errmsg(s) : st.first_fatal);
         goto out;

@@ -47,6 +47,7 @@ int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_
     lib->pause_torn = plain ? false : p->pause_torn != FP_POLICY_OFF;
     cfg->colocate_pid = p->colocate == FP_POLICY_ON || (!plain && p->colocate == FP_POLICY_UNSET) ? 1 : 0;
     cfg->hold = cfg->colocate_pid > 0 && p->hold != FP_POLICY_OFF;
+    cfg->offload = cfg->hold; /* the held thread waits for the read only, not for the profile's bookkeeping */
     p->realtime_refused[0] = 0;
     cfg->realtime = p->realtime == FP_POLICY_ON;
     if (p->realtime == FP_POLICY_UNSET && cfg->hold && cfg->rate_hz > 0)

@@ -224,7 +224,7 @@ void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
     cpu_set_t one;
     CPU_ZERO(&one);
     CPU_SET(cpu, &one);
-    if (sched_setaffinity(c->mover, sizeof one, &one) != 0) {
+    if (c->cpu != cpu && sched_setaffinity(c->mover, sizeof one, &one) != 0) { /* c->cpu: pinned there already */
         unhold_all(c); /* a CPU the mover may no longer run on: nothing held, the next tick starts afresh */
         c->hold_cpu = -1;
         c->home_cpu = -1;
@@ -268,6 +268,16 @@ void fps_colocate_release(fps_colocation *c)
     unhold_all(c);
     c->hold_cpu = -1;
     c->cpu = -1;
+}
+
+void fps_colocate_release_stay(fps_colocation *c)
+{
+    if (c->hold_cpu < 0)
+        return;
+    unhold_all(c);
+    c->home_cpu = c->hold_cpu; /* the mover stays pinned there (c->cpu), for the next hold */
+    c->hold_cpu = -1;
+    c->aside = false;
 }
 
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id)

@@ -126,6 +126,13 @@ void fps_colocate_hold(fps_colocation *c, const fp_sample *last);
  * back.  fps_colocate_stop gives the mover all of its own. */
 void fps_colocate_release(fps_colocation *c);
 
+/* Ends a hold as fps_colocate_release does, but the mover stays pinned to
+ * the hold's CPU, where the next hold finds it without a move: for a
+ * mover that sleeps until its next hold and leaves what it does with a
+ * sample to another thread (fps_config.offload).  The held thread runs
+ * again as soon as the mover sleeps. */
+void fps_colocate_release_stay(fps_colocation *c);
+
 /* Gives the mover its affinity back and closes what it opened. */
 void fps_colocate_stop(fps_colocation *c);
 

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "colocate.h"
 #include "fault.h"
+#include "offload.h"
 
 #include <errno.h>
 #include <linux/sched.h>       /* SCHED_NORMAL, SCHED_BATCH, SCHED_IDLE, SCHED_FIFO, SCHED_FLAG_RESET_ON_FORK */
@@ -227,6 +228,21 @@ static void count_attempt(fps_stats *st, const fps_outcome *o)
         st->by_error[-o->rc]++;
 }
 
+/* What follows each attempt, on the sampling thread or the callback
+ * thread (fps_config.offload): counting it and the caller's callback. */
+typedef struct deliver_ctx {
+    fps_stats *st;
+    fps_callback cb;
+    void *ctx;
+} deliver_ctx;
+
+static int deliver(void *ctx, const fps_outcome *o)
+{
+    deliver_ctx *d = ctx;
+    count_attempt(d->st, o);
+    return d->cb ? d->cb(d->ctx, o) : 0;
+}
+
 int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, void *ctx, fps_stats *out)
 {
     fps_stats local;
@@ -277,13 +293,22 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         tl.chain_ctx = fault_saved_ctx;
         fp_session_set_retry_hook(s, fps_torn_log_hook, &tl);
     }
-    bool have_last = false; /* sm holds the last attempt's usable sample */
+    deliver_ctx dc = {st, cb, ctx};
+    fps_offload *q = NULL; /* fps_config.offload: the callback thread */
+    if (c->offload && cb && (ret = fps_offload_start(&q, sm, deliver, &dc, st->first_fatal,
+                                                     sizeof st->first_fatal)) != FP_OK)
+        st->stop_reason = FPS_STOP_FATAL;
+    const fp_sample *last = NULL; /* the last attempt's usable sample, or NULL */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
     const int64_t t0 = fps_clock_ns();
     int64_t now = t0;
-    for (uint64_t index = 0;; index++) {
+    for (uint64_t index = 0; st->stop_reason == FPS_STOP_NONE; index++) {
+        if (q && fps_offload_stopped(q)) {
+            st->stop_reason = FPS_STOP_CALLBACK;
+            break;
+        }
         if (c->count && index >= c->count) {
             st->stop_reason = FPS_STOP_COUNT;
             break;
@@ -305,29 +330,44 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             break;
         }
         fps_outcome o = {.index = index};
+        fp_sample *into = q ? fps_offload_next(q) : sm;
         if (c->colocate_pid > 0) {
             if (c->hold)
-                fps_colocate_hold(&col, have_last ? sm : NULL);
+                fps_colocate_hold(&col, last);
             else
-                fps_colocate_follow(&col, s, have_last ? sm : NULL);
+                fps_colocate_follow(&col, s, last);
+            if (q && col.hold_cpu >= 0)
+                fps_offload_avoid(q, col.hold_cpu, col.old_mask, sizeof col.old_mask);
         }
+        fp_read_stats before = {0}, after = {0};
+        fp_session_get_read_stats(s, &before);
         const int64_t start = fps_clock_ns();
-        o.rc = take_sample(s, sm, c->fault, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
-        if (c->colocate_pid > 0)
-            fps_colocate_release(&col);
+        o.rc = take_sample(s, into, c->fault, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
+        if (c->colocate_pid > 0) {
+            if (q)
+                fps_colocate_release_stay(&col);
+            else
+                fps_colocate_release(&col);
+        }
         now = fps_clock_ns();
+        fp_session_get_read_stats(s, &after);
+        o.reads = after.calls - before.calls;
+        o.bytes = after.bytes - before.bytes;
         o.t_ns = start - t0;
         o.cost_ns = now - start;
         o.cls = fps_classify(o.rc);
-        o.sample = fp_sample_is_usable(sm, o.rc) ? sm : NULL;
-        have_last = o.sample != NULL;
+        o.sample = fp_sample_is_usable(into, o.rc) ? into : NULL;
+        last = o.sample;
         o.errmsg = o.rc == FP_OK ? "" : fp_session_get_errmsg(s);
         if (c->fault == FPS_FAULT_DROP_TORN && o.sample && tl.n > 0) {
             o.skip_ids = tl.ids;
             o.nskip = tl.n;
         }
-        count_attempt(st, &o);
-        const int stop = cb ? cb(ctx, &o) : 0;
+        int stop = 0;
+        if (q)
+            fps_offload_post(q, &o); /* a stop it asks for is seen at the next tick */
+        else
+            stop = deliver(&dc, &o);
         now = fps_clock_ns();
         if (o.cls == FPS_FATAL) {
             st->stop_reason = FPS_STOP_FATAL;
@@ -341,6 +381,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
     }
     now = fps_clock_ns();
+    fps_offload_finish(q);
     if (c->fault != FPS_FAULT_NONE)
         fp_session_set_retry_hook(s, fault_saved, fault_saved_ctx);
     if (c->colocate_pid > 0) {

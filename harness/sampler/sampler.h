@@ -61,7 +61,8 @@ enum fps_fault {
 /* The unbiased policy, the default of `record` and `bench`: colocate_pid
  * set to the target and hold on (at every attempt the target's running
  * thread is held on the CPU the sampler woke on, so that it runs nowhere
- * while it is read; a thread whose walk tore is held there too) and the
+ * while it is read; a thread whose walk tore is held there too), offload
+ * on (the held thread waits for the read only) and the
  * session opened with
  * fp_options.pause_torn (a thread torn again is stopped alone and walked
  * exactly).  Which ticks are sampled and the instant a sample describes
@@ -86,6 +87,17 @@ typedef struct fps_config {
     bool hold;         /* with colocate_pid: the followed thread is held on the sampler's CPU during each
                           attempt (fps_colocate_hold), so that it can run nowhere while it is read */
     int fault;         /* enum fps_fault: FPS_FAULT_NONE but in self-tests */
+    /* The callback runs on a second thread (at SCHED_OTHER, kept off the
+     * hold's CPU), in order, while the next attempt is taken: the sampling
+     * thread sleeps again as soon as an attempt is handed over and, with
+     * hold, stays on the held thread's CPU between ticks
+     * (fps_colocate_release_stay) instead of stepping aside and coming back
+     * each tick, so that the held thread waits only for the read.  The
+     * callback must then not use the session (the outcome carries what it
+     * needs: reads, bytes, errmsg); it is not called again once it asked
+     * to stop, and attempts taken meanwhile are neither called back nor
+     * counted.  Ignored without a callback. */
+    bool offload;
 } fps_config;
 
 /* Back to back, unbounded, fixed spacing, seed 0, not real-time. */
@@ -107,10 +119,14 @@ typedef struct fps_outcome {
     const uint64_t *skip_ids;
     size_t nskip;
     uint32_t takes;          /* fp_session_sample calls the attempt made (more than 1 only with FPS_FAULT_RETRY_QUIET) */
+    uint64_t reads, bytes;   /* the session's remote reads during the attempt, and the bytes they asked for
+                                (fp_read_stats.calls and .bytes) */
 } fps_outcome;
 
 /* Called after every attempt, fatal ones included; nonzero stops the run
- * (stop reason FPS_STOP_CALLBACK unless the attempt was fatal). */
+ * (stop reason FPS_STOP_CALLBACK unless the attempt was fatal).  With
+ * fps_config.offload it is called on another thread (o and what it
+ * points to stay valid until it returns). */
 typedef int (*fps_callback)(void *ctx, const fps_outcome *o);
 
 /* Why a run ended. */

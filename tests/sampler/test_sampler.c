@@ -918,6 +918,72 @@ static void test_colocate_hold(void **state)
     assert_memory_equal(&m, &own_before, sizeof m);
 }
 
+/* What the callback of an offloaded run saw. */
+typedef struct offloaded {
+    uint64_t calls, next_index, out_of_order, on_sampler, after_stop, stop_at;
+    uint64_t sampler_elsewhere; /* calls during which the sampler was not pinned to one CPU kept off this thread */
+    pid_t sampler;
+    bool stopped, check_cpus;
+} offloaded;
+
+static int on_offloaded(void *ctx, const fps_outcome *o)
+{
+    offloaded *f = ctx;
+    f->after_stop += f->stopped;
+    f->calls++;
+    f->out_of_order += o->index != f->next_index;
+    f->next_index = o->index + 1;
+    f->on_sampler += (pid_t)syscall(SYS_gettid) == f->sampler;
+    cpu_mask sampler, own;
+    if (f->check_cpus && (!get_mask_of(f->sampler, &sampler) || !get_mask(&own) || mask_count(&sampler) != 1 ||
+                          (own.w[only_cpu(&sampler) / 64] & (1UL << (only_cpu(&sampler) % 64)))))
+        f->sampler_elsewhere++;
+    if (f->stop_at && f->calls == f->stop_at) {
+        f->stopped = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* An offloaded held run calls back on another thread, every attempt in
+ * order, while the sampler stays pinned to the held thread's CPU and the
+ * callback's thread is kept off it; a stop the callback asks for ends the
+ * run with no call after it and no attempt counted past it; every
+ * affinity is given back. */
+static void test_offload_run(void **state)
+{
+    target *t = *state;
+    cpu_mask own_before, worker_before, m;
+    assert_true(get_mask(&own_before));
+    uint64_t holder = spinning_holder(t);
+    assert_true(get_mask_of((pid_t)holder, &worker_before));
+    fps_config c = config(0, 0, COLOCATE_SAMPLES);
+    c.colocate_pid = (int)t->pid;
+    c.hold = true;
+    c.offload = true;
+    offloaded f = {.sampler = (pid_t)syscall(SYS_gettid), .check_cpus = mask_count(&own_before) >= 2};
+    fps_stats st;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_offloaded, &f, &st), FP_OK);
+    assert_int_equal(f.calls, COLOCATE_SAMPLES);
+    assert_int_equal(st.attempts, COLOCATE_SAMPLES);
+    assert_int_equal(f.out_of_order, 0);
+    assert_int_equal(f.on_sampler, 0);
+    assert_int_equal(f.sampler_elsewhere, 0);
+    assert_int_equal(st.stop_reason, FPS_STOP_COUNT);
+    assert_true(st.colocate_holds >= 1);
+    offloaded g = {.sampler = f.sampler, .stop_at = 5};
+    c.count = 1000;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_offloaded, &g, &st), FP_OK);
+    assert_int_equal(g.calls, 5);
+    assert_int_equal(g.after_stop, 0);
+    assert_int_equal(st.attempts, 5);
+    assert_int_equal(st.stop_reason, FPS_STOP_CALLBACK);
+    assert_true(get_mask(&m));
+    assert_memory_equal(&m, &own_before, sizeof m);
+    assert_true(get_mask_of((pid_t)holder, &m));
+    assert_memory_equal(&m, &worker_before, sizeof m);
+}
+
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
  * main thread without a sample; the thread's CPU is not read again while
@@ -1147,6 +1213,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_hold, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_offload_run, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_paused_returning_top, setup_returning, teardown),
         cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
         cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),

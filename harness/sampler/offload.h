@@ -1,0 +1,48 @@
+/* offload.h — the callback thread of an offloaded run (fps_config.offload):
+ * attempts are handed over, in order, to a second thread that runs the
+ * run's callback, so that the sampling thread goes back to sleep as soon
+ * as an attempt is taken.  With a hold, the sampling thread then never
+ * leaves the held thread's CPU (no migration out and back per tick) while
+ * what the callback does with a sample (a profile's bookkeeping, output)
+ * runs on the other CPUs.  Two samples alternate: the sampling thread
+ * takes an attempt into one while the callback reads the other; it waits
+ * only when the callback still holds both. */
+#ifndef FPS_OFFLOAD_H
+#define FPS_OFFLOAD_H
+
+#include <stdbool.h>
+
+#include "sampler.h"
+
+typedef struct fps_offload fps_offload;
+
+/* What the thread calls for each attempt handed over, in order: its
+ * return is the callback's (nonzero: stop). */
+typedef int (*fps_deliver)(void *ctx, const fps_outcome *o);
+
+/* Starts the thread (at SCHED_OTHER, whatever the caller's policy) with
+ * `first` (the caller's sample) as one of the two samples.  FP_OK, or
+ * FP_E_NOMEM / FP_E_IO with the reason in msg. */
+int fps_offload_start(fps_offload **out, fp_sample *first, fps_deliver fn, void *ctx, char *msg, size_t msglen);
+
+/* The sample to take the next attempt into: waits while the thread still
+ * holds both. */
+fp_sample *fps_offload_next(fps_offload *q);
+
+/* Hands the attempt taken into fps_offload_next's sample over; what o
+ * points at outside that sample (errmsg, skip_ids) is copied. */
+void fps_offload_post(fps_offload *q, const fps_outcome *o);
+
+/* Whether the callback has asked to stop (it is then not called again). */
+bool fps_offload_stopped(fps_offload *q);
+
+/* Keeps the thread off CPU cpu (its affinity: mask, of len bytes, less
+ * cpu; mask itself when that leaves none); -1 gives it mask. */
+void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len);
+
+/* Lets the thread finish the attempts handed over (unless stopped), joins
+ * and frees it.  The caller's sample then holds one of the last two
+ * attempts. */
+void fps_offload_finish(fps_offload *q);
+
+#endif
