@@ -1,6 +1,9 @@
-/* offload.c — the callback thread of an offloaded run (offload.h): two
- * slots, each a sample and a copy of its outcome, handed over in order
- * under one mutex. */
+/* offload.c — the callback thread of an offloaded run (offload.h): a ring
+ * of slots, each a sample and a copy of its outcome, handed over in order
+ * under one mutex.  The thread is not woken for each attempt (a wake-up
+ * costs the sampling thread microseconds on the held CPU): it drains the
+ * ring every FPS_OFFLOAD_PERIOD_NS, and is woken early only when half the
+ * ring is taken or the sampling thread waits for a slot. */
 #include "offload.h"
 
 #include <errno.h>
@@ -9,8 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#define SLOTS 2
+#define SLOTS FPS_OFFLOAD_SLOTS
 
 typedef struct slot {
     fp_sample *sm;
@@ -25,9 +29,10 @@ struct fps_offload {
     pthread_mutex_t mu;
     pthread_cond_t cv;                 /* a slot posted, a slot freed, or the end */
     slot slots[SLOTS];
-    fp_sample *own;                    /* the sample allocated here (the other is the caller's) */
     unsigned next_fill, next_deliver;  /* slot indexes, modulo SLOTS */
+    unsigned posted;                   /* slots handed over and not yet delivered */
     bool ending, stopped;
+    bool waiting;                      /* the sampling thread waits for a slot */
     int avoided;                       /* the CPU the thread is kept off, or -1 */
     fps_deliver fn;
     void *ctx;
@@ -42,7 +47,12 @@ static void *deliver_loop(void *arg)
         if (!sl->posted) {
             if (q->ending)
                 break;
-            pthread_cond_wait(&q->cv, &q->mu);
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += FPS_OFFLOAD_PERIOD_NS;
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            pthread_cond_timedwait(&q->cv, &q->mu, &until);
             continue;
         }
         bool stop = q->stopped;
@@ -52,29 +62,45 @@ static void *deliver_loop(void *arg)
         pthread_mutex_lock(&q->mu);
         q->stopped = stop;
         sl->posted = false;
+        q->posted--;
         q->next_deliver++;
-        pthread_cond_broadcast(&q->cv);
+        if (q->waiting)
+            pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
+}
+
+/* Frees q and the samples it allocated (every slot's but the first). */
+static void free_samples(fps_offload *q)
+{
+    for (size_t i = 1; q && i < SLOTS; i++)
+        fp_sample_free(q->slots[i].sm);
+    free(q);
 }
 
 int fps_offload_start(fps_offload **out, fp_sample *first, fps_deliver fn, void *ctx, char *msg, size_t msglen)
 {
     *out = NULL;
     fps_offload *q = calloc(1, sizeof *q);
-    if (!q || fp_sample_new(&q->own) != FP_OK) {
-        free(q);
+    bool ok = q != NULL;
+    for (size_t i = 1; ok && i < SLOTS; i++)
+        ok = fp_sample_new(&q->slots[i].sm) == FP_OK;
+    if (!ok) {
+        free_samples(q);
         snprintf(msg, msglen, "out of memory for the callback thread's samples");
         return FP_E_NOMEM;
     }
     q->slots[0].sm = first;
-    q->slots[1].sm = q->own;
     q->fn = fn;
     q->ctx = ctx;
     q->avoided = -1;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the drain period's deadlines are on this clock */
+    pthread_cond_init(&q->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_attr_t attr;
     struct sched_param prio = {.sched_priority = 0};
     int e = pthread_attr_init(&attr);
@@ -91,8 +117,7 @@ int fps_offload_start(fps_offload **out, fp_sample *first, fps_deliver fn, void 
         snprintf(msg, msglen, "cannot start the callback thread: %s", strerror(e));
         pthread_cond_destroy(&q->cv);
         pthread_mutex_destroy(&q->mu);
-        fp_sample_free(q->own);
-        free(q);
+        free_samples(q);
         return FP_E_IO;
     }
     *out = q;
@@ -103,8 +128,12 @@ fp_sample *fps_offload_next(fps_offload *q)
 {
     slot *sl = &q->slots[q->next_fill % SLOTS];
     pthread_mutex_lock(&q->mu);
-    while (sl->posted)
+    while (sl->posted) {
+        q->waiting = true;
+        pthread_cond_broadcast(&q->cv);
         pthread_cond_wait(&q->cv, &q->mu);
+    }
+    q->waiting = false;
     pthread_mutex_unlock(&q->mu);
     return sl->sm;
 }
@@ -123,7 +152,8 @@ void fps_offload_post(fps_offload *q, const fps_outcome *o)
     pthread_mutex_lock(&q->mu);
     sl->posted = true;
     q->next_fill++;
-    pthread_cond_broadcast(&q->cv);
+    if (++q->posted >= SLOTS / 2)
+        pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -159,6 +189,5 @@ void fps_offload_finish(fps_offload *q)
     pthread_join(q->thread, NULL);
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
-    fp_sample_free(q->own);
-    free(q);
+    free_samples(q);
 }

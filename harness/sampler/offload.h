@@ -4,9 +4,9 @@
  * as an attempt is taken.  With a hold, the sampling thread then never
  * leaves the held thread's CPU (no migration out and back per tick) while
  * what the callback does with a sample (a profile's bookkeeping, output)
- * runs on the other CPUs.  Two samples alternate: the sampling thread
- * takes an attempt into one while the callback reads the other; it waits
- * only when the callback still holds both. */
+ * runs on the other CPUs.  FPS_OFFLOAD_SLOTS samples take turns: the
+ * sampling thread takes an attempt into a free one while the callback
+ * reads those handed over before; it waits only when none is free. */
 #ifndef FPS_OFFLOAD_H
 #define FPS_OFFLOAD_H
 
@@ -26,7 +26,7 @@ typedef int (*fps_deliver)(void *ctx, const fps_outcome *o);
 int fps_offload_start(fps_offload **out, fp_sample *first, fps_deliver fn, void *ctx, char *msg, size_t msglen);
 
 /* The sample to take the next attempt into: waits while the thread still
- * holds both. */
+ * holds every one. */
 fp_sample *fps_offload_next(fps_offload *q);
 
 /* Hands the attempt taken into fps_offload_next's sample over; what o
@@ -41,8 +41,8 @@ bool fps_offload_stopped(fps_offload *q);
 void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len);
 
 /* Lets the thread finish the attempts handed over (unless stopped), joins
- * and frees it.  The caller's sample then holds one of the last two
- * attempts. */
+ * and frees it.  The caller's sample then holds one of the attempts (not
+ * necessarily the last). */
 void fps_offload_finish(fps_offload *q);
 
 #endif

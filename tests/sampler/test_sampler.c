@@ -918,6 +918,15 @@ static void test_colocate_hold(void **state)
     assert_memory_equal(&m, &own_before, sizeof m);
 }
 
+#define OFFLOAD_RATE_HZ 200.0       /* the paced offloaded run: a light load ... */
+#define OFFLOAD_SECONDS 0.5          /* ... for this long ... */
+#define OFFLOAD_MAX_CPU_SHARE 0.1    /* ... takes less than this share of one CPU (a spinning callback thread shares a CPU with the target: 0.35) */
+
+static double cpu_seconds(const struct rusage *r)
+{
+    return (double)(r->ru_utime.tv_sec + r->ru_stime.tv_sec) + (r->ru_utime.tv_usec + r->ru_stime.tv_usec) / 1e6;
+}
+
 /* What the callback of an offloaded run saw. */
 typedef struct offloaded {
     uint64_t calls, next_index, out_of_order, on_sampler, after_stop, stop_at;
@@ -978,6 +987,18 @@ static void test_offload_run(void **state)
     assert_int_equal(g.after_stop, 0);
     assert_int_equal(st.attempts, 5);
     assert_int_equal(st.stop_reason, FPS_STOP_CALLBACK);
+    /* Paced, the callback's thread sleeps between its drains: the run
+     * takes a small share of one CPU, not a spinning thread's all. */
+    c = config(OFFLOAD_RATE_HZ, OFFLOAD_SECONDS, 0);
+    c.colocate_pid = (int)t->pid;
+    c.hold = c.offload = true;
+    offloaded h = {.sampler = f.sampler};
+    struct rusage r0, r1;
+    assert_int_equal(getrusage(RUSAGE_SELF, &r0), 0);
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_offloaded, &h, &st), FP_OK);
+    assert_int_equal(getrusage(RUSAGE_SELF, &r1), 0);
+    assert_int_equal(h.calls, st.attempts);
+    assert_true(cpu_seconds(&r1) - cpu_seconds(&r0) < OFFLOAD_MAX_CPU_SHARE * OFFLOAD_SECONDS);
     assert_true(get_mask(&m));
     assert_memory_equal(&m, &own_before, sizeof m);
     assert_true(get_mask_of((pid_t)holder, &m));
