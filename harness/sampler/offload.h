@@ -4,9 +4,10 @@
  * as an attempt is taken.  With a hold, the sampling thread then never
  * leaves the held thread's CPU (no migration out and back per tick) while
  * what the callback does with a sample (a profile's bookkeeping, output)
- * runs on the other CPUs.  FPS_OFFLOAD_SLOTS samples take turns: the
- * sampling thread takes an attempt into a free one while the callback
- * reads those handed over before; it waits only when none is free. */
+ * runs on the other CPUs.  The callback has until the next tick: a
+ * sample's strings are the session's and change with its next
+ * fp_session_sample, so the sampling thread takes no attempt while the
+ * callback still reads the last one. */
 #ifndef FPS_OFFLOAD_H
 #define FPS_OFFLOAD_H
 
@@ -20,13 +21,13 @@ typedef struct fps_offload fps_offload;
  * return is the callback's (nonzero: stop). */
 typedef int (*fps_deliver)(void *ctx, const fps_outcome *o);
 
-/* Starts the thread (at SCHED_OTHER, whatever the caller's policy) with
- * `first` (the caller's sample) as one of the two samples.  FP_OK, or
- * FP_E_NOMEM / FP_E_IO with the reason in msg. */
-int fps_offload_start(fps_offload **out, fp_sample *first, fps_deliver fn, void *ctx, char *msg, size_t msglen);
+/* Starts the thread (at SCHED_OTHER, whatever the caller's policy) for
+ * attempts taken into sm.  FP_OK, or FP_E_NOMEM / FP_E_IO with the reason
+ * in msg. */
+int fps_offload_start(fps_offload **out, fp_sample *sm, fps_deliver fn, void *ctx, char *msg, size_t msglen);
 
-/* The sample to take the next attempt into: waits while the thread still
- * holds every one. */
+/* The sample to take the next attempt into, once the callback is done
+ * with the last one (it waits until then). */
 fp_sample *fps_offload_next(fps_offload *q);
 
 /* Hands the attempt taken into fps_offload_next's sample over; what o
@@ -40,9 +41,8 @@ bool fps_offload_stopped(fps_offload *q);
  * cpu; mask itself when that leaves none); -1 gives it mask. */
 void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len);
 
-/* Lets the thread finish the attempts handed over (unless stopped), joins
- * and frees it.  The caller's sample then holds one of the attempts (not
- * necessarily the last). */
+/* Lets the thread finish the attempt handed over (unless stopped), joins
+ * and frees it. */
 void fps_offload_finish(fps_offload *q);
 
 #endif

@@ -21,8 +21,6 @@
 #define FPS_RT_PRIORITY 1                 /* a real-time run's SCHED_FIFO priority: the lowest */
 #define FPS_TORN_IDS_MAX 256              /* threads one attempt of FPS_FAULT_DROP_TORN remembers as torn */
 #define FPS_RETRY_QUIET_MAX 64            /* takes of one attempt under FPS_FAULT_RETRY_QUIET */
-#define FPS_OFFLOAD_SLOTS 16              /* offload: attempts handed over and not yet called back, at most */
-#define FPS_OFFLOAD_PERIOD_NS 4000000L    /* offload: the callback thread drains them at least this often */
 
 /* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
  * down to FP_E_STATE (-13); a code outside that range is only counted as

@@ -52,6 +52,13 @@
     "import threading\ndef leaf(): return 1\ndef mid(): return leaf()\ndef other(): return 2\n"           \
     "def churn():\n    while True: mid(); other()\n"                                                      \
     "t = threading.Thread(target=churn, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
+/* A worker making code objects without pause and calling them: a
+ * session's strings for their frames change from one sample to the next. */
+#define CODEGEN_PROGRAM                                                                                    \
+    "import threading\ndef make():\n    n = 0\n    while True:\n        n += 1\n        ns = {}\n"            \
+    "        exec('def f%d():\\n    return g%d()\\ndef g%d():\\n    return 1\\n' % (n, n, n), ns)\n"        \
+    "        ns['f%d' % n]()\n"                                                                             \
+    "t = threading.Thread(target=make, daemon=True)\nt.start()\nprint('ready', flush=True)\nt.join()\n"
 /* The main thread stopped in the return of `leaf`, in a C profile
  * function (cProfile's, whose timer, SimpleQueue.get, blocks on its second
  * call: the first is leaf's call event).  `leaf` is then the top frame,
@@ -136,6 +143,11 @@ static int setup(void **state)
 static int setup_churn(void **state)
 {
     return setup_program(state, CHURN_PROGRAM);
+}
+
+static int setup_codegen(void **state)
+{
+    return setup_program(state, CODEGEN_PROGRAM);
 }
 
 static int setup_spin(void **state)
@@ -1005,6 +1017,61 @@ static void test_offload_run(void **state)
     assert_memory_equal(&m, &worker_before, sizeof m);
 }
 
+#define STRINGS_SAMPLES 100       /* attempts of test_offload_strings ... */
+#define STRINGS_PAUSE_NS 300000   /* ... each callback reading its sample's strings again after this */
+#define STRINGS_KEPT 64           /* frames whose strings one callback compares */
+#define STRING_ROOM 96
+
+/* Frames whose function or file string changed while the callback had
+ * the sample, and the frames compared. */
+typedef struct strings_seen {
+    uint64_t changed, compared, calls;
+} strings_seen;
+
+static int on_strings(void *ctx, const fps_outcome *o)
+{
+    strings_seen *w = ctx;
+    w->calls++;
+    if (!o->sample)
+        return 0;
+    const size_t n_max = STRINGS_KEPT;
+    char fn[STRINGS_KEPT][STRING_ROOM], file[STRINGS_KEPT][STRING_ROOM];
+    size_t n = fp_sample_get_frame_count(o->sample);
+    n = n < n_max ? n : n_max;
+    for (size_t i = 0; i < n; i++) {
+        const fp_frame *fr = fp_sample_get_frame(o->sample, i);
+        snprintf(fn[i], STRING_ROOM, "%s", fr->function ? fr->function : "");
+        snprintf(file[i], STRING_ROOM, "%s", fr->file ? fr->file : "");
+    }
+    struct timespec pause = {0, STRINGS_PAUSE_NS};
+    nanosleep(&pause, NULL);
+    for (size_t i = 0; i < n; i++) {
+        const fp_frame *fr = fp_sample_get_frame(o->sample, i);
+        w->compared++;
+        w->changed += !fr || strncmp(fn[i], fr->function ? fr->function : "", STRING_ROOM - 1) != 0 ||
+                      strncmp(file[i], fr->file ? fr->file : "", STRING_ROOM - 1) != 0;
+    }
+    return 0;
+}
+
+/* The callback of an offloaded run has its sample to itself until it
+ * returns: a sample's strings are the session's until its next
+ * fp_session_sample, and no attempt is taken meanwhile (a target making
+ * code objects without pause changes them from one sample to the next). */
+static void test_offload_strings(void **state)
+{
+    target *t = *state;
+    fps_config c = config(0, 0, STRINGS_SAMPLES);
+    c.colocate_pid = (int)t->pid;
+    c.hold = c.offload = true;
+    strings_seen w = {0, 0, 0};
+    fps_stats st;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_strings, &w, &st), FP_OK);
+    assert_int_equal(w.calls, STRINGS_SAMPLES);
+    assert_true(w.compared > STRINGS_SAMPLES);
+    assert_int_equal(w.changed, 0);
+}
+
 /* The thread followed is the last sample's GIL holder (a worker spinning
  * with it while the main thread waits), on the CPU it last ran on; the
  * main thread without a sample; the thread's CPU is not read again while
@@ -1235,6 +1302,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_hold, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_offload_run, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_offload_strings, setup_codegen, teardown),
         cmocka_unit_test_setup_teardown(test_paused_returning_top, setup_returning, teardown),
         cmocka_unit_test_setup_teardown(test_fault_drop_torn, setup_churn, teardown),
         cmocka_unit_test_setup_teardown(test_fault_retry_quiet, setup_churn, teardown),
