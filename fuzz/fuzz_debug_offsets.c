@@ -158,7 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     uint32_t hex;
     int ft;
-    FUZZ_CHECK(fpi_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FPI_DEBUG_COOKIE, FPI_DEBUG_COOKIE_LEN) == 0 && fz_le64(table + 8) <= UINT32_MAX),
+    FUZZ_CHECK(fpi_debug_offsets_peek(table, sizeof table, &hex, &ft) == (memcmp(table, FPI_DEBUG_COOKIE, FPI_DEBUG_COOKIE_LEN) == 0 && fpi_le_get_u64(table + 8) <= UINT32_MAX),
                "peek disagrees with the cookie");
     if (rc != FP_OK)
         return 0;
@@ -171,9 +171,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(l.minor == minor && l.hexversion == hex, "layout version %u/0x%08x vs table 0x%08x", l.minor,
                l.hexversion, hex);
     sizes z = {
-        fz_le64(table + sp->runtime), fz_le64(table + sp->interp), fz_le64(table + sp->tstate),
-        fz_le64(table + sp->frame),   fz_le64(table + sp->code),   fz_le64(table + sp->object),
-        fz_le64(table + sp->type),    fz_le64(table + sp->bytes),  fz_le64(table + sp->unicode),
+        fpi_le_get_u64(table + sp->runtime), fpi_le_get_u64(table + sp->interp), fpi_le_get_u64(table + sp->tstate),
+        fpi_le_get_u64(table + sp->frame),   fpi_le_get_u64(table + sp->code),   fpi_le_get_u64(table + sp->object),
+        fpi_le_get_u64(table + sp->type),    fpi_le_get_u64(table + sp->bytes),  fpi_le_get_u64(table + sp->unicode),
     };
     check_layout(&l, &z);
     return 0;

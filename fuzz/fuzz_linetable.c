@@ -175,8 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < PREFIX_BYTES)
         return 0;
-    int32_t first = (int32_t)fz_le32(data);
-    uint32_t unit = fz_le32(data + 4);
+    int32_t first = (int32_t)fpi_le_get_u32(data);
+    uint32_t unit = fpi_le_get_u32(data + 4);
     const uint8_t *t = data + PREFIX_BYTES;
     size_t len = size - PREFIX_BYTES;
     if (len > MAX_TABLE)

@@ -171,7 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < PREFIX_BYTES)
         return 0;
-    unsigned declared = fz_le16(data) & CF_PROTOCOL_FIELDS;
+    unsigned declared = fpi_le_get_u16(data) & CF_PROTOCOL_FIELDS;
     const uint8_t *text = data + PREFIX_BYTES;
     size_t len = size - PREFIX_BYTES;
     cf_sample a, b;

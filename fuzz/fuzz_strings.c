@@ -109,8 +109,8 @@ static bool ref_str(const fpi_layout *l, const memory *m, uint8_t **out, size_t 
     size_t ascii_size = (size_t)l->uni_ascii_size, compact_size = (size_t)l->uni_compact_size;
     if (compact_size + 8 > sizeof h || !mem_read(m, OBJ_ADDR, ascii_size, h))
         return false;
-    int64_t length = (int64_t)fz_le64(h + l->uni_length);
-    uint32_t state = fz_le32(h + l->uni_state);
+    int64_t length = (int64_t)fpi_le_get_u64(h + l->uni_length);
+    uint32_t state = fpi_le_get_u32(h + l->uni_state);
     unsigned kind = state >> l->uni_kind_shift & 7u;
     bool compact = state >> l->uni_compact_bit & 1u, ascii = state >> l->uni_ascii_bit & 1u;
     if (length < 0 || length > (int64_t)FPI_MAX_STRING_CHARS)
@@ -123,14 +123,14 @@ static bool ref_str(const fpi_layout *l, const memory *m, uint8_t **out, size_t 
     } else {
         if (!mem_read(m, OBJ_ADDR, compact_size + 8, h))
             return false;
-        data = fz_le64(h + compact_size);
+        data = fpi_le_get_u64(h + compact_size);
     }
     size_t nbytes = (size_t)length * kind;
     uint8_t *raw = malloc(nbytes + 1), *o = malloc((size_t)length * 4 + 1);
     size_t n = 0;
     bool ok = raw && o && data != 0 && mem_read(m, data, nbytes, raw);
     for (int64_t i = 0; ok && i < length; i++) {
-        uint32_t cp = kind == 1 ? raw[i] : kind == 2 ? fz_le16(raw + 2 * i) : fz_le32(raw + 4 * i);
+        uint32_t cp = kind == 1 ? raw[i] : kind == 2 ? fpi_le_get_u16(raw + 2 * i) : fpi_le_get_u32(raw + 4 * i);
         if ((ascii && cp >= 0x80) || cp > MAX_CODE_POINT)
             ok = false;
         else
@@ -151,7 +151,7 @@ static bool ref_bytes(const fpi_layout *l, const memory *m, size_t max, uint8_t 
     uint8_t h[STR_HEADER_ROOM];
     if ((size_t)l->bytes_sval > sizeof h || !mem_read(m, OBJ_ADDR, (size_t)l->bytes_sval, h))
         return false;
-    int64_t size = (int64_t)fz_le64(h + l->ob_size);
+    int64_t size = (int64_t)fpi_le_get_u64(h + l->ob_size);
     if (size < 0 || (uint64_t)size > max)
         return false;
     uint8_t *o = malloc((size_t)size + 1);
@@ -184,7 +184,7 @@ static bool pick_layout(unsigned sel, fpi_layout *l, fp_target_desc *d, uint8_t 
 static void put_ptr(uint8_t *buf, size_t buflen, int32_t off, uint64_t v)
 {
     if (off >= 0 && (size_t)off + 8 <= buflen)
-        fz_put64(buf + off, v);
+        fpi_le_put_u64(buf + off, v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -193,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     unsigned nlayouts = BUILTIN_LAYOUTS + (unsigned)FUZZ_TABLE_COUNT;
     unsigned sel = data[0] % nlayouts, flags = data[1];
-    uint64_t length = fz_le16(data + 2);
+    uint64_t length = fpi_le_get_u16(data + 2);
     unsigned kindbits = data[4] & 7u;
     size_t nmask = data[5] % (MAX_MASK + 1);
     if (size < HDR_OFF + nmask)
@@ -232,14 +232,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!obj)
         goto out;
     if (is_bytes) {
-        fz_put64(obj + l.ob_size, length);
+        fpi_le_put_u64(obj + l.ob_size, length);
     } else {
         uint32_t state = kindbits << l.uni_kind_shift | (uint32_t)compact << l.uni_compact_bit |
                          (uint32_t)ascii << l.uni_ascii_bit;
-        fz_put64(obj + l.uni_length, length);
-        fz_put32(obj + l.uni_state, state);
+        fpi_le_put_u64(obj + l.uni_length, length);
+        fpi_le_put_u32(obj + l.uni_state, state);
         if (!compact)
-            fz_put64(obj + l.uni_compact_size, DATA_ADDR);
+            fpi_le_put_u64(obj + l.uni_compact_size, DATA_ADDR);
     }
     for (size_t i = 0; i < nmask && i < hlen; i++)
         obj[i] ^= mask[i];
@@ -297,7 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     m.r[m.n++] = (mem_region){OBJ_ADDR, obj, objlen};
     if (!compact && !is_bytes)
         m.r[m.n++] = (mem_region){DATA_ADDR, payload, npayload};
-    bool right_type = !(flags & F_NEAR_MISS) && fz_le64(obj + l.ob_type) == TYPE_ADDR && hlen >= (size_t)l.ob_type + 8;
+    bool right_type = !(flags & F_NEAR_MISS) && fpi_le_get_u64(obj + l.ob_type) == TYPE_ADDR && hlen >= (size_t)l.ob_type + 8;
     size_t ngot = 0, nwant = 0;
     bool ref_ok;
     if (is_bytes) {

@@ -4,13 +4,13 @@ convention written in unwinder/src/fp_error.h.
 Usage: check_messages.py SRC_DIR
 
 Reads every call of the message helpers (fpi_err, fpi_err_code, fpi_msg,
-fpi_err_prefix, fpi_err_append, img_err) in SRC_DIR/*.c, takes its format string and checks
+fpi_err_prefix, fpi_err_append) in SRC_DIR/*.c, takes its format string and checks
 it as TAP, one test per rule with the offending call sites listed."""
 import pathlib
 import re
 import sys
 
-CALL = re.compile(r"\b(fpi_err|fpi_err_code|fpi_msg|fpi_err_prefix|fpi_err_append|img_err)\s*\(")
+CALL = re.compile(r"\b(fpi_err|fpi_err_code|fpi_msg|fpi_err_prefix|fpi_err_append)\s*\(")
 LITERAL = re.compile(r'\s*"((?:[^"\\]|\\.)*)"')
 # Names spelled as their owner spells them may start a message.
 PROPER = ("CPython", "ELF", "TLBC", "Py_Version", "_PyRuntime", "_PyCFrame")
