@@ -2,7 +2,11 @@
  * slot, the run's sample and a copy of its outcome, handed over under one
  * mutex.  One, not a ring: a sample's strings belong to the session and
  * last only until its next fp_session_sample, so the callback must be done
- * with an attempt before the next is taken. */
+ * with an attempt before the next is taken.  Waking the thread from the
+ * sampling thread would cost the held CPU a futex wake and an IPI per
+ * tick, so when the sampling thread says when it expects to hand the next
+ * attempt over (fps_offload_expect) the thread sleeps until then on a
+ * timer of its own CPU, and is signalled only when it waits already. */
 #include "offload.h"
 
 #include <errno.h>
@@ -11,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct fps_offload {
     pthread_t thread;
@@ -20,6 +25,9 @@ struct fps_offload {
     bool posted;                       /* an attempt handed over, not yet delivered */
     bool waiting;                      /* the sampling thread waits for the slot */
     bool ending, stopped;
+    bool idle;                         /* the thread waits for the condition (to be signalled) */
+    int64_t due_ns;                    /* CLOCK_MONOTONIC time the next hand-over is expected by (0: none) */
+    uint64_t signals;                  /* hand-overs that woke the thread */
     fps_outcome o;
     char errmsg[FPS_ERRMSG_MAX];
     uint64_t skip[FPS_TORN_IDS_MAX];
@@ -36,7 +44,20 @@ static void *deliver_loop(void *arg)
         if (!q->posted) {
             if (q->ending)
                 break;
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            const int64_t due = q->due_ns;
+            if (due > (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec) {
+                struct timespec at = {.tv_sec = (time_t)(due / 1000000000LL), .tv_nsec = (long)(due % 1000000000LL)};
+                pthread_mutex_unlock(&q->mu);
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+                    ;
+                pthread_mutex_lock(&q->mu);
+                continue;
+            }
+            q->idle = true; /* not handed over when expected (or no time said): the hand-over signals */
             pthread_cond_wait(&q->cv, &q->mu);
+            q->idle = false;
             continue;
         }
         bool stop = q->stopped;
@@ -114,7 +135,17 @@ void fps_offload_post(fps_offload *q, const fps_outcome *o)
     q->o.nskip = n;
     pthread_mutex_lock(&q->mu);
     q->posted = true;
-    pthread_cond_broadcast(&q->cv);
+    if (q->idle) {
+        q->signals++;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+}
+
+void fps_offload_expect(fps_offload *q, int64_t at_ns)
+{
+    pthread_mutex_lock(&q->mu);
+    q->due_ns = at_ns;
     pthread_mutex_unlock(&q->mu);
 }
 
@@ -139,16 +170,19 @@ void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len)
         q->avoided = cpu;
 }
 
-void fps_offload_finish(fps_offload *q)
+uint64_t fps_offload_finish(fps_offload *q)
 {
     if (!q)
-        return;
+        return 0;
     pthread_mutex_lock(&q->mu);
     q->ending = true;
+    q->due_ns = 0;
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
-    pthread_join(q->thread, NULL);
+    pthread_join(q->thread, NULL); /* a timed sleep ends by its time, at most one tick away */
     pthread_cond_destroy(&q->cv);
     pthread_mutex_destroy(&q->mu);
+    const uint64_t signals = q->signals;
     free(q);
+    return signals;
 }

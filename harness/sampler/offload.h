@@ -12,6 +12,7 @@
 #define FPS_OFFLOAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sampler.h"
 
@@ -34,6 +35,12 @@ fp_sample *fps_offload_next(fps_offload *q);
  * points at outside that sample (errmsg, skip_ids) is copied. */
 void fps_offload_post(fps_offload *q, const fps_outcome *o);
 
+/* The sampling thread expects to hand the next attempt over by at_ns
+ * (CLOCK_MONOTONIC): the thread sleeps until then instead of being woken
+ * by the hand-over.  Without it, or when the attempt comes later, the
+ * hand-over wakes the thread. */
+void fps_offload_expect(fps_offload *q, int64_t at_ns);
+
 /* Whether the callback has asked to stop (it is then not called again). */
 bool fps_offload_stopped(fps_offload *q);
 
@@ -42,7 +49,7 @@ bool fps_offload_stopped(fps_offload *q);
 void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len);
 
 /* Lets the thread finish the attempt handed over (unless stopped), joins
- * and frees it. */
-void fps_offload_finish(fps_offload *q);
+ * and frees it; returns the hand-overs that had to wake it (0 for NULL). */
+uint64_t fps_offload_finish(fps_offload *q);
 
 #endif

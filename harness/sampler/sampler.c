@@ -299,6 +299,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
                                                      sizeof st->first_fatal)) != FP_OK)
         st->stop_reason = FPS_STOP_FATAL;
     const fp_sample *last = NULL; /* the last attempt's usable sample, or NULL */
+    int64_t last_cost = 0;        /* ... and its cost_ns */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
@@ -324,6 +325,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             st->stop_reason = FPS_STOP_DURATION;
             break;
         }
+        if (q && paced) /* the last attempt's time twice, and a margin: the callback thread's timer, not a wake-up */
+            fps_offload_expect(q, t0 + (int64_t)sc.at + 2 * last_cost + FPS_OFFLOAD_MARGIN_NS);
         if (paced && (ret = sleep_until(t0 + (int64_t)sc.at)) != FP_OK) {
             st->stop_reason = FPS_STOP_FATAL;
             snprintf(st->first_fatal, sizeof st->first_fatal, "clock_nanosleep failed");
@@ -355,6 +358,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         o.bytes = after.bytes - before.bytes;
         o.t_ns = start - t0;
         o.cost_ns = now - start;
+        last_cost = o.cost_ns;
         o.cls = fps_classify(o.rc);
         o.sample = fp_sample_is_usable(into, o.rc) ? into : NULL;
         last = o.sample;
@@ -381,7 +385,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
     }
     now = fps_clock_ns();
-    fps_offload_finish(q);
+    st->offload_wakes = fps_offload_finish(q);
     if (c->fault != FPS_FAULT_NONE)
         fp_session_set_retry_hook(s, fault_saved, fault_saved_ctx);
     if (c->colocate_pid > 0) {

@@ -21,6 +21,7 @@
 #define FPS_RT_PRIORITY 1                 /* a real-time run's SCHED_FIFO priority: the lowest */
 #define FPS_TORN_IDS_MAX 256              /* threads one attempt of FPS_FAULT_DROP_TORN remembers as torn */
 #define FPS_RETRY_QUIET_MAX 64            /* takes of one attempt under FPS_FAULT_RETRY_QUIET */
+#define FPS_OFFLOAD_MARGIN_NS 10000       /* offload: the callback thread wakes this long after an attempt's expected end */
 
 /* stats.by_error[-rc] counts the attempts that returned rc, for FP_OK (0)
  * down to FP_E_STATE (-13); a code outside that range is only counted as
@@ -156,6 +157,8 @@ typedef struct fps_stats {
     uint64_t colocate_escapes; /* ... walks of a thread standing mid-update on the sampler's CPU: the sampler left it */
     uint64_t colocate_holds; /* ... hold: attempts made with the followed thread held on the sampler's CPU */
     uint64_t colocate_hold_refused; /* ... hold: attempts whose hold the kernel refused (the thread ran free) */
+    uint64_t offload_wakes;  /* offload: attempts whose hand-over woke the callback thread (a paced run's
+                                thread wakes on its own timer, after the attempt it expects) */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;
