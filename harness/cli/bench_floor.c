@@ -12,11 +12,11 @@
 #include <sys/uio.h>
 #include <time.h>
 
-#define FP_FLOOR_READS 2001          /* timed reads; odd, so the median is one of them */
-#define FP_FLOOR_WARMUP 100          /* untimed reads before them */
-#define FP_FLOOR_MAPS_LINE 4096      /* longest /proc/PID/maps line kept whole */
-#define FP_FLOOR_MAX_BYTES (64u << 20) /* the largest read bench times */
-#define FP_FLOOR_NS_PER_US 1000.0
+#define CLI_FLOOR_READS 2001          /* timed reads; odd, so the median is one of them */
+#define CLI_FLOOR_WARMUP 100          /* untimed reads before them */
+#define CLI_FLOOR_MAPS_LINE 4096      /* longest /proc/PID/maps line kept whole */
+#define CLI_FLOOR_MAX_BYTES (64u << 20) /* the largest read bench times */
+#define CLI_FLOOR_NS_PER_US 1000.0
 
 static int64_t now_ns(void)
 {
@@ -41,15 +41,15 @@ static int read_once(int pid, uintptr_t addr, void *buf, size_t len)
 
 /* The start of the first readable mapping of pid of at least len bytes
  * whose first len bytes one read returns; 0 in *addr when there is none. */
-static enum fp_floor_result find_mapping(int pid, size_t len, void *buf, uintptr_t *addr, char *why,
+static enum cli_floor_result find_mapping(int pid, size_t len, void *buf, uintptr_t *addr, char *why,
                                          size_t whylen)
 {
-    char path[64], line[FP_FLOOR_MAPS_LINE];
+    char path[64], line[CLI_FLOOR_MAPS_LINE];
     snprintf(path, sizeof path, "/proc/%d/maps", pid);
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(why, whylen, "cannot open %s: %s", path, strerror(errno));
-        return FP_FLOOR_ERROR;
+        return CLI_FLOOR_ERROR;
     }
     *addr = 0;
     while (!*addr && fgets(line, sizeof line, f)) {
@@ -63,42 +63,42 @@ static enum fp_floor_result find_mapping(int pid, size_t len, void *buf, uintptr
     fclose(f);
     if (!*addr) {
         snprintf(why, whylen, "no readable mapping of at least %zu bytes in process %d", len, pid);
-        return FP_FLOOR_NO_MAPPING;
+        return CLI_FLOOR_NO_MAPPING;
     }
-    return FP_FLOOR_OK;
+    return CLI_FLOOR_OK;
 }
 
-enum fp_floor_result fp_bench_floor(int pid, size_t bytes, double *p50_us, char *why, size_t whylen)
+enum cli_floor_result cli_bench_floor(int pid, size_t bytes, double *p50_us, char *why, size_t whylen)
 {
-    if (bytes == 0 || bytes > FP_FLOOR_MAX_BYTES) {
-        snprintf(why, whylen, "cannot time a read of %zu bytes (1..%u)", bytes, FP_FLOOR_MAX_BYTES);
-        return FP_FLOOR_ERROR;
+    if (bytes == 0 || bytes > CLI_FLOOR_MAX_BYTES) {
+        snprintf(why, whylen, "cannot time a read of %zu bytes (1..%u)", bytes, CLI_FLOOR_MAX_BYTES);
+        return CLI_FLOOR_ERROR;
     }
-    enum fp_floor_result rc = FP_FLOOR_ERROR;
+    enum cli_floor_result rc = CLI_FLOOR_ERROR;
     char *buf = malloc(bytes);
-    int64_t *ns = malloc(FP_FLOOR_READS * sizeof *ns);
+    int64_t *ns = malloc(CLI_FLOOR_READS * sizeof *ns);
     if (!buf || !ns) {
         snprintf(why, whylen, "out of memory");
         goto out;
     }
     uintptr_t addr;
     rc = find_mapping(pid, bytes, buf, &addr, why, whylen);
-    if (rc != FP_FLOOR_OK)
+    if (rc != CLI_FLOOR_OK)
         goto out;
-    rc = FP_FLOOR_ERROR;
-    for (int i = 0; i < FP_FLOOR_WARMUP + FP_FLOOR_READS; i++) {
+    rc = CLI_FLOOR_ERROR;
+    for (int i = 0; i < CLI_FLOOR_WARMUP + CLI_FLOOR_READS; i++) {
         int64_t t0 = now_ns();
         if (read_once(pid, addr, buf, bytes)) {
             snprintf(why, whylen, "process_vm_readv of %zu bytes at 0x%" PRIxPTR " failed: %s", bytes, addr,
                      strerror(errno));
             goto out;
         }
-        if (i >= FP_FLOOR_WARMUP)
-            ns[i - FP_FLOOR_WARMUP] = now_ns() - t0;
+        if (i >= CLI_FLOOR_WARMUP)
+            ns[i - CLI_FLOOR_WARMUP] = now_ns() - t0;
     }
-    qsort(ns, FP_FLOOR_READS, sizeof *ns, cmp_i64);
-    *p50_us = (double)ns[FP_FLOOR_READS / 2] / FP_FLOOR_NS_PER_US;
-    rc = FP_FLOOR_OK;
+    qsort(ns, CLI_FLOOR_READS, sizeof *ns, cmp_i64);
+    *p50_us = (double)ns[CLI_FLOOR_READS / 2] / CLI_FLOOR_NS_PER_US;
+    rc = CLI_FLOOR_OK;
 out:
     free(buf);
     free(ns);

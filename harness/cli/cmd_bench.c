@@ -72,13 +72,13 @@ static const char BENCH_USAGE_END[] =
     "The target keeps running (with --blocking every thread is stopped with\n"
     "ptrace for each sample and resumed; by default a thread whose walk the\n"
     "target tore twice is stopped alone, walked again and resumed).\n"
-    "--allow-untested-version samples a CPython newer than " FP_CLI_NEWEST " with " FP_CLI_NEWEST "'s\n"
+    "--allow-untested-version samples a CPython newer than " CLI_NEWEST " with " CLI_NEWEST "'s\n"
     "knowledge (its own debug offsets, validated); the output says so.\n";
 
 static void print_usage(FILE *f)
 {
     fputs(BENCH_USAGE, f);
-    fputs(FP_CLI_POLICY_HELP, f);
+    fputs(CLI_POLICY_HELP, f);
     fputs(BENCH_USAGE_END, f);
 }
 
@@ -97,8 +97,8 @@ typedef struct bench_run {
 typedef struct bench_extra {
     long peak_rss_kib;       /* peak_rss_kib() after the run */
     bool floor;              /* --floor given */
-    enum fp_floor_result floor_rc;
-    double floor_us;         /* with FP_FLOOR_OK: median of the timed reads */
+    enum cli_floor_result floor_rc;
+    double floor_us;         /* with CLI_FLOOR_OK: median of the timed reads */
     char floor_why[BENCH_ERRMSG_MAX];
 } bench_extra;
 
@@ -189,7 +189,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                    (unsigned long long)st->colocate_moves, (unsigned long long)st->colocate_unknown,
                    (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_escapes,
                    (unsigned long long)st->colocate_holds, (unsigned long long)st->colocate_hold_refused);
-        if (x->floor && x->floor_rc == FP_FLOOR_OK)
+        if (x->floor && x->floor_rc == CLI_FLOOR_OK)
             printf(",\"floor_us\":%.2f", x->floor_us);
         else if (x->floor) {
             printf(",\"floor_us\":null");
@@ -221,7 +221,7 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                    (unsigned long long)st->colocate_retry_follows, (unsigned long long)st->colocate_holds,
                    (unsigned long long)st->colocate_hold_refused);
         printf("peak RSS %ld KiB\n", x->peak_rss_kib);
-        if (x->floor && x->floor_rc == FP_FLOOR_OK)
+        if (x->floor && x->floor_rc == CLI_FLOOR_OK)
             printf("floor: one process_vm_readv of %.0f bytes: p50 %.2f us\n", bytes_p50, x->floor_us);
         else if (x->floor)
             printf("floor: not measured: %s\n", x->floor_why);
@@ -257,19 +257,19 @@ static void measure_floor(bench_run *r, const fps_stats *st, int pid, bench_extr
 {
     double bytes_p50;
     sort_mean(r->bytes, st->attempts, &bytes_p50);
-    x->floor_rc = fp_bench_floor(pid, (size_t)bytes_p50, &x->floor_us, x->floor_why, sizeof x->floor_why);
+    x->floor_rc = cli_bench_floor(pid, (size_t)bytes_p50, &x->floor_us, x->floor_why, sizeof x->floor_why);
 }
 
 /* A positive option value up to max; prints the usage error and returns -1 otherwise. */
 static int parse_amount(const char *arg, const char *option, const char *unit, int max, double *out)
 {
-    if (!fp_parse_positive(arg, max, out))
+    if (!cli_parse_positive(arg, max, out))
         return 0;
     fprintf(stderr, "frameproof bench: %s must be a number of %s above 0, at most %d\n", option, unit, max);
     return -1;
 }
 
-int fp_cmd_bench(int argc, char **argv)
+int cli_cmd_bench(int argc, char **argv)
 {
     enum { O_RATE = 1, O_DURATION };
     static const struct option opts[] = {
@@ -300,8 +300,8 @@ int fp_cmd_bench(int argc, char **argv)
     o.thread_cpu_state = false; /* measure the unwinder, not /proc */
     fps_config cfg;
     fps_config_init(&cfg);
-    fp_cli_policy policy;
-    fp_cli_policy_init(&policy);
+    cli_policy policy;
+    cli_policy_init(&policy);
     unsigned long pid = 0, n = 0;
     int json = 0, c;
     bench_extra extra = {0};
@@ -309,61 +309,61 @@ int fp_cmd_bench(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "p:s:r:njh", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (fp_parse_uint(optarg, INT_MAX, &pid) || !pid) {
+            if (cli_parse_uint(optarg, INT_MAX, &pid) || !pid) {
                 fprintf(stderr, "frameproof bench: invalid pid '%s'\n", optarg);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case 's':
-            if (fp_parse_uint(optarg, BENCH_MAX_SAMPLES, &n) || !n) {
+            if (cli_parse_uint(optarg, BENCH_MAX_SAMPLES, &n) || !n) {
                 fprintf(stderr, "frameproof bench: --samples must be 1..%lu\n", BENCH_MAX_SAMPLES);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case O_RATE:
             if (parse_amount(optarg, "--rate", "Hz", BENCH_MAX_RATE_HZ, &cfg.rate_hz))
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         case O_DURATION:
             if (parse_amount(optarg, "--duration", "seconds", BENCH_MAX_DURATION_S, &cfg.duration_s))
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             break;
         case 'r':
-            if (fp_parse_reader("bench", optarg, 1, &o.reader))
-                return FP_EXIT_USAGE;
+            if (cli_parse_reader("bench", optarg, 1, &o.reader))
+                return CLI_EXIT_USAGE;
             break;
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
         case 'B': policy.blocking = true; break;
-        case 'T': policy.pause_torn = FP_POLICY_ON; break;
-        case 't': policy.pause_torn = FP_POLICY_OFF; break;
-        case 'c': policy.colocate = FP_POLICY_OFF; break;
-        case 'H': policy.hold = FP_POLICY_ON; break;
-        case 'X': policy.realtime = FP_POLICY_ON; break;
-        case 'x': policy.realtime = FP_POLICY_OFF; break;
-        case 'k': policy.hold = FP_POLICY_OFF; break;
+        case 'T': policy.pause_torn = CLI_POLICY_ON; break;
+        case 't': policy.pause_torn = CLI_POLICY_OFF; break;
+        case 'c': policy.colocate = CLI_POLICY_OFF; break;
+        case 'H': policy.hold = CLI_POLICY_ON; break;
+        case 'X': policy.realtime = CLI_POLICY_ON; break;
+        case 'x': policy.realtime = CLI_POLICY_OFF; break;
+        case 'k': policy.hold = CLI_POLICY_OFF; break;
         case 'I':
-            if (fp_cli_policy_fault("bench", optarg, &policy))
-                return FP_EXIT_USAGE;
+            if (cli_policy_fault("bench", optarg, &policy))
+                return CLI_EXIT_USAGE;
             break;
         case 'j': json = 1; break;
         case 'F': extra.floor = true; break;
-        case 'C': policy.colocate = FP_POLICY_ON; break;
-        case 'h': print_usage(stdout); return FP_EXIT_OK;
-        default: print_usage(stderr); return FP_EXIT_USAGE;
+        case 'C': policy.colocate = CLI_POLICY_ON; break;
+        case 'h': print_usage(stdout); return CLI_EXIT_OK;
+        default: print_usage(stderr); return CLI_EXIT_USAGE;
         }
     }
     if (!pid || optind < argc) {
         print_usage(stderr);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
-    if (fp_cli_policy_apply("bench", &policy, &o, &cfg))
-        return FP_EXIT_USAGE;
+    if (cli_policy_apply("bench", &policy, &o, &cfg))
+        return CLI_EXIT_USAGE;
     if (cfg.colocate_pid)
         cfg.colocate_pid = (int)pid;
     /* --duration alone is bounded by the most samples bench can keep. */
     cfg.count = n ? n : cfg.duration_s > 0 ? BENCH_MAX_SAMPLES : BENCH_DEFAULT_SAMPLES;
-    int status = FP_EXIT_ERROR;
+    int status = CLI_EXIT_ERROR;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     bench_run run = {.max = cfg.count};
@@ -397,7 +397,7 @@ int fp_cmd_bench(int argc, char **argv)
     if (extra.floor)
         measure_floor(&run, &st, (int)pid, &extra);
     print_report(&run, &extra, &st, &cfg, s, &o, &py, json);
-    status = FP_EXIT_OK;
+    status = CLI_EXIT_OK;
 out:
     free(run.lat);
     free(run.reads);

@@ -176,7 +176,7 @@ static int usage_error(const char *fmt, const char *arg)
     fputs("frameproof conform: ", stderr);
     fprintf(stderr, fmt, arg);
     fputs("\n(see frameproof conform --help)\n", stderr);
-    return FP_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
 }
 
 /* Returns -1 on success, else the exit status to return. */
@@ -239,24 +239,24 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
             o->report_dir = optarg;
             break;
         case O_JOBS:
-            if (fp_parse_uint(optarg, CF_MAX_JOBS, &v) || v == 0)
+            if (cli_parse_uint(optarg, CF_MAX_JOBS, &v) || v == 0)
                 return usage_error("--jobs must be an integer from 1 to 256, not '%s'", optarg);
             o->jobs = (unsigned)v;
             break;
         case O_MANIFEST: o->manifest = optarg; break;
         case O_TARGETS: o->targets = optarg; break;
         case O_SCALE:
-            if (fp_parse_positive(optarg, CF_MAX_TIMEOUT_SCALE, &o->timeout_scale))
+            if (cli_parse_positive(optarg, CF_MAX_TIMEOUT_SCALE, &o->timeout_scale))
                 return usage_error("--timeout-scale must be a number > 0 and <= 1000, not '%s'", optarg);
             break;
         case O_LIVE: o->live = true; break;
         case O_SAMPLES:
-            if (fp_parse_uint(optarg, CF_LIVE_MAX_SAMPLES, &v) || v == 0)
+            if (cli_parse_uint(optarg, CF_LIVE_MAX_SAMPLES, &v) || v == 0)
                 return usage_error("--samples must be an integer from 1 to 100000000, not '%s'", optarg);
             o->live_samples = v;
             break;
         case O_DURATION:
-            if (fp_parse_positive(optarg, CF_LIVE_MAX_SECONDS, &o->live_seconds))
+            if (cli_parse_positive(optarg, CF_LIVE_MAX_SECONDS, &o->live_seconds))
                 return usage_error("--duration must be a number of seconds > 0 and <= 3600, not '%s'", optarg);
             break;
         case O_FAULT:
@@ -275,10 +275,10 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
         case O_HELP:
         case 'h':
             print_usage(stdout);
-            return FP_EXIT_OK;
+            return CLI_EXIT_OK;
         default:
             fputs("(see frameproof conform --help)\n", stderr);
-            return FP_EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc)
@@ -301,13 +301,13 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
     return -1;
 }
 
-int fp_cmd_conform(int argc, char **argv)
+int cli_cmd_conform(int argc, char **argv)
 {
     cf_run_opts o;
     cli_lists l;
     memset(&o, 0, sizeof o);
     memset(&l, 0, sizeof l);
-    int status = FP_EXIT_ERROR;
+    int status = CLI_EXIT_ERROR;
     size_t n = (size_t)argc + 1;
     l.pythons = calloc(n, sizeof *l.pythons);
     l.paths = calloc(n, sizeof *l.paths);

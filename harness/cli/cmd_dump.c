@@ -23,16 +23,16 @@ static const char DUMP_USAGE[] =
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
-    FP_CLI_BLOCKING_HELP
-    FP_CLI_PAUSE_TORN_HELP
-    FP_CLI_UNTESTED_HELP
+    CLI_BLOCKING_HELP
+    CLI_PAUSE_TORN_HELP
+    CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(process exited, permission denied, not a Python process, unsupported\n"
     "version, incomplete sample); 2 on a usage error.\n";
 
-int fp_cmd_dump(int argc, char **argv)
+int cli_cmd_dump(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -54,20 +54,20 @@ int fp_cmd_dump(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "p:jr:d:nh", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (fp_parse_uint(optarg, INT_MAX, &pid) || pid == 0) {
+            if (cli_parse_uint(optarg, INT_MAX, &pid) || pid == 0) {
                 fprintf(stderr, "frameproof dump: invalid pid '%s'\n", optarg);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case 'j': json = 1; break;
         case 'r':
-            if (fp_parse_reader("dump", optarg, 1, &o.reader))
-                return FP_EXIT_USAGE;
+            if (cli_parse_reader("dump", optarg, 1, &o.reader))
+                return CLI_EXIT_USAGE;
             break;
         case 'd':
-            if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
+            if (cli_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
                 fprintf(stderr, "frameproof dump: invalid --max-depth '%s'\n", optarg);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             o.max_depth = (uint32_t)v;
             break;
@@ -75,25 +75,25 @@ int fp_cmd_dump(int argc, char **argv)
         case 'U': o.allow_untested = true; break;
         case 'B': o.blocking = true; break;
         case 'T': o.pause_torn = true; break;
-        case 'h': fputs(DUMP_USAGE, stdout); return FP_EXIT_OK;
-        default: fputs(DUMP_USAGE, stderr); return FP_EXIT_USAGE;
+        case 'h': fputs(DUMP_USAGE, stdout); return CLI_EXIT_OK;
+        default: fputs(DUMP_USAGE, stderr); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "frameproof dump: unexpected argument '%s'\n", argv[optind]);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (!pid) {
         fprintf(stderr, "frameproof dump: --pid is required\n%s", DUMP_USAGE);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (o.blocking && o.pause_torn) {
         fputs("frameproof dump: --blocking and --pause-torn exclude each other\n", stderr);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     fp_session *s = NULL;
     fp_sample *sm = NULL;
-    int status = FP_EXIT_ERROR;
+    int status = CLI_EXIT_ERROR;
     int rc = fp_session_new(&o, &s);
     if (rc == FP_OK)
         rc = fp_sample_new(&sm);
@@ -114,10 +114,10 @@ int fp_cmd_dump(int argc, char **argv)
     fp_python_info py;
     fp_session_get_python(s, &py);
     if (json)
-        fp_output_json(stdout, (int)pid, &py, sm);
+        cli_output_json(stdout, (int)pid, &py, sm);
     else
-        fp_output_text(stdout, (int)pid, &py, fp_session_get_reader_name(s), sm);
-    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+        cli_output_text(stdout, (int)pid, &py, fp_session_get_reader_name(s), sm);
+    status = fflush(stdout) == 0 && rc == FP_OK ? CLI_EXIT_OK : CLI_EXIT_ERROR;
     if (rc) /* an incomplete sample: printed, and still a failure */
         fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
 out:

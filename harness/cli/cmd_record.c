@@ -103,7 +103,7 @@ static const char RECORD_USAGE_FLAGS[] =
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
-    FP_CLI_UNTESTED_HELP
+    CLI_UNTESTED_HELP
     "  --help           print this help\n";
 
 /* The rest of the help. */
@@ -127,14 +127,14 @@ static const char RECORD_USAGE_END[] =
 static void print_usage(FILE *f)
 {
     fputs(RECORD_USAGE, f);
-    fputs(FP_CLI_POLICY_HELP, f);
+    fputs(CLI_POLICY_HELP, f);
     fputs(RECORD_USAGE_FLAGS, f);
     fputs(RECORD_USAGE_END, f);
 }
 
 typedef struct record_opts {
     fp_options lib;
-    fp_cli_policy policy;    /* --blocking, --[no-]colocate, --[no-]pause-torn, --inject-fault */
+    cli_policy policy;    /* --blocking, --[no-]colocate, --[no-]pause-torn, --inject-fault */
     unsigned long pid;
     char **command;          /* argv after "--", NULL with --pid */
     fps_config sampling;
@@ -286,19 +286,19 @@ static int parse_args(int argc, char **argv, record_opts *o)
     while ((c = getopt_long(argc, argv, "+p:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (fp_parse_uint(optarg, INT_MAX, &o->pid) || o->pid == 0) {
+            if (cli_parse_uint(optarg, INT_MAX, &o->pid) || o->pid == 0) {
                 fprintf(stderr, "frameproof record: invalid pid '%s'\n", optarg);
                 return -1;
             }
             break;
         case 'R':
-            if (fp_parse_positive(optarg, RECORD_MAX_RATE_HZ, &o->sampling.rate_hz)) {
+            if (cli_parse_positive(optarg, RECORD_MAX_RATE_HZ, &o->sampling.rate_hz)) {
                 fprintf(stderr, "frameproof record: --rate must be in (0, %g], not '%s'\n", RECORD_MAX_RATE_HZ, optarg);
                 return -1;
             }
             break;
         case 'D':
-            if (fp_parse_positive(optarg, RECORD_MAX_DURATION_S, &o->sampling.duration_s)) {
+            if (cli_parse_positive(optarg, RECORD_MAX_DURATION_S, &o->sampling.duration_s)) {
                 fprintf(stderr, "frameproof record: --duration must be in (0, %g], not '%s'\n", RECORD_MAX_DURATION_S,
                         optarg);
                 return -1;
@@ -306,7 +306,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'P': o->sampling.poisson = true; break;
         case 'S':
-            if (fp_parse_uint(optarg, ULONG_MAX, &v)) {
+            if (cli_parse_uint(optarg, ULONG_MAX, &v)) {
                 fprintf(stderr, "frameproof record: invalid --seed '%s'\n", optarg);
                 return -1;
             }
@@ -328,24 +328,24 @@ static int parse_args(int argc, char **argv, record_opts *o)
             break;
         case 'o': o->output = optarg; break;
         case 'B': o->policy.blocking = true; break;
-        case 'T': o->policy.pause_torn = FP_POLICY_ON; break;
-        case 't': o->policy.pause_torn = FP_POLICY_OFF; break;
-        case 'X': o->policy.realtime = FP_POLICY_ON; break;
-        case 'x': o->policy.realtime = FP_POLICY_OFF; break;
-        case 'L': o->policy.colocate = FP_POLICY_ON; break;
-        case 'l': o->policy.colocate = FP_POLICY_OFF; break;
-        case 'H': o->policy.hold = FP_POLICY_ON; break;
-        case 'k': o->policy.hold = FP_POLICY_OFF; break;
+        case 'T': o->policy.pause_torn = CLI_POLICY_ON; break;
+        case 't': o->policy.pause_torn = CLI_POLICY_OFF; break;
+        case 'X': o->policy.realtime = CLI_POLICY_ON; break;
+        case 'x': o->policy.realtime = CLI_POLICY_OFF; break;
+        case 'L': o->policy.colocate = CLI_POLICY_ON; break;
+        case 'l': o->policy.colocate = CLI_POLICY_OFF; break;
+        case 'H': o->policy.hold = CLI_POLICY_ON; break;
+        case 'k': o->policy.hold = CLI_POLICY_OFF; break;
         case 'I':
-            if (fp_cli_policy_fault("record", optarg, &o->policy))
+            if (cli_policy_fault("record", optarg, &o->policy))
                 return -1;
             break;
         case 'r':
-            if (fp_parse_reader("record", optarg, 1, &o->lib.reader))
+            if (cli_parse_reader("record", optarg, 1, &o->lib.reader))
                 return -1;
             break;
         case 'd':
-            if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
+            if (cli_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
                 fprintf(stderr, "frameproof record: invalid --max-depth '%s'\n", optarg);
                 return -1;
             }
@@ -369,7 +369,7 @@ static int parse_args(int argc, char **argv, record_opts *o)
         print_usage(stderr);
         return -1;
     }
-    if (fp_cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
+    if (cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
         return -1;
     if (seed && !o->sampling.poisson) {
         fputs("frameproof record: --seed needs --poisson\n", stderr);
@@ -824,18 +824,18 @@ static int write_profile(const record_opts *o, const fpr_profile *p, const fpr_r
     return 0;
 }
 
-int fp_cmd_record(int argc, char **argv)
+int cli_cmd_record(int argc, char **argv)
 {
     record_opts o = {.mode = FPR_MODE_WALL, .format = FPR_FORMAT_COLLAPSED, .progress = true};
     fp_options_init(&o.lib);
     fps_config_init(&o.sampling);
-    fp_cli_policy_init(&o.policy);
+    cli_policy_init(&o.policy);
     o.sampling.rate_hz = RECORD_DEFAULT_RATE_HZ;
     int pr = parse_args(argc, argv, &o);
     if (pr)
-        return pr > 0 ? FP_EXIT_OK : FP_EXIT_USAGE;
+        return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     if (!realtime_granted(&o))
-        return FP_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     /* Only --mode cpu needs each thread's scheduler state inside the
      * sample: one /proc read per thread and sample, which more than doubles
      * a 16-thread sample's cost.  The other modes read it after the
@@ -843,9 +843,9 @@ int fp_cmd_record(int argc, char **argv)
     o.lib.thread_cpu_state = o.mode == FPR_MODE_CPU;
     if (cf_signal_install() != 0) {
         fputs("frameproof record: cannot install signal handlers\n", stderr);
-        return FP_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     }
-    int status = FP_EXIT_ERROR, child_status = 0;
+    int status = CLI_EXIT_ERROR, child_status = 0;
     bool child_gone = false;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
@@ -858,11 +858,11 @@ int fp_cmd_record(int argc, char **argv)
     int gate = -1;
     pid_t pid = o.command ? launch(o.command, &gate) : (pid_t)o.pid;
     if (pid < 0)
-        return FP_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     if (open_output(&o, (int)pid, &ro)) {
         if (o.command)
             release(pid, gate, false);
-        return FP_EXIT_ERROR;
+        return CLI_EXIT_ERROR;
     }
     if (o.command)
         release(pid, gate, true);
@@ -936,7 +936,7 @@ int fp_cmd_record(int argc, char **argv)
     summarize(&o, &end, &top);
     summarized = true;
     if (write_profile(&o, p, &info, have_top ? &top : NULL, stream, &ro) == 0 && ended_ok)
-        status = FP_EXIT_OK;
+        status = CLI_EXIT_OK;
     stream = NULL; /* closed by write_profile, with the output */
 out:
     if (o.command && !child_gone) {

@@ -23,13 +23,13 @@ static const char REPLAY_USAGE[] =
     "  --json           print the documented JSON form instead of text\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
     "  --no-cache       do not cache code objects\n"
-    FP_CLI_UNTESTED_HELP
+    CLI_UNTESTED_HELP
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(malformed image, incomplete sample); 2 on a usage error.\n";
 
-int fp_cmd_replay(int argc, char **argv)
+int cli_cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
@@ -48,21 +48,21 @@ int fp_cmd_replay(int argc, char **argv)
         switch (c) {
         case 'j': json = 1; break;
         case 'd':
-            if (fp_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
+            if (cli_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
                 fprintf(stderr, "frameproof replay: invalid --max-depth '%s'\n", optarg);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             o.max_depth = (uint32_t)v;
             break;
         case 'n': o.cache_code = false; break;
         case 'U': o.allow_untested = true; break;
-        case 'h': fputs(REPLAY_USAGE, stdout); return FP_EXIT_OK;
-        default: fputs(REPLAY_USAGE, stderr); return FP_EXIT_USAGE;
+        case 'h': fputs(REPLAY_USAGE, stdout); return CLI_EXIT_OK;
+        default: fputs(REPLAY_USAGE, stderr); return CLI_EXIT_USAGE;
         }
     }
     if (optind + 1 != argc) {
         fprintf(stderr, "frameproof replay: expected exactly one image file\n%s", REPLAY_USAGE);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     const char *path = argv[optind];
     char msg[REPLAY_MSG_MAX] = "";
@@ -72,7 +72,7 @@ int fp_cmd_replay(int argc, char **argv)
     fp_reader rd;
     fp_target_desc desc;
     fp_image_meta meta;
-    int status = FP_EXIT_ERROR;
+    int status = CLI_EXIT_ERROR;
     int rc = fp_image_open(path, &img, msg, sizeof msg);
     if (rc) {
         fprintf(stderr, "frameproof replay: %s\n", msg);
@@ -97,10 +97,10 @@ int fp_cmd_replay(int argc, char **argv)
     fp_python_info py;
     fp_session_get_python(s, &py);
     if (json)
-        fp_output_json(stdout, meta.pid, &py, sm);
+        cli_output_json(stdout, meta.pid, &py, sm);
     else
-        fp_output_text(stdout, meta.pid, &py, fp_session_get_reader_name(s), sm);
-    status = fflush(stdout) == 0 && rc == FP_OK ? FP_EXIT_OK : FP_EXIT_ERROR;
+        cli_output_text(stdout, meta.pid, &py, fp_session_get_reader_name(s), sm);
+    status = fflush(stdout) == 0 && rc == FP_OK ? CLI_EXIT_OK : CLI_EXIT_ERROR;
     if (rc) /* an incomplete sample: printed, and still a failure */
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
 out:

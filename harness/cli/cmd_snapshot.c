@@ -43,7 +43,7 @@ static const char SNAPSHOT_USAGE[] =
     "                   two from 8 to 4096 (default 64)\n"
     "  --no-stop        do not stop the process (the image may be torn)\n"
     "  --allow-untested-version\n"
-    "                   capture a CPython newer than " FP_CLI_NEWEST " (replay it with the\n"
+    "                   capture a CPython newer than " CLI_NEWEST " (replay it with the\n"
     "                   same option)\n"
     "  --help           print this help\n"
     "\n"
@@ -138,7 +138,7 @@ out:
     return rc;
 }
 
-int fp_cmd_snapshot(int argc, char **argv)
+int cli_cmd_snapshot(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"pid", required_argument, NULL, 'p'},
@@ -159,43 +159,43 @@ int fp_cmd_snapshot(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "p:o:r:g:nh", opts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (fp_parse_uint(optarg, INT_MAX, &pid) || pid == 0) {
+            if (cli_parse_uint(optarg, INT_MAX, &pid) || pid == 0) {
                 fprintf(stderr, "frameproof snapshot: invalid pid '%s'\n", optarg);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             break;
         case 'o': output = optarg; break;
         case 'r':
-            if (fp_parse_reader("snapshot", optarg, 0, &reader_kind))
-                return FP_EXIT_USAGE;
+            if (cli_parse_reader("snapshot", optarg, 0, &reader_kind))
+                return CLI_EXIT_USAGE;
             break;
         case 'g':
-            if (fp_parse_uint(optarg, FP_RECORD_MAX_GRANULE, &v) || v < FP_RECORD_MIN_GRANULE || (v & (v - 1))) {
+            if (cli_parse_uint(optarg, FP_RECORD_MAX_GRANULE, &v) || v < FP_RECORD_MIN_GRANULE || (v & (v - 1))) {
                 fprintf(stderr, "frameproof snapshot: --granule must be a power of two from %u to %u\n",
                         FP_RECORD_MIN_GRANULE, FP_RECORD_MAX_GRANULE);
-                return FP_EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             }
             granule = (uint32_t)v;
             break;
         case 'n': stop = false; break;
         case 'U': allow_untested = true; break;
-        case 'h': fputs(SNAPSHOT_USAGE, stdout); return FP_EXIT_OK;
-        default: fputs(SNAPSHOT_USAGE, stderr); return FP_EXIT_USAGE;
+        case 'h': fputs(SNAPSHOT_USAGE, stdout); return CLI_EXIT_OK;
+        default: fputs(SNAPSHOT_USAGE, stderr); return CLI_EXIT_USAGE;
         }
     }
     if (optind < argc) {
         fprintf(stderr, "frameproof snapshot: unexpected argument '%s'\n", argv[optind]);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (!pid || !output) {
         fprintf(stderr, "frameproof snapshot: --pid and --output are required\n%s", SNAPSHOT_USAGE);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
 
     char msg[SNAP_MSG_MAX] = "";
     fp_pause *st = NULL;
     fp_image_builder *b = NULL;
-    int status = FP_EXIT_ERROR, rc;
+    int status = CLI_EXIT_ERROR, rc;
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
@@ -216,7 +216,7 @@ int fp_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "frameproof snapshot: %s\n", msg);
         goto out;
     }
-    status = FP_EXIT_OK;
+    status = CLI_EXIT_OK;
 out:
     fp_image_builder_free(b);
     return status;

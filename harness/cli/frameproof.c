@@ -11,8 +11,8 @@
 #include "frameproof/frameproof.h"
 
 /* Memory-image subcommands (cmd_snapshot.c, cmd_replay.c). */
-int fp_cmd_snapshot(int argc, char **argv);
-int fp_cmd_replay(int argc, char **argv);
+int cli_cmd_snapshot(int argc, char **argv);
+int cli_cmd_replay(int argc, char **argv);
 
 static const char USAGE[] =
     "usage: frameproof <command> [options]\n"
@@ -29,7 +29,7 @@ static const char USAGE[] =
     "  --version  print the version and exit\n"
     "  --help     print this help and exit\n";
 
-int fp_parse_uint(const char *s, unsigned long max, unsigned long *out)
+int cli_parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
     if (!s || !*s || *s == '-')
         return -1;
@@ -42,7 +42,7 @@ int fp_parse_uint(const char *s, unsigned long max, unsigned long *out)
     return 0;
 }
 
-int fp_parse_positive(const char *s, double max, double *out)
+int cli_parse_positive(const char *s, double max, double *out)
 {
     char *end;
     errno = 0;
@@ -53,7 +53,7 @@ int fp_parse_positive(const char *s, double max, double *out)
     return 0;
 }
 
-int fp_parse_reader(const char *cmd, const char *value, int allow_auto, int *out)
+int cli_parse_reader(const char *cmd, const char *value, int allow_auto, int *out)
 {
     if (allow_auto && strcmp(value, "auto") == 0)
         *out = FP_READER_AUTO;
@@ -73,29 +73,29 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         fputs(USAGE, stderr);
-        return FP_EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(USAGE, stdout);
-        return FP_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
         printf("frameproof %s\n", FP_VERSION_STRING);
-        return FP_EXIT_OK;
+        return CLI_EXIT_OK;
     }
     if (strcmp(cmd, "dump") == 0)
-        return fp_cmd_dump(argc - 1, argv + 1);
+        return cli_cmd_dump(argc - 1, argv + 1);
     if (strcmp(cmd, "conform") == 0)
-        return fp_cmd_conform(argc - 1, argv + 1);
+        return cli_cmd_conform(argc - 1, argv + 1);
     if (strcmp(cmd, "record") == 0)
-        return fp_cmd_record(argc - 1, argv + 1);
+        return cli_cmd_record(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0)
-        return fp_cmd_bench(argc - 1, argv + 1);
+        return cli_cmd_bench(argc - 1, argv + 1);
     if (strcmp(cmd, "snapshot") == 0)
-        return fp_cmd_snapshot(argc - 1, argv + 1);
+        return cli_cmd_snapshot(argc - 1, argv + 1);
     if (strcmp(cmd, "replay") == 0)
-        return fp_cmd_replay(argc - 1, argv + 1);
+        return cli_cmd_replay(argc - 1, argv + 1);
     fprintf(stderr, "frameproof: unknown command '%s'\n\n%s", cmd, USAGE);
-    return FP_EXIT_USAGE;
+    return CLI_EXIT_USAGE;
 }

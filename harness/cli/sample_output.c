@@ -10,7 +10,7 @@ static const char *kind_name(int kind)
     return kind == FP_FRAME_GENERATOR ? "generator" : "python";
 }
 
-void fp_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm)
+void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm)
 {
     fp_json j;
     fp_json_init(&j, out);
@@ -104,7 +104,7 @@ static const char *tri(int v, const char *yes)
     return v == FP_YES ? yes : "";
 }
 
-void fp_output_text(FILE *out, int pid, const fp_python_info *py, const char *reader, const fp_sample *sm)
+void cli_output_text(FILE *out, int pid, const fp_python_info *py, const char *reader, const fp_sample *sm)
 {
     fprintf(out, "Process %d: CPython %s%s%s%s (reader: %s)\n", pid, py->version,
             py->free_threaded ? ", free-threaded" : "", py->debug ? ", debug build" : "",

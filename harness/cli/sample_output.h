@@ -1,14 +1,14 @@
 /* sample_output.h — the documented JSON and traceback-like text forms of a
  * sample, shared by `dump` and `replay`. */
-#ifndef FP_SAMPLE_OUTPUT_H
-#define FP_SAMPLE_OUTPUT_H
+#ifndef CLI_SAMPLE_OUTPUT_H
+#define CLI_SAMPLE_OUTPUT_H
 
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "frameproof/frameproof.h"
 
-void fp_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm);
-void fp_output_text(FILE *out, int pid, const fp_python_info *py, const char *reader, const fp_sample *sm);
+void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm);
+void cli_output_text(FILE *out, int pid, const fp_python_info *py, const char *reader, const fp_sample *sm);
 
 #endif

@@ -5,13 +5,13 @@
 #include <stdio.h>
 #include <string.h>
 
-void fp_cli_policy_init(fp_cli_policy *p)
+void cli_policy_init(cli_policy *p)
 {
-    *p = (fp_cli_policy){.colocate = FP_POLICY_UNSET, .pause_torn = FP_POLICY_UNSET, .hold = FP_POLICY_UNSET,
-                         .realtime = FP_POLICY_UNSET, .fault = FPS_FAULT_NONE};
+    *p = (cli_policy){.colocate = CLI_POLICY_UNSET, .pause_torn = CLI_POLICY_UNSET, .hold = CLI_POLICY_UNSET,
+                         .realtime = CLI_POLICY_UNSET, .fault = FPS_FAULT_NONE};
 }
 
-int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
+int cli_policy_fault(const char *cmd, const char *value, cli_policy *p)
 {
     if (strcmp(value, "drop-torn") == 0)
         p->fault = FPS_FAULT_DROP_TORN;
@@ -24,17 +24,17 @@ int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p)
     return 0;
 }
 
-int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_config *cfg)
+int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config *cfg)
 {
     const char *clash = NULL;
-    if (p->blocking && p->pause_torn == FP_POLICY_ON)
+    if (p->blocking && p->pause_torn == CLI_POLICY_ON)
         clash = "--blocking and --pause-torn exclude each other";
     else if (p->fault != FPS_FAULT_NONE && p->blocking)
         clash = "--inject-fault and --blocking exclude each other";
     else if (p->fault != FPS_FAULT_NONE &&
-             (p->colocate == FP_POLICY_ON || p->pause_torn == FP_POLICY_ON || p->hold == FP_POLICY_ON))
+             (p->colocate == CLI_POLICY_ON || p->pause_torn == CLI_POLICY_ON || p->hold == CLI_POLICY_ON))
         clash = "--inject-fault takes plain reads: not with --colocate, --hold or --pause-torn";
-    else if (p->hold == FP_POLICY_ON && (p->blocking || p->colocate == FP_POLICY_OFF))
+    else if (p->hold == CLI_POLICY_ON && (p->blocking || p->colocate == CLI_POLICY_OFF))
         clash = "--hold holds the thread on the sampler's CPU: not with --blocking or --no-colocate";
     if (clash) {
         fprintf(stderr, "frameproof %s: %s\n", cmd, clash);
@@ -44,13 +44,13 @@ int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_
      * fault's bias shows only in plain reads. */
     const bool plain = p->blocking || p->fault != FPS_FAULT_NONE;
     lib->blocking = p->blocking;
-    lib->pause_torn = plain ? false : p->pause_torn != FP_POLICY_OFF;
-    cfg->colocate_pid = p->colocate == FP_POLICY_ON || (!plain && p->colocate == FP_POLICY_UNSET) ? 1 : 0;
-    cfg->hold = cfg->colocate_pid > 0 && p->hold != FP_POLICY_OFF;
+    lib->pause_torn = plain ? false : p->pause_torn != CLI_POLICY_OFF;
+    cfg->colocate_pid = p->colocate == CLI_POLICY_ON || (!plain && p->colocate == CLI_POLICY_UNSET) ? 1 : 0;
+    cfg->hold = cfg->colocate_pid > 0 && p->hold != CLI_POLICY_OFF;
     cfg->offload = cfg->hold; /* the held thread waits for the read only, not for the profile's bookkeeping */
     p->realtime_refused[0] = 0;
-    cfg->realtime = p->realtime == FP_POLICY_ON;
-    if (p->realtime == FP_POLICY_UNSET && cfg->hold && cfg->rate_hz > 0)
+    cfg->realtime = p->realtime == CLI_POLICY_ON;
+    if (p->realtime == CLI_POLICY_UNSET && cfg->hold && cfg->rate_hz > 0)
         cfg->realtime = fps_realtime_check(p->realtime_refused, sizeof p->realtime_refused) == FP_OK;
     cfg->fault = p->fault;
     return 0;

@@ -2,8 +2,8 @@
  * sampling policy (sampler.h): by default the unbiased one (colocated,
  * a torn thread stopped alone); --blocking stops every thread; the
  * --no-* flags and the self-test faults take plain reads. */
-#ifndef FP_CLI_SAMPLING_POLICY_H
-#define FP_CLI_SAMPLING_POLICY_H
+#ifndef CLI_SAMPLING_POLICY_H
+#define CLI_SAMPLING_POLICY_H
 
 #include <stdbool.h>
 
@@ -11,9 +11,9 @@
 #include "sampler.h"
 
 /* A flag's state: not given, or given on or off. */
-enum { FP_POLICY_UNSET = -1, FP_POLICY_OFF = 0, FP_POLICY_ON = 1 };
+enum { CLI_POLICY_UNSET = -1, CLI_POLICY_OFF = 0, CLI_POLICY_ON = 1 };
 
-typedef struct fp_cli_policy {
+typedef struct cli_policy {
     bool blocking;   /* --blocking */
     int colocate;    /* --colocate / --no-colocate */
     int pause_torn;  /* --pause-torn / --no-pause-torn */
@@ -23,14 +23,14 @@ typedef struct fp_cli_policy {
     char realtime_refused[FPS_ERRMSG_MAX]; /* set by apply: why the default's real-time priority was not
                                               granted ("" when it was, or was not asked for) */
     int fault;       /* --inject-fault: enum fps_fault */
-} fp_cli_policy;
+} cli_policy;
 
 /* Nothing given: the default policy. */
-void fp_cli_policy_init(fp_cli_policy *p);
+void cli_policy_init(cli_policy *p);
 
 /* Parses an --inject-fault value into p->fault; prints a message for cmd
  * and returns -1 when it is neither drop-torn nor retry-quiet. */
-int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p);
+int cli_policy_fault(const char *cmd, const char *value, cli_policy *p);
 
 /* Sets lib->blocking, lib->pause_torn, cfg->fault, cfg->hold, cfg->realtime
  * and cfg->colocate_pid (1 when colocated: the caller puts the target's
@@ -41,10 +41,10 @@ int fp_cli_policy_fault(const char *cmd, const char *value, fp_cli_policy *p);
  * the kernel grants it (p->realtime_refused says why not, the run going
  * on without).  0, or -1 after a one-line message for cmd when the flags
  * contradict each other. */
-int fp_cli_policy_apply(const char *cmd, fp_cli_policy *p, fp_options *lib, fps_config *cfg);
+int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config *cfg);
 
 /* The help of the policy flags, shared by record and bench. */
-#define FP_CLI_POLICY_HELP                                                                  \
+#define CLI_POLICY_HELP                                                                     \
     "  (default)        unbiased sampling: at each tick the target's running\n"      \
     "                   thread (the GIL holder, else the main thread) is held on\n"   \
     "                   the sampler's CPU while it is read (its CPU affinity\n"       \
