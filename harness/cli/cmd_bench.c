@@ -153,10 +153,10 @@ static double sort_mean(double *v, uint64_t n, double *median)
 /* ,"key":"text" with the text escaped, inside bench's one-line JSON. */
 static void json_text(const char *key, const char *text)
 {
-    fp_json j;
-    fp_json_init(&j, stdout);
+    jw_writer j;
+    jw_init(&j, stdout);
     printf(",\"%s\":", key);
-    fp_json_string(&j, text);
+    jw_string(&j, text);
 }
 
 static void print_report(const bench_run *r, const bench_extra *x, const fps_stats *st, const fps_config *c,

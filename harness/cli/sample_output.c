@@ -12,90 +12,90 @@ static const char *kind_name(int kind)
 
 void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm)
 {
-    fp_json j;
-    fp_json_init(&j, out);
-    fp_json_begin_object(&j);
-    fp_json_key(&j, "pid");
-    fp_json_int(&j, pid);
-    fp_json_key(&j, "python");
-    fp_json_begin_object(&j);
-    fp_json_key(&j, "version");
-    fp_json_string(&j, py->version);
-    fp_json_key(&j, "hexversion");
-    fp_json_uint(&j, py->hexversion);
-    fp_json_key(&j, "free_threaded");
-    fp_json_bool(&j, py->free_threaded);
-    fp_json_key(&j, "debug");
-    fp_json_bool(&j, py->debug);
+    jw_writer j;
+    jw_init(&j, out);
+    jw_begin_object(&j);
+    jw_key(&j, "pid");
+    jw_int(&j, pid);
+    jw_key(&j, "python");
+    jw_begin_object(&j);
+    jw_key(&j, "version");
+    jw_string(&j, py->version);
+    jw_key(&j, "hexversion");
+    jw_uint(&j, py->hexversion);
+    jw_key(&j, "free_threaded");
+    jw_bool(&j, py->free_threaded);
+    jw_key(&j, "debug");
+    jw_bool(&j, py->debug);
     if (py->untested) { /* only then, so supported versions keep the documented schema */
-        fp_json_key(&j, "untested");
-        fp_json_bool(&j, true);
+        jw_key(&j, "untested");
+        jw_bool(&j, true);
     }
-    fp_json_end_object(&j);
-    fp_json_key(&j, "interpreters");
-    fp_json_begin_array(&j);
+    jw_end_object(&j);
+    jw_key(&j, "interpreters");
+    jw_begin_array(&j);
     for (size_t i = 0; i < fp_sample_get_interp_count(sm); i++) {
         const fp_interp *in = fp_sample_get_interp(sm, i);
-        fp_json_begin_object(&j);
-        fp_json_key(&j, "id");
-        fp_json_int(&j, in->id);
-        fp_json_key(&j, "threads");
-        fp_json_begin_array(&j);
+        jw_begin_object(&j);
+        jw_key(&j, "id");
+        jw_int(&j, in->id);
+        jw_key(&j, "threads");
+        jw_begin_array(&j);
         for (size_t t = in->first_thread; t < in->first_thread + in->thread_count; t++) {
             const fp_thread *th = fp_sample_get_thread(sm, t);
-            fp_json_begin_object(&j);
-            fp_json_key(&j, "native_id");
-            fp_json_uint(&j, th->native_id);
-            fp_json_key(&j, "thread_id");
-            fp_json_uint(&j, th->thread_id);
-            fp_json_key(&j, "main");
-            fp_json_bool(&j, th->main);
-            fp_json_key(&j, "status");
-            fp_json_begin_object(&j);
-            fp_json_key(&j, "gil");
-            fp_json_tristate(&j, th->holds_gil);
-            fp_json_key(&j, "on_cpu");
-            fp_json_tristate(&j, th->on_cpu);
-            fp_json_key(&j, "gil_requested");
-            fp_json_tristate(&j, th->gil_requested);
-            fp_json_key(&j, "exception");
-            fp_json_tristate(&j, th->exception);
-            fp_json_end_object(&j);
+            jw_begin_object(&j);
+            jw_key(&j, "native_id");
+            jw_uint(&j, th->native_id);
+            jw_key(&j, "thread_id");
+            jw_uint(&j, th->thread_id);
+            jw_key(&j, "main");
+            jw_bool(&j, th->main);
+            jw_key(&j, "status");
+            jw_begin_object(&j);
+            jw_key(&j, "gil");
+            jw_tristate(&j, th->holds_gil);
+            jw_key(&j, "on_cpu");
+            jw_tristate(&j, th->on_cpu);
+            jw_key(&j, "gil_requested");
+            jw_tristate(&j, th->gil_requested);
+            jw_key(&j, "exception");
+            jw_tristate(&j, th->exception);
+            jw_end_object(&j);
             if (th->error) {
-                fp_json_key(&j, "error");
-                fp_json_string(&j, fp_error_describe(th->error));
+                jw_key(&j, "error");
+                jw_string(&j, fp_error_describe(th->error));
             }
-            fp_json_key(&j, "frames");
-            fp_json_begin_array(&j);
+            jw_key(&j, "frames");
+            jw_begin_array(&j);
             for (size_t f = th->first_frame; f < th->first_frame + th->frame_count; f++) {
                 const fp_frame *fr = fp_sample_get_frame(sm, f);
-                fp_json_begin_object(&j);
-                fp_json_key(&j, "function");
-                fp_json_string(&j, fr->function);
-                fp_json_key(&j, "name");
-                fp_json_string(&j, fr->name);
-                fp_json_key(&j, "file");
-                fp_json_string(&j, fr->file);
-                fp_json_key(&j, "line");
-                fp_json_int_or_null(&j, fr->line, FP_POS_NONE);
-                fp_json_key(&j, "end_line");
-                fp_json_int_or_null(&j, fr->end_line, FP_POS_NONE);
-                fp_json_key(&j, "column");
-                fp_json_int_or_null(&j, fr->column, FP_POS_NONE);
-                fp_json_key(&j, "end_column");
-                fp_json_int_or_null(&j, fr->end_column, FP_POS_NONE);
-                fp_json_key(&j, "kind");
-                fp_json_string(&j, kind_name(fr->kind));
-                fp_json_end_object(&j);
+                jw_begin_object(&j);
+                jw_key(&j, "function");
+                jw_string(&j, fr->function);
+                jw_key(&j, "name");
+                jw_string(&j, fr->name);
+                jw_key(&j, "file");
+                jw_string(&j, fr->file);
+                jw_key(&j, "line");
+                jw_int_or_null(&j, fr->line, FP_POS_NONE);
+                jw_key(&j, "end_line");
+                jw_int_or_null(&j, fr->end_line, FP_POS_NONE);
+                jw_key(&j, "column");
+                jw_int_or_null(&j, fr->column, FP_POS_NONE);
+                jw_key(&j, "end_column");
+                jw_int_or_null(&j, fr->end_column, FP_POS_NONE);
+                jw_key(&j, "kind");
+                jw_string(&j, kind_name(fr->kind));
+                jw_end_object(&j);
             }
-            fp_json_end_array(&j);
-            fp_json_end_object(&j);
+            jw_end_array(&j);
+            jw_end_object(&j);
         }
-        fp_json_end_array(&j);
-        fp_json_end_object(&j);
+        jw_end_array(&j);
+        jw_end_object(&j);
     }
-    fp_json_end_array(&j);
-    fp_json_end_object(&j);
+    jw_end_array(&j);
+    jw_end_object(&j);
     fputc('\n', out);
 }
 

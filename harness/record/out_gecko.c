@@ -167,46 +167,46 @@ static int build_tables(gecko_tables *g, const fpr_profile *p)
     return 0;
 }
 
-static void key_int(fp_json *j, const char *key, int64_t v)
+static void key_int(jw_writer *j, const char *key, int64_t v)
 {
-    fp_json_key(j, key);
-    fp_json_int(j, v);
+    jw_key(j, key);
+    jw_int(j, v);
 }
 
-static void key_str(fp_json *j, const char *key, const char *v)
+static void key_str(jw_writer *j, const char *key, const char *v)
 {
-    fp_json_key(j, key);
-    fp_json_string(j, v);
+    jw_key(j, key);
+    jw_string(j, v);
 }
 
 /* An array of n copies of a constant: -1 (int), or null when null_value. */
-static void constant_array(fp_json *j, const char *key, size_t n, bool null_value, int64_t v)
+static void constant_array(jw_writer *j, const char *key, size_t n, bool null_value, int64_t v)
 {
-    fp_json_key(j, key);
-    fp_json_begin_array(j);
+    jw_key(j, key);
+    jw_begin_array(j);
     for (size_t i = 0; i < n; i++) {
         if (null_value)
-            fp_json_null(j);
+            jw_null(j);
         else
-            fp_json_int(j, v);
+            jw_int(j, v);
     }
-    fp_json_end_array(j);
+    jw_end_array(j);
 }
 
-static void empty_table(fp_json *j, const char *key, const char *const *columns, size_t ncolumns)
+static void empty_table(jw_writer *j, const char *key, const char *const *columns, size_t ncolumns)
 {
-    fp_json_key(j, key);
-    fp_json_begin_object(j);
+    jw_key(j, key);
+    jw_begin_object(j);
     for (size_t i = 0; i < ncolumns; i++) {
-        fp_json_key(j, columns[i]);
-        fp_json_begin_array(j);
-        fp_json_end_array(j);
+        jw_key(j, columns[i]);
+        jw_begin_array(j);
+        jw_end_array(j);
     }
     key_int(j, "length", 0);
-    fp_json_end_object(j);
+    jw_end_object(j);
 }
 
-static void meta(fp_json *j, const fpr_profile *p, const fpr_run *run)
+static void meta(jw_writer *j, const fpr_profile *p, const fpr_run *run)
 {
     static const char *const CATEGORY_NAMES[] = {"Other", "Python"};
     static const char *const CATEGORY_COLORS[] = {"grey", "yellow"};
@@ -214,33 +214,33 @@ static void meta(fp_json *j, const fpr_profile *p, const fpr_run *run)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     char misc[NAME_MAX_LEN];
     snprintf(misc, sizeof misc, "frameproof record, %s mode", fpr_mode_name(fpr_profile_mode(p)));
-    fp_json_key(j, "meta");
-    fp_json_begin_object(j);
-    fp_json_key(j, "interval");
-    fp_json_number(j, run->rate_hz > 0 ? 1000.0 / run->rate_hz
+    jw_key(j, "meta");
+    jw_begin_object(j);
+    jw_key(j, "interval");
+    jw_number(j, run->rate_hz > 0 ? 1000.0 / run->rate_hz
                                        : (run->stats->attempts ? run->stats->elapsed_s * 1000.0 /
                                                                      (double)run->stats->attempts
                                                                : 1.0));
-    fp_json_key(j, "startTime");
-    fp_json_number(j, 0.0);
+    jw_key(j, "startTime");
+    jw_number(j, 0.0);
     key_str(j, "abi", "x86_64");
     key_str(j, "misc", misc);
     key_str(j, "oscpu", "x86_64");
     key_str(j, "platform", "Linux");
     key_int(j, "processType", 0);
-    fp_json_key(j, "categories");
-    fp_json_begin_array(j);
+    jw_key(j, "categories");
+    jw_begin_array(j);
     for (size_t i = 0; i < sizeof CATEGORY_NAMES / sizeof CATEGORY_NAMES[0]; i++) {
-        fp_json_begin_object(j);
+        jw_begin_object(j);
         key_str(j, "name", CATEGORY_NAMES[i]);
         key_str(j, "color", CATEGORY_COLORS[i]);
-        fp_json_key(j, "subcategories");
-        fp_json_begin_array(j);
-        fp_json_string(j, "Other");
-        fp_json_end_array(j);
-        fp_json_end_object(j);
+        jw_key(j, "subcategories");
+        jw_begin_array(j);
+        jw_string(j, "Other");
+        jw_end_array(j);
+        jw_end_object(j);
     }
-    fp_json_end_array(j);
+    jw_end_array(j);
     key_int(j, "stackwalk", 0);
     key_str(j, "toolkit", "");
     key_int(j, "version", GECKO_VERSION);
@@ -250,135 +250,135 @@ static void meta(fp_json *j, const fpr_profile *p, const fpr_run *run)
     key_int(j, "logicalCPUs", cpus > 0 ? cpus : 1);
     key_str(j, "CPUName", "");
     key_str(j, "product", "Python");
-    fp_json_key(j, "symbolicated");
-    fp_json_bool(j, true);
-    fp_json_key(j, "markerSchema");
-    fp_json_begin_array(j);
-    fp_json_end_array(j);
+    jw_key(j, "symbolicated");
+    jw_bool(j, true);
+    jw_key(j, "markerSchema");
+    jw_begin_array(j);
+    jw_end_array(j);
     key_str(j, "importedFrom", "frameproof " FP_VERSION_STRING);
     empty_table(j, "extensions", EXTENSION_COLUMNS, sizeof EXTENSION_COLUMNS / sizeof EXTENSION_COLUMNS[0]);
-    fp_json_end_object(j);
+    jw_end_object(j);
 }
 
-static void samples(fp_json *j, const fpr_thread *t)
+static void samples(jw_writer *j, const fpr_thread *t)
 {
-    fp_json_key(j, "samples");
-    fp_json_begin_object(j);
-    fp_json_key(j, "stack");
-    fp_json_begin_array(j);
+    jw_key(j, "samples");
+    jw_begin_object(j);
+    jw_key(j, "stack");
+    jw_begin_array(j);
     for (size_t k = 0; k < t->count; k++)
-        fp_json_uint(j, t->points[k].stack);
-    fp_json_end_array(j);
-    fp_json_key(j, "time");
-    fp_json_begin_array(j);
+        jw_uint(j, t->points[k].stack);
+    jw_end_array(j);
+    jw_key(j, "time");
+    jw_begin_array(j);
     for (size_t k = 0; k < t->count; k++)
-        fp_json_number(j, (double)t->points[k].t_ns * MS_PER_NS);
-    fp_json_end_array(j);
+        jw_number(j, (double)t->points[k].t_ns * MS_PER_NS);
+    jw_end_array(j);
     constant_array(j, "eventDelay", t->count, true, 0);
-    fp_json_key(j, "weight");
-    fp_json_null(j);
+    jw_key(j, "weight");
+    jw_null(j);
     key_str(j, "weightType", "samples");
     key_int(j, "length", (int64_t)t->count);
-    fp_json_end_object(j);
+    jw_end_object(j);
 }
 
 /* The run's stack, frame, function and resource tables. */
-static void tables(fp_json *j, const fpr_profile *p, const gecko_tables *g)
+static void tables(jw_writer *j, const fpr_profile *p, const gecko_tables *g)
 {
     size_t nstacks = fpr_profile_stack_count(p), nframes = fpr_profile_frame_count(p);
-    fp_json_key(j, "stackTable");
-    fp_json_begin_object(j);
-    fp_json_key(j, "frame");
-    fp_json_begin_array(j);
+    jw_key(j, "stackTable");
+    jw_begin_object(j);
+    jw_key(j, "frame");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < nstacks; i++)
-        fp_json_uint(j, fpr_profile_stack(p, i)->frame);
-    fp_json_end_array(j);
+        jw_uint(j, fpr_profile_stack(p, i)->frame);
+    jw_end_array(j);
     constant_array(j, "category", nstacks, false, CATEGORY_PYTHON);
     constant_array(j, "subcategory", nstacks, false, 0);
-    fp_json_key(j, "prefix");
-    fp_json_begin_array(j);
+    jw_key(j, "prefix");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < nstacks; i++) {
         uint32_t parent = fpr_profile_stack(p, i)->parent;
         if (parent == FPR_NO_STACK)
-            fp_json_null(j);
+            jw_null(j);
         else
-            fp_json_uint(j, parent);
+            jw_uint(j, parent);
     }
-    fp_json_end_array(j);
+    jw_end_array(j);
     key_int(j, "length", (int64_t)nstacks);
-    fp_json_end_object(j);
+    jw_end_object(j);
 
-    fp_json_key(j, "frameTable");
-    fp_json_begin_object(j);
+    jw_key(j, "frameTable");
+    jw_begin_object(j);
     constant_array(j, "address", nframes, false, -1);
     constant_array(j, "category", nframes, false, CATEGORY_PYTHON);
     constant_array(j, "subcategory", nframes, false, 0);
-    fp_json_key(j, "func");
-    fp_json_begin_array(j);
+    jw_key(j, "func");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < nframes; i++)
-        fp_json_uint(j, g->frame_func[i]);
-    fp_json_end_array(j);
+        jw_uint(j, g->frame_func[i]);
+    jw_end_array(j);
     constant_array(j, "innerWindowID", nframes, true, 0);
     constant_array(j, "implementation", nframes, true, 0);
     constant_array(j, "optimizations", nframes, true, 0);
-    fp_json_key(j, "line");
-    fp_json_begin_array(j);
+    jw_key(j, "line");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < nframes; i++)
-        fp_json_int_or_null(j, fpr_profile_frame(p, i)->line, FP_POS_NONE);
-    fp_json_end_array(j);
+        jw_int_or_null(j, fpr_profile_frame(p, i)->line, FP_POS_NONE);
+    jw_end_array(j);
     constant_array(j, "column", nframes, true, 0);
     constant_array(j, "inlineDepth", nframes, false, 0);
     constant_array(j, "nativeSymbol", nframes, true, 0);
     key_int(j, "length", (int64_t)nframes);
-    fp_json_end_object(j);
+    jw_end_object(j);
 
-    fp_json_key(j, "funcTable");
-    fp_json_begin_object(j);
-    fp_json_key(j, "name");
-    fp_json_begin_array(j);
+    jw_key(j, "funcTable");
+    jw_begin_object(j);
+    jw_key(j, "name");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nfuncs; i++)
-        fp_json_uint(j, g->func_name[i]);
-    fp_json_end_array(j);
-    fp_json_key(j, "isJS");
-    fp_json_begin_array(j);
+        jw_uint(j, g->func_name[i]);
+    jw_end_array(j);
+    jw_key(j, "isJS");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nfuncs; i++)
-        fp_json_bool(j, true);
-    fp_json_end_array(j);
-    fp_json_key(j, "relevantForJS");
-    fp_json_begin_array(j);
+        jw_bool(j, true);
+    jw_end_array(j);
+    jw_key(j, "relevantForJS");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nfuncs; i++)
-        fp_json_bool(j, true);
-    fp_json_end_array(j);
-    fp_json_key(j, "resource");
-    fp_json_begin_array(j);
+        jw_bool(j, true);
+    jw_end_array(j);
+    jw_key(j, "resource");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nfuncs; i++)
-        fp_json_uint(j, g->file_resource[g->func_file[i]]);
-    fp_json_end_array(j);
-    fp_json_key(j, "fileName");
-    fp_json_begin_array(j);
+        jw_uint(j, g->file_resource[g->func_file[i]]);
+    jw_end_array(j);
+    jw_key(j, "fileName");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nfuncs; i++)
-        fp_json_uint(j, g->func_file[i]);
-    fp_json_end_array(j);
+        jw_uint(j, g->func_file[i]);
+    jw_end_array(j);
     constant_array(j, "lineNumber", g->nfuncs, true, 0);
     constant_array(j, "columnNumber", g->nfuncs, true, 0);
     key_int(j, "length", g->nfuncs);
-    fp_json_end_object(j);
+    jw_end_object(j);
 
-    fp_json_key(j, "resourceTable");
-    fp_json_begin_object(j);
+    jw_key(j, "resourceTable");
+    jw_begin_object(j);
     constant_array(j, "lib", g->nresources, true, 0);
-    fp_json_key(j, "name");
-    fp_json_begin_array(j);
+    jw_key(j, "name");
+    jw_begin_array(j);
     for (uint32_t i = 0; i < g->nresources; i++)
-        fp_json_uint(j, g->resource_name[i]);
-    fp_json_end_array(j);
+        jw_uint(j, g->resource_name[i]);
+    jw_end_array(j);
     constant_array(j, "host", g->nresources, true, 0);
     constant_array(j, "type", g->nresources, false, RESOURCE_TYPE_LIBRARY);
     key_int(j, "length", g->nresources);
-    fp_json_end_object(j);
+    jw_end_object(j);
 }
 
-static void thread(fp_json *j, const fpr_profile *p, const fpr_run *run, const gecko_tables *g, const fpr_thread *t)
+static void thread(jw_writer *j, const fpr_profile *p, const fpr_run *run, const gecko_tables *g, const fpr_thread *t)
 {
     static const char *const NATIVE_SYMBOL_COLUMNS[] = {"libIndex", "address", "name", "functionSize"};
     static const char *const MARKER_COLUMNS[] = {"data", "name", "startTime", "endTime", "phase", "category"};
@@ -386,29 +386,29 @@ static void thread(fp_json *j, const fpr_profile *p, const fpr_run *run, const g
     fpr_thread_label(t, label, sizeof label);
     snprintf(pid, sizeof pid, "%d", run->pid);
     snprintf(process, sizeof process, "Python %s (pid %d)", run->py->version, run->pid);
-    fp_json_begin_object(j);
+    jw_begin_object(j);
     key_str(j, "name", label);
-    fp_json_key(j, "isMainThread");
-    fp_json_bool(j, t->main);
+    jw_key(j, "isMainThread");
+    jw_bool(j, t->main);
     key_int(j, "processStartupTime", 0);
-    fp_json_key(j, "processShutdownTime");
-    fp_json_null(j);
+    jw_key(j, "processShutdownTime");
+    jw_null(j);
     key_int(j, "registerTime", 0);
-    fp_json_key(j, "unregisterTime");
-    fp_json_null(j);
-    fp_json_key(j, "pausedRanges");
-    fp_json_begin_array(j);
-    fp_json_end_array(j);
+    jw_key(j, "unregisterTime");
+    jw_null(j);
+    jw_key(j, "pausedRanges");
+    jw_begin_array(j);
+    jw_end_array(j);
     key_str(j, "pid", pid);
-    fp_json_key(j, "tid");
-    fp_json_uint(j, t->native_id);
+    jw_key(j, "tid");
+    jw_uint(j, t->native_id);
     key_str(j, "processType", "default");
     key_str(j, "processName", process);
     samples(j, t);
     tables(j, p, g);
     empty_table(j, "nativeSymbols", NATIVE_SYMBOL_COLUMNS, sizeof NATIVE_SYMBOL_COLUMNS / sizeof NATIVE_SYMBOL_COLUMNS[0]);
     empty_table(j, "markers", MARKER_COLUMNS, sizeof MARKER_COLUMNS / sizeof MARKER_COLUMNS[0]);
-    fp_json_end_object(j);
+    jw_end_object(j);
 }
 
 int fpr_write_gecko(FILE *out, const fpr_profile *p, const fpr_run *run)
@@ -420,31 +420,31 @@ int fpr_write_gecko(FILE *out, const fpr_profile *p, const fpr_run *run)
         errno = ENOMEM;
         return -1;
     }
-    fp_json j;
-    fp_json_init(&j, out);
-    fp_json_begin_object(&j);
+    jw_writer j;
+    jw_init(&j, out);
+    jw_begin_object(&j);
     meta(&j, p, run);
-    fp_json_key(&j, "libs");
-    fp_json_begin_array(&j);
-    fp_json_end_array(&j);
-    fp_json_key(&j, "threads");
-    fp_json_begin_array(&j);
+    jw_key(&j, "libs");
+    jw_begin_array(&j);
+    jw_end_array(&j);
+    jw_key(&j, "threads");
+    jw_begin_array(&j);
     for (size_t i = 0; i < fpr_profile_thread_count(p); i++)
         thread(&j, p, run, &g, fpr_profile_thread(p, i));
-    fp_json_end_array(&j);
-    fp_json_key(&j, "pages");
-    fp_json_begin_array(&j);
-    fp_json_end_array(&j);
-    fp_json_key(&j, "shared");
-    fp_json_begin_object(&j);
-    fp_json_key(&j, "stringArray");
-    fp_json_begin_array(&j);
+    jw_end_array(&j);
+    jw_key(&j, "pages");
+    jw_begin_array(&j);
+    jw_end_array(&j);
+    jw_key(&j, "shared");
+    jw_begin_object(&j);
+    jw_key(&j, "stringArray");
+    jw_begin_array(&j);
     for (uint32_t i = 0; i < g.nstrings; i++)
-        fp_json_string(&j, g.strings[i]);
-    fp_json_end_array(&j);
+        jw_string(&j, g.strings[i]);
+    jw_end_array(&j);
     empty_table(&j, "sources", SOURCE_COLUMNS, sizeof SOURCE_COLUMNS / sizeof SOURCE_COLUMNS[0]);
-    fp_json_end_object(&j);
-    fp_json_end_object(&j);
+    jw_end_object(&j);
+    jw_end_object(&j);
     fputc('\n', out);
     free_tables(&g);
     return ferror(out) ? -1 : 0;

@@ -17,54 +17,54 @@
 #define RECORD_FORMAT_NAME "frameproof-record"
 #define RECORD_FORMAT_VERSION 1
 
-static void begin(fp_json *j, FILE *out, const char *type)
+static void begin(jw_writer *j, FILE *out, const char *type)
 {
-    fp_json_init(j, out);
-    fp_json_begin_object(j);
-    fp_json_key(j, "type");
-    fp_json_string(j, type);
+    jw_init(j, out);
+    jw_begin_object(j);
+    jw_key(j, "type");
+    jw_string(j, type);
 }
 
-static void end(fp_json *j, FILE *out)
+static void end(jw_writer *j, FILE *out)
 {
-    fp_json_end_object(j);
+    jw_end_object(j);
     fputc('\n', out);
 }
 
 static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
 {
-    fp_json j;
+    jw_writer j;
     begin(&j, out, "header");
-    fp_json_key(&j, "format");
-    fp_json_string(&j, RECORD_FORMAT_NAME);
-    fp_json_key(&j, "version");
-    fp_json_int(&j, RECORD_FORMAT_VERSION);
-    fp_json_key(&j, "frameproof");
-    fp_json_string(&j, FP_VERSION_STRING);
-    fp_json_key(&j, "pid");
-    fp_json_int(&j, run->pid);
-    fp_json_key(&j, "python");
-    fp_json_string(&j, run->py->version);
-    fp_json_key(&j, "free_threaded");
-    fp_json_bool(&j, run->py->free_threaded);
-    fp_json_key(&j, "debug");
-    fp_json_bool(&j, run->py->debug);
-    fp_json_key(&j, "reader");
-    fp_json_string(&j, run->reader);
-    fp_json_key(&j, "mode");
-    fp_json_string(&j, fpr_mode_name(fpr_profile_mode(p)));
-    fp_json_key(&j, "rate_hz");
-    fp_json_number(&j, run->rate_hz);
-    fp_json_key(&j, "poisson");
-    fp_json_bool(&j, run->poisson);
-    fp_json_key(&j, "blocking");
-    fp_json_bool(&j, run->blocking);
-    fp_json_key(&j, "realtime");
-    fp_json_bool(&j, run->realtime);
-    fp_json_key(&j, "colocate");
-    fp_json_bool(&j, run->colocate);
-    fp_json_key(&j, "hold");
-    fp_json_bool(&j, run->hold);
+    jw_key(&j, "format");
+    jw_string(&j, RECORD_FORMAT_NAME);
+    jw_key(&j, "version");
+    jw_int(&j, RECORD_FORMAT_VERSION);
+    jw_key(&j, "frameproof");
+    jw_string(&j, FP_VERSION_STRING);
+    jw_key(&j, "pid");
+    jw_int(&j, run->pid);
+    jw_key(&j, "python");
+    jw_string(&j, run->py->version);
+    jw_key(&j, "free_threaded");
+    jw_bool(&j, run->py->free_threaded);
+    jw_key(&j, "debug");
+    jw_bool(&j, run->py->debug);
+    jw_key(&j, "reader");
+    jw_string(&j, run->reader);
+    jw_key(&j, "mode");
+    jw_string(&j, fpr_mode_name(fpr_profile_mode(p)));
+    jw_key(&j, "rate_hz");
+    jw_number(&j, run->rate_hz);
+    jw_key(&j, "poisson");
+    jw_bool(&j, run->poisson);
+    jw_key(&j, "blocking");
+    jw_bool(&j, run->blocking);
+    jw_key(&j, "realtime");
+    jw_bool(&j, run->realtime);
+    jw_key(&j, "colocate");
+    jw_bool(&j, run->colocate);
+    jw_key(&j, "hold");
+    jw_bool(&j, run->hold);
     end(&j, out);
 }
 
@@ -72,49 +72,49 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
  * *stacks on (those not written yet), then the counts written so far. */
 static void tables_from(FILE *out, const fpr_profile *p, size_t *threads, uint32_t *frames, uint32_t *stacks)
 {
-    fp_json j;
+    jw_writer j;
     for (size_t i = *threads; i < fpr_profile_thread_count(p); i++) {
         const fpr_thread *t = fpr_profile_thread(p, i);
         begin(&j, out, "thread");
-        fp_json_key(&j, "id");
-        fp_json_uint(&j, i);
-        fp_json_key(&j, "native_id");
-        fp_json_uint(&j, t->native_id);
-        fp_json_key(&j, "interp");
-        fp_json_int(&j, t->interp_id);
-        fp_json_key(&j, "main");
-        fp_json_bool(&j, t->main);
-        fp_json_key(&j, "name");
-        fp_json_string(&j, t->name);
+        jw_key(&j, "id");
+        jw_uint(&j, i);
+        jw_key(&j, "native_id");
+        jw_uint(&j, t->native_id);
+        jw_key(&j, "interp");
+        jw_int(&j, t->interp_id);
+        jw_key(&j, "main");
+        jw_bool(&j, t->main);
+        jw_key(&j, "name");
+        jw_string(&j, t->name);
         end(&j, out);
     }
     *threads = fpr_profile_thread_count(p);
     for (uint32_t i = *frames; i < fpr_profile_frame_count(p); i++) {
         const fpr_frame *f = fpr_profile_frame(p, i);
         begin(&j, out, "frame");
-        fp_json_key(&j, "id");
-        fp_json_uint(&j, i);
-        fp_json_key(&j, "function");
-        fp_json_string(&j, f->function);
-        fp_json_key(&j, "file");
-        fp_json_string(&j, f->file);
-        fp_json_key(&j, "line");
-        fp_json_int_or_null(&j, f->line, FP_POS_NONE);
+        jw_key(&j, "id");
+        jw_uint(&j, i);
+        jw_key(&j, "function");
+        jw_string(&j, f->function);
+        jw_key(&j, "file");
+        jw_string(&j, f->file);
+        jw_key(&j, "line");
+        jw_int_or_null(&j, f->line, FP_POS_NONE);
         end(&j, out);
     }
     *frames = (uint32_t)fpr_profile_frame_count(p);
     for (uint32_t i = *stacks; i < fpr_profile_stack_count(p); i++) {
         const fpr_stack *s = fpr_profile_stack(p, i);
         begin(&j, out, "stack");
-        fp_json_key(&j, "id");
-        fp_json_uint(&j, i);
-        fp_json_key(&j, "parent");
+        jw_key(&j, "id");
+        jw_uint(&j, i);
+        jw_key(&j, "parent");
         if (s->parent == FPR_NO_STACK)
-            fp_json_null(&j);
+            jw_null(&j);
         else
-            fp_json_uint(&j, s->parent);
-        fp_json_key(&j, "frame");
-        fp_json_uint(&j, s->frame);
+            jw_uint(&j, s->parent);
+        jw_key(&j, "frame");
+        jw_uint(&j, s->frame);
         end(&j, out);
     }
     *stacks = (uint32_t)fpr_profile_stack_count(p);
@@ -122,14 +122,14 @@ static void tables_from(FILE *out, const fpr_profile *p, size_t *threads, uint32
 
 static void sample_record(FILE *out, size_t thread, const fpr_point *pt)
 {
-    fp_json j;
+    jw_writer j;
     begin(&j, out, "sample");
-    fp_json_key(&j, "t_ns");
-    fp_json_int(&j, pt->t_ns);
-    fp_json_key(&j, "thread");
-    fp_json_uint(&j, thread);
-    fp_json_key(&j, "stack");
-    fp_json_uint(&j, pt->stack);
+    jw_key(&j, "t_ns");
+    jw_int(&j, pt->t_ns);
+    jw_key(&j, "thread");
+    jw_uint(&j, thread);
+    jw_key(&j, "stack");
+    jw_uint(&j, pt->stack);
     end(&j, out);
 }
 
@@ -162,46 +162,46 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
 {
     const fps_stats *st = run->stats;
     const fpr_dropped *d = fpr_profile_dropped(p);
-    fp_json j;
+    jw_writer j;
     begin(&j, out, "summary");
-    fp_json_key(&j, "elapsed_s");
-    fp_json_number(&j, st->elapsed_s);
-    fp_json_key(&j, "attempts");
-    fp_json_uint(&j, st->attempts);
-    fp_json_key(&j, "ok");
-    fp_json_uint(&j, st->ok);
-    fp_json_key(&j, "transient");
-    fp_json_uint(&j, st->transient);
-    fp_json_key(&j, "fatal");
-    fp_json_uint(&j, st->fatal);
-    fp_json_key(&j, "errors");
-    fp_json_begin_object(&j);
+    jw_key(&j, "elapsed_s");
+    jw_number(&j, st->elapsed_s);
+    jw_key(&j, "attempts");
+    jw_uint(&j, st->attempts);
+    jw_key(&j, "ok");
+    jw_uint(&j, st->ok);
+    jw_key(&j, "transient");
+    jw_uint(&j, st->transient);
+    jw_key(&j, "fatal");
+    jw_uint(&j, st->fatal);
+    jw_key(&j, "errors");
+    jw_begin_object(&j);
     for (int k = 1; k < FPS_ERROR_SLOTS; k++)
         if (st->by_error[k]) {
-            fp_json_key(&j, fp_error_describe(-k));
-            fp_json_uint(&j, st->by_error[k]);
+            jw_key(&j, fp_error_describe(-k));
+            jw_uint(&j, st->by_error[k]);
         }
-    fp_json_end_object(&j);
-    fp_json_key(&j, "missed_ticks");
-    fp_json_uint(&j, st->missed_ticks);
-    fp_json_key(&j, "achieved_rate_hz");
-    fp_json_number(&j, st->achieved_rate_hz);
-    fp_json_key(&j, "mean_sample_us");
-    fp_json_number(&j, run->mean_sample_us);
-    fp_json_key(&j, "torn_walks");
-    fp_json_uint(&j, run->torn_walks);
-    fp_json_key(&j, "paused_walks");
-    fp_json_uint(&j, run->paused_walks);
-    fp_json_key(&j, "thread_samples");
-    fp_json_uint(&j, fpr_profile_points(p));
-    fp_json_key(&j, "torn_threads");
-    fp_json_uint(&j, d->torn_threads);
-    fp_json_key(&j, "idle_threads");
-    fp_json_uint(&j, d->idle_threads);
-    fp_json_key(&j, "mode_threads");
-    fp_json_uint(&j, d->mode_threads);
-    fp_json_key(&j, "unknown_state");
-    fp_json_uint(&j, d->unknown_state);
+    jw_end_object(&j);
+    jw_key(&j, "missed_ticks");
+    jw_uint(&j, st->missed_ticks);
+    jw_key(&j, "achieved_rate_hz");
+    jw_number(&j, st->achieved_rate_hz);
+    jw_key(&j, "mean_sample_us");
+    jw_number(&j, run->mean_sample_us);
+    jw_key(&j, "torn_walks");
+    jw_uint(&j, run->torn_walks);
+    jw_key(&j, "paused_walks");
+    jw_uint(&j, run->paused_walks);
+    jw_key(&j, "thread_samples");
+    jw_uint(&j, fpr_profile_points(p));
+    jw_key(&j, "torn_threads");
+    jw_uint(&j, d->torn_threads);
+    jw_key(&j, "idle_threads");
+    jw_uint(&j, d->idle_threads);
+    jw_key(&j, "mode_threads");
+    jw_uint(&j, d->mode_threads);
+    jw_key(&j, "unknown_state");
+    jw_uint(&j, d->unknown_state);
     end(&j, out);
 }
 

@@ -23,77 +23,77 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
         errno = ENOMEM;
         return -1;
     }
-    fp_json j;
-    fp_json_init(&j, out);
-    fp_json_begin_object(&j);
-    fp_json_key(&j, "$schema");
-    fp_json_string(&j, SPEEDSCOPE_SCHEMA);
+    jw_writer j;
+    jw_init(&j, out);
+    jw_begin_object(&j);
+    jw_key(&j, "$schema");
+    jw_string(&j, SPEEDSCOPE_SCHEMA);
     char name[NAME_MAX_LEN];
     snprintf(name, sizeof name, "frameproof record: pid %d, Python %s, %s mode", run->pid, run->py->version,
              fpr_mode_name(fpr_profile_mode(p)));
-    fp_json_key(&j, "name");
-    fp_json_string(&j, name);
-    fp_json_key(&j, "exporter");
-    fp_json_string(&j, "frameproof " FP_VERSION_STRING);
-    fp_json_key(&j, "activeProfileIndex");
-    fp_json_int(&j, 0);
-    fp_json_key(&j, "shared");
-    fp_json_begin_object(&j);
-    fp_json_key(&j, "frames");
-    fp_json_begin_array(&j);
+    jw_key(&j, "name");
+    jw_string(&j, name);
+    jw_key(&j, "exporter");
+    jw_string(&j, "frameproof " FP_VERSION_STRING);
+    jw_key(&j, "activeProfileIndex");
+    jw_int(&j, 0);
+    jw_key(&j, "shared");
+    jw_begin_object(&j);
+    jw_key(&j, "frames");
+    jw_begin_array(&j);
     for (uint32_t i = 0; i < fpr_profile_frame_count(p); i++) {
         const fpr_frame *f = fpr_profile_frame(p, i);
-        fp_json_begin_object(&j);
-        fp_json_key(&j, "name");
-        fp_json_string(&j, f->function);
-        fp_json_key(&j, "file");
-        fp_json_string(&j, f->file);
+        jw_begin_object(&j);
+        jw_key(&j, "name");
+        jw_string(&j, f->function);
+        jw_key(&j, "file");
+        jw_string(&j, f->file);
         if (f->line != FP_POS_NONE) {
-            fp_json_key(&j, "line");
-            fp_json_int(&j, f->line);
+            jw_key(&j, "line");
+            jw_int(&j, f->line);
         }
-        fp_json_end_object(&j);
+        jw_end_object(&j);
     }
-    fp_json_end_array(&j);
-    fp_json_end_object(&j);
+    jw_end_array(&j);
+    jw_end_object(&j);
     const bool timed = run->rate_hz > 0;
     const double weight = timed ? MS_PER_S / run->rate_hz : 1.0;
-    fp_json_key(&j, "profiles");
-    fp_json_begin_array(&j);
+    jw_key(&j, "profiles");
+    jw_begin_array(&j);
     for (size_t i = 0; i < fpr_profile_thread_count(p); i++) {
         const fpr_thread *t = fpr_profile_thread(p, i);
         char label[LABEL_MAX];
         fpr_thread_label(t, label, sizeof label);
-        fp_json_begin_object(&j);
-        fp_json_key(&j, "type");
-        fp_json_string(&j, "sampled");
-        fp_json_key(&j, "name");
-        fp_json_string(&j, label);
-        fp_json_key(&j, "unit");
-        fp_json_string(&j, timed ? "milliseconds" : "none");
-        fp_json_key(&j, "startValue");
-        fp_json_int(&j, 0);
-        fp_json_key(&j, "endValue");
-        fp_json_number(&j, weight * (double)t->count);
-        fp_json_key(&j, "samples");
-        fp_json_begin_array(&j);
+        jw_begin_object(&j);
+        jw_key(&j, "type");
+        jw_string(&j, "sampled");
+        jw_key(&j, "name");
+        jw_string(&j, label);
+        jw_key(&j, "unit");
+        jw_string(&j, timed ? "milliseconds" : "none");
+        jw_key(&j, "startValue");
+        jw_int(&j, 0);
+        jw_key(&j, "endValue");
+        jw_number(&j, weight * (double)t->count);
+        jw_key(&j, "samples");
+        jw_begin_array(&j);
         for (size_t k = 0; k < t->count; k++) {
             uint32_t depth = fpr_profile_unfold(p, t->points[k].stack, frames);
-            fp_json_begin_array(&j);
+            jw_begin_array(&j);
             for (uint32_t d = 0; d < depth; d++)
-                fp_json_uint(&j, frames[d]);
-            fp_json_end_array(&j);
+                jw_uint(&j, frames[d]);
+            jw_end_array(&j);
         }
-        fp_json_end_array(&j);
-        fp_json_key(&j, "weights");
-        fp_json_begin_array(&j);
+        jw_end_array(&j);
+        jw_key(&j, "weights");
+        jw_begin_array(&j);
         for (size_t k = 0; k < t->count; k++)
-            fp_json_number(&j, weight);
-        fp_json_end_array(&j);
-        fp_json_end_object(&j);
+            jw_number(&j, weight);
+        jw_end_array(&j);
+        jw_end_object(&j);
     }
-    fp_json_end_array(&j);
-    fp_json_end_object(&j);
+    jw_end_array(&j);
+    jw_end_object(&j);
     fputc('\n', out);
     free(frames);
     return ferror(out) ? -1 : 0;

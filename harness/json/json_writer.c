@@ -5,13 +5,13 @@
 
 #include "json_writer.h"
 
-void fp_json_init(fp_json *j, FILE *out)
+void jw_init(jw_writer *j, FILE *out)
 {
     memset(j, 0, sizeof *j);
     j->out = out;
 }
 
-static void value_prefix(fp_json *j)
+static void value_prefix(jw_writer *j)
 {
     if (j->depth > 0 && j->need_comma[j->depth])
         fputc(',', j->out);
@@ -19,26 +19,26 @@ static void value_prefix(fp_json *j)
         j->need_comma[j->depth] = true;
 }
 
-static void open_scope(fp_json *j, char c)
+static void open_scope(jw_writer *j, char c)
 {
     value_prefix(j);
     fputc(c, j->out);
-    if (j->depth + 1 < FP_JSON_MAX_DEPTH)
+    if (j->depth + 1 < JW_MAX_DEPTH)
         j->depth++;
     j->need_comma[j->depth] = false;
 }
 
-static void close_scope(fp_json *j, char c)
+static void close_scope(jw_writer *j, char c)
 {
     fputc(c, j->out);
     if (j->depth > 0)
         j->depth--;
 }
 
-void fp_json_begin_object(fp_json *j) { open_scope(j, '{'); }
-void fp_json_end_object(fp_json *j) { close_scope(j, '}'); }
-void fp_json_begin_array(fp_json *j) { open_scope(j, '['); }
-void fp_json_end_array(fp_json *j) { close_scope(j, ']'); }
+void jw_begin_object(jw_writer *j) { open_scope(j, '{'); }
+void jw_end_object(jw_writer *j) { close_scope(j, '}'); }
+void jw_begin_array(jw_writer *j) { open_scope(j, '['); }
+void jw_end_array(jw_writer *j) { close_scope(j, ']'); }
 
 static void write_escaped(FILE *o, const char *s)
 {
@@ -66,7 +66,7 @@ static void write_escaped(FILE *o, const char *s)
     fputc('"', o);
 }
 
-void fp_json_key(fp_json *j, const char *key)
+void jw_key(jw_writer *j, const char *key)
 {
     value_prefix(j);
     write_escaped(j->out, key);
@@ -74,34 +74,34 @@ void fp_json_key(fp_json *j, const char *key)
     j->need_comma[j->depth] = false;
 }
 
-static void after_value(fp_json *j)
+static void after_value(jw_writer *j)
 {
     if (j->depth > 0)
         j->need_comma[j->depth] = true;
 }
 
-void fp_json_string(fp_json *j, const char *s)
+void jw_string(jw_writer *j, const char *s)
 {
     value_prefix(j);
     write_escaped(j->out, s ? s : "");
     after_value(j);
 }
 
-void fp_json_int(fp_json *j, int64_t v)
+void jw_int(jw_writer *j, int64_t v)
 {
     value_prefix(j);
     fprintf(j->out, "%" PRId64, v);
     after_value(j);
 }
 
-void fp_json_uint(fp_json *j, uint64_t v)
+void jw_uint(jw_writer *j, uint64_t v)
 {
     value_prefix(j);
     fprintf(j->out, "%" PRIu64, v);
     after_value(j);
 }
 
-void fp_json_number(fp_json *j, double v)
+void jw_number(jw_writer *j, double v)
 {
     value_prefix(j);
     if (isfinite(v))
@@ -111,32 +111,32 @@ void fp_json_number(fp_json *j, double v)
     after_value(j);
 }
 
-void fp_json_bool(fp_json *j, bool v)
+void jw_bool(jw_writer *j, bool v)
 {
     value_prefix(j);
     fputs(v ? "true" : "false", j->out);
     after_value(j);
 }
 
-void fp_json_null(fp_json *j)
+void jw_null(jw_writer *j)
 {
     value_prefix(j);
     fputs("null", j->out);
     after_value(j);
 }
 
-void fp_json_int_or_null(fp_json *j, int64_t v, int64_t none_value)
+void jw_int_or_null(jw_writer *j, int64_t v, int64_t none_value)
 {
     if (v == none_value)
-        fp_json_null(j);
+        jw_null(j);
     else
-        fp_json_int(j, v);
+        jw_int(j, v);
 }
 
-void fp_json_tristate(fp_json *j, int v)
+void jw_tristate(jw_writer *j, int v)
 {
     if (v < 0)
-        fp_json_null(j);
+        jw_null(j);
     else
-        fp_json_bool(j, v != 0);
+        jw_bool(j, v != 0);
 }
