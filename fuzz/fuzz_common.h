@@ -3,8 +3,8 @@
  * and the plain replay driver report it as a crash), and the check that an
  * error comes with a message.  The targets read and build the integers of
  * their inputs with the library's little-endian codec (little_endian.h). */
-#ifndef FP_FUZZ_COMMON_H
-#define FP_FUZZ_COMMON_H
+#ifndef FUZZ_COMMON_H
+#define FUZZ_COMMON_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,4 +34,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
     FUZZ_CHECK((rc) >= 0 || ((msg) != NULL && (msg)[0] != 0),                   \
                "error %d without a message", (int)(rc))
 
-#endif /* FP_FUZZ_COMMON_H */
+#endif /* FUZZ_COMMON_H */

@@ -3,8 +3,8 @@
  * image builder (unwinder/testing), and comparing an unwound thread with a
  * described stack.  Every input decodes to a valid description (bytes past
  * the end read as zero). */
-#ifndef FP_FUZZ_SYNTH_INPUT_H
-#define FP_FUZZ_SYNTH_INPUT_H
+#ifndef FUZZ_SYNTH_INPUT_H
+#define FUZZ_SYNTH_INPUT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * under test.  It is run once per sample as `/bin/sh -c TEMPLATE` with
  * every "{pid}" replaced by the target's pid, in its own process group,
  * killed with the group on timeout. */
-#ifndef FP_ADAPTERS_COMMAND_H
-#define FP_ADAPTERS_COMMAND_H
+#ifndef ADAPTERS_COMMAND_H
+#define ADAPTERS_COMMAND_H
 
 #include <stddef.h>
 

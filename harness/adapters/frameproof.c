@@ -14,27 +14,27 @@
 
 #define INFO_LEN 160u
 
-typedef struct fp_config {
+typedef struct frameproof_config {
     int reader;            /* enum fp_reader_kind */
     bool cache_code;
     bool blocking;         /* every thread stopped for each sample */
     bool pause_torn;       /* a thread whose walks keep tearing stopped alone */
     bool colocate;         /* each sample made from the CPU the target's running thread last ran on */
-} fp_config;
+} frameproof_config;
 
-typedef struct fp_state {
+typedef struct frameproof_state {
     fp_session *s;
     fp_sample *sm;
     bool colocating;
     bool have_last;        /* sm holds the last usable sample (the thread to follow) */
     fps_colocation col;
     char info[INFO_LEN];
-} fp_state;
+} frameproof_state;
 
 /* Everything libframeproof reports. */
 #define FRAMEPROOF_FIELDS CF_FIELDS_ALL
 
-static const fp_config CONFIGS[] = {
+static const frameproof_config CONFIGS[] = {
     {FP_READER_VM, true, false, false, false},
     {FP_READER_VM, false, false, false, false},
     {FP_READER_MEM, true, false, false, false},
@@ -47,7 +47,7 @@ static const fp_config CONFIGS[] = {
 
 static void detach(void *state)
 {
-    fp_state *st = state;
+    frameproof_state *st = state;
     if (!st)
         return;
     if (st->colocating)
@@ -59,8 +59,8 @@ static void detach(void *state)
 
 static int attach(const cf_adapter_def *d, const cf_target *t, void **state, char *err, size_t errlen)
 {
-    const fp_config *cfg = d->data;
-    fp_state *st = calloc(1, sizeof *st);
+    const frameproof_config *cfg = d->data;
+    frameproof_state *st = calloc(1, sizeof *st);
     if (!st)
         return CF_E_NOMEM;
     fp_options o;
@@ -140,7 +140,7 @@ static int convert(const fp_session *s, const fp_sample *sm, cf_sample *out)
 
 static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 {
-    fp_state *st = state;
+    frameproof_state *st = state;
     if (st->colocating)
         fps_colocate_follow(&st->col, st->s, st->have_last ? st->sm : NULL);
     int rc = fp_session_sample(st->s, st->sm);
@@ -158,28 +158,28 @@ static int sample(void *state, cf_sample *out, char *err, size_t errlen)
 
 static const char *info(void *state)
 {
-    const fp_state *st = state;
+    const frameproof_state *st = state;
     return st && st->info[0] ? st->info : NULL;
 }
 
-#define FP_DEF_SEL(label, idx, named)                                                                  \
+#define FRAMEPROOF_DEF_SEL(label, idx, named)                                                          \
     {                                                                                                  \
         .unwinder = "frameproof", .config = label, .fields = FRAMEPROOF_FIELDS,                        \
         .samples_per_checkpoint = CF_SAMPLES_PER_CHECKPOINT, .applies = NULL, .attach = attach,        \
         .sample = sample, .detach = detach, .info = info, .data = &CONFIGS[idx], .named_only = named,  \
     }
-#define FP_DEF(label, idx) FP_DEF_SEL(label, idx, false)
+#define FRAMEPROOF_DEF(label, idx) FRAMEPROOF_DEF_SEL(label, idx, false)
 
 static const cf_adapter_def DEFS[] = {
-    FP_DEF("vm+cache", 0),
-    FP_DEF("vm+nocache", 1),
-    FP_DEF("mem+cache", 2),
-    FP_DEF("mem+nocache", 3),
-    FP_DEF("vm+cache+blocking", 4),
-    FP_DEF_SEL("vm+cache+pause-torn", 5, true), /* stops target threads: only when asked for by name */
-    FP_DEF("vm+cache+colocate", 6),
+    FRAMEPROOF_DEF("vm+cache", 0),
+    FRAMEPROOF_DEF("vm+nocache", 1),
+    FRAMEPROOF_DEF("mem+cache", 2),
+    FRAMEPROOF_DEF("mem+nocache", 3),
+    FRAMEPROOF_DEF("vm+cache+blocking", 4),
+    FRAMEPROOF_DEF_SEL("vm+cache+pause-torn", 5, true), /* stops target threads: only when asked for by name */
+    FRAMEPROOF_DEF("vm+cache+colocate", 6),
     /* record's and bench's default policy (harness/sampler/sampler.h); stops threads: only by name */
-    FP_DEF_SEL("vm+cache+colocate+pause-torn", 7, true),
+    FRAMEPROOF_DEF_SEL("vm+cache+colocate+pause-torn", 7, true),
 };
 
 size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap)

@@ -12,8 +12,8 @@
  * FRAME_REF (a frame defined earlier by a FRAME event, whose file and scope
  * are references to STRING events), FRAME_INVALID or FRAME_KERNEL, outermost
  * first; metric events close it. */
-#ifndef FP_ADAPTERS_MOJO_H
-#define FP_ADAPTERS_MOJO_H
+#ifndef ADAPTERS_MOJO_H
+#define ADAPTERS_MOJO_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * the JSON document an external unwinder prints for one sample, parsed
  * into the harness's cf_sample with strict type checks.  A key absent from
  * every thread (or every frame) is a field the unwinder does not report. */
-#ifndef FP_ADAPTERS_PROTOCOL_H
-#define FP_ADAPTERS_PROTOCOL_H
+#ifndef ADAPTERS_PROTOCOL_H
+#define ADAPTERS_PROTOCOL_H
 
 #include <stddef.h>
 

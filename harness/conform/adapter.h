@@ -4,8 +4,8 @@
  * one sample at a time into a harness-owned cf_sample, and detaches.  The
  * case runner drives every configuration through these calls alone and
  * compares each sample with the ground truth in one code path. */
-#ifndef FP_CONFORM_ADAPTER_H
-#define FP_CONFORM_ADAPTER_H
+#ifndef CF_ADAPTER_H
+#define CF_ADAPTER_H
 
 #include <stdbool.h>
 #include <stddef.h>

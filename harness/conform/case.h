@@ -2,8 +2,8 @@
  * interpreter, sampled at every checkpoint by every selected unwinder
  * configuration (adapter) that applies to the interpreter, each sample
  * compared with the ground truth. */
-#ifndef FP_CONFORM_CASE_H
-#define FP_CONFORM_CASE_H
+#ifndef CF_CASE_H
+#define CF_CASE_H
 
 #include <stdbool.h>
 

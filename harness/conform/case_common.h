@@ -2,8 +2,8 @@
  * (live_case.c) share: the target with its channel and logs, the harness
  * error and the notes, what every configuration has, the launch, and the
  * parts of the report object both write. */
-#ifndef FP_CONFORM_CASE_COMMON_H
-#define FP_CONFORM_CASE_COMMON_H
+#ifndef CF_CASE_COMMON_H
+#define CF_CASE_COMMON_H
 
 #include <limits.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
 /* channel.h — the harness side of the ground-truth channel:
  * reading newline-terminated JSON messages with a deadline and sending
  * "continue". */
-#ifndef FP_CONFORM_CHANNEL_H
-#define FP_CONFORM_CHANNEL_H
+#ifndef CF_CHANNEL_H
+#define CF_CHANNEL_H
 
 #include <stddef.h>
 

@@ -1,8 +1,8 @@
 /* compare.h — compares one sample of any unwinder (cf_sample) with the
  * ground truth of a checkpoint, on the fields the sample reports, and
  * describes every difference readably. */
-#ifndef FP_CONFORM_COMPARE_H
-#define FP_CONFORM_COMPARE_H
+#ifndef CF_COMPARE_H
+#define CF_COMPARE_H
 
 #include <stddef.h>
 

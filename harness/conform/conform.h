@@ -1,7 +1,7 @@
 /* conform.h — error codes and limits of the conformance library (one
  * header for every limit of harness/conform and harness/adapters). */
-#ifndef FP_CONFORM_TYPES_H
-#define FP_CONFORM_TYPES_H
+#ifndef CF_TYPES_H
+#define CF_TYPES_H
 
 /* Every fallible conform function returns CF_OK or one of these. */
 enum cf_rc {

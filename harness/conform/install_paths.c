@@ -42,7 +42,7 @@ int cf_default_targets_describe(char *out, size_t len, const char *indent)
         snprintf(dir, sizeof dir, "<directory of the executable>");
     if (cf_default_targets_dir(used, sizeof used, err, sizeof err) != CF_OK)
         used[0] = '\0';
-    const char *const rel[] = {CF_BUILD_TARGETS_LINK, FP_INSTALLED_TARGETS_REL};
+    const char *const rel[] = {CF_BUILD_TARGETS_LINK, CF_INSTALLED_TARGETS_REL};
     const char *const what[] = {"a build tree's link to the source", "the installed data"};
     size_t pos = 0;
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
@@ -63,7 +63,7 @@ int cf_default_targets_dir(char *out, size_t len, char *err, size_t errlen)
     int rc = exe_dir(dir, sizeof dir, err, errlen);
     if (rc != CF_OK)
         return rc;
-    const char *const rel[] = {CF_BUILD_TARGETS_LINK, FP_INSTALLED_TARGETS_REL};
+    const char *const rel[] = {CF_BUILD_TARGETS_LINK, CF_INSTALLED_TARGETS_REL};
     char cand[PATH_MAX], marker[PATH_MAX], real[PATH_MAX];
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         if (cf_path_join(cand, sizeof cand, dir, rel[i]) || cf_path_join(marker, sizeof marker, cand, CF_TARGETS_MARKER)) {
@@ -79,6 +79,6 @@ int cf_default_targets_dir(char *out, size_t len, char *err, size_t errlen)
         return CF_OK;
     }
     snprintf(err, errlen, "no targets directory (with " CF_TARGETS_MARKER ") at %s/" CF_BUILD_TARGETS_LINK
-             " or %s/" FP_INSTALLED_TARGETS_REL "; pass --targets DIR or set FRAMEPROOF_TARGETS", dir, dir);
+             " or %s/" CF_INSTALLED_TARGETS_REL "; pass --targets DIR or set FRAMEPROOF_TARGETS", dir, dir);
     return CF_E_NOTFOUND;
 }

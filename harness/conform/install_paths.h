@@ -1,25 +1,25 @@
 /* install_paths.h — where `frameproof conform` finds the in-target files
  * (groundtruth/ and scenarios/ with index.json) when no --targets is given,
  * relative to its own executable: no path is compiled into the binary. */
-#ifndef FP_CONFORM_INSTALL_PATHS_H
-#define FP_CONFORM_INSTALL_PATHS_H
+#ifndef CF_INSTALL_PATHS_H
+#define CF_INSTALL_PATHS_H
 
 #include <stddef.h>
 
 /* Build tree: harness/cli/meson.build places this symlink next to the
  * binary, pointing at the source tree's targets/. */
 #define CF_BUILD_TARGETS_LINK "frameproof-targets"
-/* Installed layout: bindir -> datadir/frameproof; FP_INSTALLED_TARGETS_REL
+/* Installed layout: bindir -> datadir/frameproof; CF_INSTALLED_TARGETS_REL
  * is set by harness/cli/meson.build from the bindir and datadir options
  * (a relative path such as "../share/frameproof"). */
-#ifndef FP_INSTALLED_TARGETS_REL
-#define FP_INSTALLED_TARGETS_REL "../share/frameproof"
+#ifndef CF_INSTALLED_TARGETS_REL
+#define CF_INSTALLED_TARGETS_REL "../share/frameproof"
 #endif
 /* The file whose presence marks a targets directory. */
 #define CF_TARGETS_MARKER "scenarios/index.json"
 
 /* The default targets directory, as an absolute path without symlinks:
- * DIR/frameproof-targets in a build tree, else DIR/FP_INSTALLED_TARGETS_REL,
+ * DIR/frameproof-targets in a build tree, else DIR/CF_INSTALLED_TARGETS_REL,
  * where DIR holds the running executable (/proc/self/exe), whichever holds
  * scenarios/index.json first.  CF_E_NOTFOUND with the places tried in err
  * when neither does; CF_E_IO or CF_E_LIMIT on other failures. */

@@ -1,7 +1,7 @@
 /* interrupt.h — SIGINT/SIGTERM handling of `frameproof conform`:
  * the handler only records that a stop was requested; the loops poll it. */
-#ifndef FP_CONFORM_SIGNAL_H
-#define FP_CONFORM_SIGNAL_H
+#ifndef CF_SIGNAL_H
+#define CF_SIGNAL_H
 
 #include <stdbool.h>
 

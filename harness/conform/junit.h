@@ -1,7 +1,7 @@
 /* junit.h — junit.xml from the conform report: one testcase per
  * scenario x interpreter x unwinder configuration. */
-#ifndef FP_CONFORM_JUNIT_H
-#define FP_CONFORM_JUNIT_H
+#ifndef CF_JUNIT_H
+#define CF_JUNIT_H
 
 #include <json-c/json.h>
 

@@ -1,8 +1,8 @@
 /* launch.h — starting a scenario script (parked or live) under an
  * interpreter: its log files, the chroot path, the channel, and the file
  * that records its process group for the scheduler. */
-#ifndef FP_CONFORM_LAUNCH_H
-#define FP_CONFORM_LAUNCH_H
+#ifndef CF_LAUNCH_H
+#define CF_LAUNCH_H
 
 #include <stddef.h>
 

@@ -2,8 +2,8 @@
  * under one interpreter while every selected unwinder configuration that
  * applies samples it as fast as it can for a budget, every sample
  * classified against the scenario's declaration (live_judge.h). */
-#ifndef FP_CONFORM_LIVE_CASE_H
-#define FP_CONFORM_LIVE_CASE_H
+#ifndef CF_LIVE_CASE_H
+#define CF_LIVE_CASE_H
 
 #include <json-c/json.h>
 

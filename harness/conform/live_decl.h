@@ -2,8 +2,8 @@
  * format in targets/live/README.md): what any correct sample of the
  * running scenario must satisfy.  Loading and parsing it; judging a sample
  * against it is live_judge.h. */
-#ifndef FP_CONFORM_LIVE_DECL_H
-#define FP_CONFORM_LIVE_DECL_H
+#ifndef CF_LIVE_DECL_H
+#define CF_LIVE_DECL_H
 
 #include <stddef.h>
 

@@ -4,8 +4,8 @@
  * and callees, thread kinds with their bottom frames, ignored threads,
  * exclusive groups and generations; and the judge's working state, kept
  * with the declaration so that a sample costs a hash lookup per frame. */
-#ifndef FP_CONFORM_LIVE_DECL_REP_H
-#define FP_CONFORM_LIVE_DECL_REP_H
+#ifndef CF_LIVE_DECL_REP_H
+#define CF_LIVE_DECL_REP_H
 
 #include <stdbool.h>
 #include <stddef.h>

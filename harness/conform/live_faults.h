@@ -1,7 +1,7 @@
 /* live_faults.h — the self-test faults of live mode (--inject-fault): a
  * good sample rewritten into what a known unwinder bug would return. */
-#ifndef FP_CONFORM_LIVE_FAULTS_H
-#define FP_CONFORM_LIVE_FAULTS_H
+#ifndef CF_LIVE_FAULTS_H
+#define CF_LIVE_FAULTS_H
 
 #include "sample.h"
 

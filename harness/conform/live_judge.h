@@ -2,8 +2,8 @@
  * declaration (live_decl.h): valid, rejected (a thread carries the
  * unwinder's error) or wrong (returned as good but impossible), with a
  * one-line reason per wrong thread. */
-#ifndef FP_CONFORM_LIVE_JUDGE_H
-#define FP_CONFORM_LIVE_JUDGE_H
+#ifndef CF_LIVE_JUDGE_H
+#define CF_LIVE_JUDGE_H
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  * configuration, failing when it returned a wrong sample) and live.md (a
  * table of samples, valid, rejected, wrong, rejected % and samples per
  * second, then the example wrong samples by rule). */
-#ifndef FP_CONFORM_LIVE_REPORT_H
-#define FP_CONFORM_LIVE_REPORT_H
+#ifndef CF_LIVE_REPORT_H
+#define CF_LIVE_REPORT_H
 
 #include <json-c/json.h>
 

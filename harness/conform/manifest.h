@@ -2,8 +2,8 @@
  * `frameproof conform`: {"interpreters": [{"id", "version", "free_threaded",
  * "debug", "root", "argv", and optionally "jit" (bool) and "env" (an object
  * of string values)}]}. */
-#ifndef FP_CONFORM_MANIFEST_H
-#define FP_CONFORM_MANIFEST_H
+#ifndef CF_MANIFEST_H
+#define CF_MANIFEST_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,8 +1,8 @@
 /* matrix.h — matrix.md: the state of the field (cases passed/failed per
  * unwinder x interpreter), a scenarios x interpreters table per unwinder
  * with its most frequent failure classes and failing cases. */
-#ifndef FP_CONFORM_MATRIX_H
-#define FP_CONFORM_MATRIX_H
+#ifndef CF_MATRIX_H
+#define CF_MATRIX_H
 
 #include <json-c/json.h>
 

@@ -1,8 +1,8 @@
 /* probe.h — --python-path: runs an interpreter binary (a fresh build
  * tree's `python`, say) once to learn its version and build, and adds it
  * to the manifest as if it had been provisioned. */
-#ifndef FP_CONFORM_PROBE_H
-#define FP_CONFORM_PROBE_H
+#ifndef CF_PROBE_H
+#define CF_PROBE_H
 
 #include <stddef.h>
 

@@ -3,8 +3,8 @@
  * configurations, runs every case in a forked worker (up to `jobs` at a
  * time), handles SIGINT/SIGTERM, and writes report.json, junit.xml and
  * matrix.md.  The command-line front end only parses options. */
-#ifndef FP_CONFORM_RUN_H
-#define FP_CONFORM_RUN_H
+#ifndef CF_RUN_H
+#define CF_RUN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,8 +3,8 @@
  * adapter fills one; the comparison reads only this type, so it is one code
  * path for every unwinder.  A field an unwinder does not report is marked
  * in cf_sample.fields and never compared. */
-#ifndef FP_CONFORM_SAMPLE_H
-#define FP_CONFORM_SAMPLE_H
+#ifndef CF_SAMPLE_H
+#define CF_SAMPLE_H
 
 #include <stdbool.h>
 #include <stddef.h>

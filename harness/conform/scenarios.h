@@ -1,7 +1,7 @@
 /* scenarios.h — the scenario index (targets/scenarios/index.json) and
  * the rule that decides whether a scenario applies to an interpreter. */
-#ifndef FP_CONFORM_INDEX_H
-#define FP_CONFORM_INDEX_H
+#ifndef CF_INDEX_H
+#define CF_INDEX_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -2,8 +2,8 @@
  * conform` (each in its own process group, optionally through chroot, with
  * the ground-truth channel pipes or a stdin pipe) and killing and reaping
  * them. */
-#ifndef FP_CONFORM_SPAWN_H
-#define FP_CONFORM_SPAWN_H
+#ifndef CF_SPAWN_H
+#define CF_SPAWN_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* strbuf.h — a growable string buffer with a sticky out-of-memory
  * flag, used to build messages, diffs and report files. */
-#ifndef FP_CONFORM_STRBUF_H
-#define FP_CONFORM_STRBUF_H
+#ifndef CF_STRBUF_H
+#define CF_STRBUF_H
 
 #include <stdarg.h>
 #include <stdbool.h>

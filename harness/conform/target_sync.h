@@ -1,8 +1,8 @@
 /* target_sync.h — copies the in-target files (targets/groundtruth and
  * targets/scenarios, targets/live) into an interpreter's chroot before its
  * cases run. */
-#ifndef FP_CONFORM_SYNC_H
-#define FP_CONFORM_SYNC_H
+#ifndef CF_SYNC_H
+#define CF_SYNC_H
 
 #include <stddef.h>
 

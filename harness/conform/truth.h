@@ -1,7 +1,7 @@
 /* truth.h — a checkpoint message of the ground-truth channel,
  * decoded into the harness frame type for comparison. */
-#ifndef FP_CONFORM_TRUTH_H
-#define FP_CONFORM_TRUTH_H
+#ifndef CF_TRUTH_H
+#define CF_TRUTH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* util.h — small helpers of `frameproof conform`: clocks, paths,
  * directories, file tails and JSON files. */
-#ifndef FP_CONFORM_UTIL_H
-#define FP_CONFORM_UTIL_H
+#ifndef CF_UTIL_H
+#define CF_UTIL_H
 
 #include <stdbool.h>
 #include <stddef.h>

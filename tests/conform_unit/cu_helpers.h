@@ -1,7 +1,7 @@
 /* cu_helpers.h — shared helpers of the conformance-library unit tests:
  * fixture files, hand-built frames and samples, JSON assertions. */
-#ifndef FP_CU_HELPERS_H
-#define FP_CU_HELPERS_H
+#ifndef CU_HELPERS_H
+#define CU_HELPERS_H
 
 #include <stddef.h>
 #include <stdint.h>
