@@ -19,6 +19,7 @@
 #include "conform.h"
 #include "manifest.h"
 #include "mojo.h"
+#include "registry.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "util.h"

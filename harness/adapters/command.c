@@ -16,6 +16,7 @@
 #include "conform.h"
 #include "interrupt.h"
 #include "protocol.h"
+#include "registry.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "util.h"

@@ -20,7 +20,7 @@
  * cf_adapter_set_build calls it before cf_command_defs. */
 int cf_command_check_opts(const cf_adapter_opts *o, char *err, size_t errlen);
 
-/* cf_command_defs() (adapter.h) writes one configuration, "command",
+/* cf_command_defs() (registry.h) writes one configuration, "command",
  * applying to every interpreter, or none when the options do not pass
  * cf_command_check_opts.  Its data points to *o, which (with its strings)
  * must outlive the definition.  Its fields are the declared list, or every

@@ -37,6 +37,7 @@
 #include "adapter.h"
 #include "channel.h"
 #include "conform.h"
+#include "registry.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "util.h"

@@ -10,6 +10,7 @@
 #include "adapter.h"
 #include "colocate.h"
 #include "conform.h"
+#include "registry.h"
 #include "frameproof/frameproof.h"
 
 #define INFO_LEN 160u

@@ -1,5 +1,6 @@
 /* cmd_conform.c — `frameproof conform`: the command-line front end of the
- * conformance library (harness/conform): option parsing and --help; the
+ * conformance library (harness/conform): option parsing and --help, and
+ * the unwinder configurations selected by name (harness/adapters); the
  * run itself is cf_run(). */
 #include <limits.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include "fp_facts.h"
 #include "install_paths.h"
 #include "manifest.h"
+#include "registry.h"
 #include "run.h"
 #include "sample.h"
 
@@ -301,12 +303,37 @@ static int parse_options(int argc, char **argv, cf_run_opts *o, cli_lists *l)
     return -1;
 }
 
+/* The configurations of the named unwinders ("frameproof" when none is
+ * named) into o->adapters: -1, else the exit status. */
+static int select_adapters(cf_run_opts *o, cf_adapter_set *set)
+{
+    static const char *const DEFAULT[] = {"frameproof"};
+    if (!o->nunwinders) {
+        o->unwinders = DEFAULT;
+        o->nunwinders = 1;
+    }
+    char err[CF_ERRMSG_LEN];
+    int rc = cf_adapter_set_build(o->unwinders, o->nunwinders, &o->adapter, set, err, sizeof err);
+    if (rc == CF_E_NOMEM) {
+        fprintf(stderr, "frameproof conform: out of memory\n");
+        return CF_EXIT_FAIL;
+    }
+    if (rc) {
+        fprintf(stderr, "frameproof conform: %s\n", err);
+        return CF_EXIT_USAGE;
+    }
+    o->adapters = set;
+    return -1;
+}
+
 int cli_cmd_conform(int argc, char **argv)
 {
     cf_run_opts o;
     cli_lists l;
+    cf_adapter_set adapters;
     memset(&o, 0, sizeof o);
     memset(&l, 0, sizeof l);
+    memset(&adapters, 0, sizeof adapters);
     int status = CLI_EXIT_ERROR;
     size_t n = (size_t)argc + 1;
     l.pythons = calloc(n, sizeof *l.pythons);
@@ -328,8 +355,12 @@ int cli_cmd_conform(int argc, char **argv)
     o.nscenarios = l.nscenarios;
     o.unwinders = l.unwinders;
     o.nunwinders = l.nunwinders;
+    status = select_adapters(&o, &adapters);
+    if (status >= 0)
+        goto out;
     status = cf_run(&o);
 out:
+    cf_adapter_set_free(&adapters);
     free(l.pythons);
     free(l.paths);
     free(l.scenarios);

@@ -72,21 +72,8 @@ typedef struct cf_adapter_set {
     size_t nowned;
 } cf_adapter_set;
 
-/* The --help text that lists every known unwinder. */
-const char *cf_unwinder_help(void);
-
-/* Builds the configurations of the named unwinders (each name once, in
- * the order given).  CF_E_NOTFOUND with a message for an unknown name or a
- * missing --unwinder-cmd; CF_E_NOMEM. */
-int cf_adapter_set_build(const char *const *names, size_t n, const cf_adapter_opts *o, cf_adapter_set *out,
-                         char *err, size_t errlen);
+/* Releases the set (cf_adapter_set_build in adapters/registry.h builds
+ * one); accepts a zeroed set. */
 void cf_adapter_set_free(cf_adapter_set *s);
-
-/* The configurations each implementation offers (adapters/ *.c).  Each
- * appends to a caller-provided array and returns how many it wrote. */
-size_t cf_frameproof_defs(cf_adapter_def *out, size_t cap);
-size_t cf_cpython_defs(cf_adapter_def *out, size_t cap);
-size_t cf_austin_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
-size_t cf_command_defs(cf_adapter_def *out, size_t cap, const cf_adapter_opts *o);
 
 #endif

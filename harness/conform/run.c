@@ -56,7 +56,6 @@ typedef struct case_slot {
 
 typedef struct conform_run {
     cf_run_opts o;
-    cf_adapter_set adapters;
     const char **unwinder_names;   /* distinct, in the order given */
     size_t nunwinder_names;
     cf_manifest manifest;
@@ -102,31 +101,17 @@ static int manifest_path(conform_run *r)
     return cf_manifest_default_path(r->manifest_path, sizeof r->manifest_path);
 }
 
-/* The distinct unwinder names, in the order given ("frameproof" when none
- * is). */
+/* The distinct unwinder names, in the order given. */
 static int select_unwinders(conform_run *r)
 {
-    static const char *const DEFAULT[] = {"frameproof"};
-    const char *const *names = r->o.nunwinders ? r->o.unwinders : DEFAULT;
-    size_t n = r->o.nunwinders ? r->o.nunwinders : 1;
-    char err[CF_ERRMSG_LEN];
-    int rc = cf_adapter_set_build(names, n, &r->o.adapter, &r->adapters, err, sizeof err);
-    if (rc == CF_E_NOMEM) {
-        fprintf(stderr, "frameproof conform: out of memory\n");
-        return CF_EXIT_FAIL;
-    }
-    if (rc) {
-        fprintf(stderr, "frameproof conform: %s\n", err);
-        return CF_EXIT_USAGE;
-    }
-    r->unwinder_names = calloc(n, sizeof *r->unwinder_names);
+    r->unwinder_names = calloc(r->o.nunwinders, sizeof *r->unwinder_names);
     if (!r->unwinder_names) {
         fprintf(stderr, "frameproof conform: out of memory\n");
         return CF_EXIT_FAIL;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!listed(r->unwinder_names, r->nunwinder_names, names[i]))
-            r->unwinder_names[r->nunwinder_names++] = names[i];
+    for (size_t i = 0; i < r->o.nunwinders; i++)
+        if (!listed(r->unwinder_names, r->nunwinder_names, r->o.unwinders[i]))
+            r->unwinder_names[r->nunwinder_names++] = r->o.unwinders[i];
     return -1;
 }
 
@@ -254,8 +239,8 @@ static bool any_applies(const conform_run *r, const cf_interp *in, char *why, si
 {
     size_t used = 0;
     why[0] = '\0';
-    for (size_t i = 0; i < r->adapters.count; i++) {
-        const cf_adapter_def *d = &r->adapters.defs[i];
+    for (size_t i = 0; i < r->o.adapters->count; i++) {
+        const cf_adapter_def *d = &r->o.adapters->defs[i];
         char buf[CF_REASON_LEN] = "", label[CF_NAME_SHOWN];
         const char *reason = d->applies ? d->applies(d, in, buf, sizeof buf) : NULL;
         if (!reason)
@@ -375,7 +360,7 @@ static int worker_main(conform_run *r, size_t k)
         .log_rel = rel,
         .pgid_path = pgid,
         .timeout_scale = r->o.timeout_scale,
-        .adapters = &r->adapters,
+        .adapters = r->o.adapters,
         .allow_untested = r->o.adapter.allow_untested,
         .fault = r->o.fault,
     };
@@ -545,8 +530,8 @@ static json_object *options_json(const conform_run *r)
 static json_object *unwinders_json(const conform_run *r)
 {
     json_object *a = json_object_new_array();
-    for (size_t i = 0; a && i < r->adapters.count; i++) {
-        const cf_adapter_def *d = &r->adapters.defs[i];
+    for (size_t i = 0; a && i < r->o.adapters->count; i++) {
+        const cf_adapter_def *d = &r->o.adapters->defs[i];
         char label[CF_NAME_SHOWN];
         cf_adapter_label(d, label, sizeof label);
         json_object *o = json_object_new_object(), *fields = json_object_new_array();
@@ -771,7 +756,6 @@ out:
     free(r.interps);
     free(r.scens);
     free(r.unwinder_names);
-    cf_adapter_set_free(&r.adapters);
     cf_manifest_free(&r.manifest);
     cf_index_free(&r.index);
     return status;

@@ -1,8 +1,9 @@
 /* run.h — a whole conformance run: selects interpreters (manifest entries
- * and interpreter binaries given by path), scenarios and unwinder
- * configurations, runs every case in a forked worker (up to `jobs` at a
- * time), handles SIGINT/SIGTERM, and writes report.json, junit.xml and
- * matrix.md.  The command-line front end only parses options. */
+ * and interpreter binaries given by path) and scenarios, runs every case
+ * with each unwinder configuration it is handed in a forked worker (up to
+ * `jobs` at a time), handles SIGINT/SIGTERM, and writes report.json,
+ * junit.xml and matrix.md.  The command-line front end parses options and
+ * builds the configurations by name (adapters/registry.h). */
 #ifndef CF_RUN_H
 #define CF_RUN_H
 
@@ -25,9 +26,11 @@ typedef struct cf_run_opts {
     size_t npython_paths;
     const char *const *scenarios;      /* none: every scenario */
     size_t nscenarios;
-    const char *const *unwinders;      /* none: "frameproof" */
+    const cf_adapter_set *adapters;    /* the configurations under test, built by the caller */
+    const char *const *unwinders;      /* the names they were built from, for the report (at least one) */
     size_t nunwinders;
-    cf_adapter_opts adapter;           /* what the adapters need besides their names */
+    cf_adapter_opts adapter;           /* what they were built with, for the report; allow_untested also
+                                          for the targets */
     bool fast;                         /* only the scenarios marked fast */
     const char *report_dir;            /* NULL: CF_DEFAULT_REPORT_DIR */
     const char *manifest;              /* NULL: $FRAMEPROOF_HOME's manifest */

@@ -16,6 +16,7 @@
 #include "adapter.h"
 #include "conform.h"
 #include "manifest.h"
+#include "registry.h"
 #include "sample.h"
 
 #define MAX_DEFS 8u

@@ -23,6 +23,7 @@
 #include "command.h"
 #include "conform.h"
 #include "manifest.h"
+#include "registry.h"
 #include "spawn.h"
 #include "strbuf.h"
 #include "target_sync.h"

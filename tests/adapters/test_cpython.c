@@ -24,6 +24,7 @@
 #include "conform.h"
 #include "interrupt.h"
 #include "manifest.h"
+#include "registry.h"
 #include "spawn.h"
 #include "target_sync.h"
 #include "truth.h"

@@ -11,6 +11,7 @@
 
 #include "adapter.h"
 #include "conform.h"
+#include "registry.h"
 
 #define ERR_LEN 512u
 #define PAUSE_TORN "vm+cache+pause-torn"
