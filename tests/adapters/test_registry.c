@@ -1,4 +1,4 @@
-/* test_adapters.c — which adapter configurations an --unwinder name
+/* test_registry.c — which adapter configurations an --unwinder name
  * selects: a plain name every configuration but those that run only when
  * named, NAME:CONFIG exactly that one. */
 #include <setjmp.h>
