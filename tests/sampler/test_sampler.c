@@ -820,7 +820,8 @@ static bool thread_blocked(pid_t pid, pid_t tid)
 /* A thread that stands still in a frame's return (a C profile function
  * called there): unstopped, the walker
  * cannot tell that top frame from one that returned while it read
- * (refused, on every retry); stopped alone (pause_torn), the thread is one
+ * (refused, on every retry); stopped alone (pause_torn), or with every
+ * thread (blocking), the thread is one
  * instant and the frame is its true top, at the line it returns from.
  * 3.11-3.13 only keep a returned frame's stack depth (3.14+: nothing to
  * refuse). */
@@ -855,6 +856,19 @@ static void test_paused_returning_top(void **state)
     assert_string_equal(top->function, "leaf");
     assert_int_equal(top->line, 4);
     assert_string_equal(fp_sample_get_frame(t->sm, th->first_frame + 1)->function, "<module>");
+    fp_session_free(ps);
+    /* Blocking, every thread is stopped for the walk: the same instant. */
+    fp_options_init(&o);
+    o.blocking = true;
+    assert_int_equal(fp_session_new(&o, &ps), FP_OK);
+    assert_int_equal(fp_session_attach_pid(ps, (int)t->pid), FP_OK);
+    rc = fp_session_sample(ps, t->sm);
+    if (rc != FP_OK)
+        fail_msg("blocking: %s", fp_session_get_errmsg(ps));
+    th = fp_sample_get_thread(t->sm, 0);
+    top = fp_sample_get_frame(t->sm, th->first_frame);
+    assert_string_equal(top->function, "leaf");
+    assert_int_equal(top->line, 4);
     fp_session_free(ps);
 }
 

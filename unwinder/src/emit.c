@@ -86,7 +86,8 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
  * check, and here too).  Thread states stopped in
  * that instant (every sum() of a generator expression passes through it
  * for each item) are exact stacks; refused, they left those stacks out
- * of every profile.  A thread stopped alone (`stopped`) is one instant
+ * of every profile.  A thread stopped (`stopped`: alone, or with every
+ * other in a blocking sample) is one instant
  * with no caller moving on: a top frame stopped neither running nor at a
  * call is where the thread stands (in its return, or in a C profile or
  * trace function called at its start or its return), and refusing it
