@@ -74,7 +74,8 @@ static void *deliver_loop(void *arg)
     return NULL;
 }
 
-int fps_offload_start(fps_offload **out, fp_sample *sm, fps_deliver fn, void *ctx, char *msg, size_t msglen)
+int fps_offload_start(fps_offload **out, fp_sample *sm, int rt_priority, fps_deliver fn, void *ctx, char *msg,
+                      size_t msglen)
 {
     *out = NULL;
     fps_offload *q = calloc(1, sizeof *q);
@@ -89,12 +90,12 @@ int fps_offload_start(fps_offload **out, fp_sample *sm, fps_deliver fn, void *ct
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     pthread_attr_t attr;
-    struct sched_param prio = {.sched_priority = 0};
+    struct sched_param prio = {.sched_priority = rt_priority};
     int e = pthread_attr_init(&attr);
     if (!e)
         e = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
     if (!e)
-        e = pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+        e = pthread_attr_setschedpolicy(&attr, rt_priority > 0 ? SCHED_FIFO : SCHED_OTHER);
     if (!e)
         e = pthread_attr_setschedparam(&attr, &prio);
     if (!e)

@@ -22,10 +22,13 @@ typedef struct fps_offload fps_offload;
  * return is the callback's (nonzero: stop). */
 typedef int (*fps_deliver)(void *ctx, const fps_outcome *o);
 
-/* Starts the thread (at SCHED_OTHER, whatever the caller's policy) for
- * attempts taken into sm.  FP_OK, or FP_E_NOMEM / FP_E_IO with the reason
- * in msg. */
-int fps_offload_start(fps_offload **out, fp_sample *sm, fps_deliver fn, void *ctx, char *msg, size_t msglen);
+/* Starts the thread for attempts taken into sm, at SCHED_FIFO priority
+ * rt_priority when it is above 0 (a real-time run's: a callback preempted
+ * by other work would delay the next tick, and the longest callbacks are
+ * those of the deepest stacks), else at SCHED_OTHER.  FP_OK, or
+ * FP_E_NOMEM / FP_E_IO with the reason in msg. */
+int fps_offload_start(fps_offload **out, fp_sample *sm, int rt_priority, fps_deliver fn, void *ctx, char *msg,
+                      size_t msglen);
 
 /* The sample to take the next attempt into, once the callback is done
  * with the last one (it waits until then). */

@@ -295,7 +295,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     }
     deliver_ctx dc = {st, cb, ctx};
     fps_offload *q = NULL; /* fps_config.offload: the callback thread */
-    if (c->offload && cb && (ret = fps_offload_start(&q, sm, deliver, &dc, st->first_fatal,
+    if (c->offload && cb && (ret = fps_offload_start(&q, sm, c->realtime ? FPS_RT_PRIORITY : 0, deliver, &dc,
+                                                     st->first_fatal,
                                                      sizeof st->first_fatal)) != FP_OK)
         st->stop_reason = FPS_STOP_FATAL;
     const fp_sample *last = NULL; /* the last attempt's usable sample, or NULL */
