@@ -249,12 +249,18 @@ def summary_markdown(doc):
             profilers.append(r["profiler"])
         cell = "n/a" if r["verdict"] == "n/a" else "error" if "x_floor" not in r else \
             ("%.2f" % r["x_floor"] if r["x_floor"] <= doc["bound"] else "**%.2f**" % r["x_floor"])
+        if "void" in r["verdict"]:
+            cell += " (void)"
         cases.setdefault((r["workload"], r["interpreter"]), {})[r["profiler"]] = cell
     lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}`; x floor (bound {doc['bound']}; bold: "
-             f"beyond it); the floor is the distance between the exact reference's own runs.", "",
+             f"beyond it; void: the reference left more of its samples out as torn than the verdict allows); "
+             f"the floor is the distance between the exact reference's own runs; rows where no profiler "
+             f"applies are left out.", "",
              "| workload | interpreter | floor | " + " | ".join(profilers) + " |",
              "|---|---|---:|" + "---:|" * len(profilers)]
     for (workload, interp), cells in cases.items():
+        if all(cells.get(p, "n/a") == "n/a" for p in profilers):
+            continue
         floor = "%.3f" % cells["floor"] if isinstance(cells.get("floor"), float) else "—"
         lines.append(f"| {workload} | {interp} | {floor} | " +
                      " | ".join(cells.get(p, "") for p in profilers) + " |")
