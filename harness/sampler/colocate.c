@@ -240,6 +240,14 @@ void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
     }
 }
 
+/* The end of a hold, however the mover leaves: the held threads run
+ * free again, and no hold is on. */
+static void end_hold(fps_colocation *c)
+{
+    unhold_all(c);
+    c->hold_cpu = -1;
+}
+
 void fps_colocate_release(fps_colocation *c)
 {
     if (c->hold_cpu < 0)
@@ -265,8 +273,7 @@ void fps_colocate_release(fps_colocation *c)
             c->aside = false;
         }
     }
-    unhold_all(c);
-    c->hold_cpu = -1;
+    end_hold(c);
     c->cpu = -1;
 }
 
@@ -274,10 +281,9 @@ void fps_colocate_release_stay(fps_colocation *c)
 {
     if (c->hold_cpu < 0)
         return;
-    unhold_all(c);
     c->home_cpu = c->hold_cpu; /* the mover stays pinned there (c->cpu), for the next hold */
-    c->hold_cpu = -1;
     c->aside = false;
+    end_hold(c);
 }
 
 void fps_colocate_retry_hook(void *ctx, uint64_t native_id)

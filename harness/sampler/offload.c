@@ -6,16 +6,20 @@
  * sampling thread would cost the held CPU a futex wake and an IPI per
  * tick, so when the sampling thread says when it expects to hand the next
  * attempt over (fps_offload_expect) the thread sleeps until then on a
- * timer of its own CPU, and is signalled only when it waits already. */
+ * timer of its own CPU, and is signalled only when it waits already.
+ * Per attempt the sampling thread takes the mutex twice (the slot free,
+ * the slot posted); the expected time and the stop are atomics it reads
+ * or writes without it. */
 #include "offload.h"
 
-#include <errno.h>
+#include "clock.h"
+
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct fps_offload {
     pthread_t thread;
@@ -24,9 +28,10 @@ struct fps_offload {
     fp_sample *sm;                     /* the run's sample */
     bool posted;                       /* an attempt handed over, not yet delivered */
     bool waiting;                      /* the sampling thread waits for the slot */
-    bool ending, stopped;
+    bool ending;
+    atomic_bool stopped;               /* the callback asked to stop */
     bool idle;                         /* the thread waits for the condition (to be signalled) */
-    int64_t due_ns;                    /* CLOCK_MONOTONIC time the next hand-over is expected by (0: none) */
+    _Atomic int64_t due_ns;            /* fps_clock_ns time the next hand-over is expected by (0: none) */
     uint64_t signals;                  /* hand-overs that woke the thread */
     fps_outcome o;
     char errmsg[FPS_ERRMSG_MAX];
@@ -44,14 +49,10 @@ static void *deliver_loop(void *arg)
         if (!q->posted) {
             if (q->ending)
                 break;
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            const int64_t due = q->due_ns;
-            if (due > (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec) {
-                struct timespec at = {.tv_sec = (time_t)(due / 1000000000LL), .tv_nsec = (long)(due % 1000000000LL)};
+            const int64_t due = atomic_load_explicit(&q->due_ns, memory_order_relaxed);
+            if (due > fps_clock_ns()) {
                 pthread_mutex_unlock(&q->mu);
-                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
-                    ;
+                (void)fps_sleep_until(due); /* fails only for a time out of range, which fps_clock_ns never gives */
                 pthread_mutex_lock(&q->mu);
                 continue;
             }
@@ -60,12 +61,10 @@ static void *deliver_loop(void *arg)
             q->idle = false;
             continue;
         }
-        bool stop = q->stopped;
         pthread_mutex_unlock(&q->mu);
-        if (!stop)
-            stop = q->fn(q->ctx, &q->o) != 0; /* the sampling thread leaves a posted slot alone */
+        if (!atomic_load(&q->stopped) && q->fn(q->ctx, &q->o) != 0) /* the sampling thread leaves a posted slot alone */
+            atomic_store(&q->stopped, true);
         pthread_mutex_lock(&q->mu);
-        q->stopped = stop;
         q->posted = false;
         if (q->waiting)
             pthread_cond_broadcast(&q->cv);
@@ -87,6 +86,8 @@ int fps_offload_start(fps_offload **out, fp_sample *sm, int rt_priority, fps_del
     q->fn = fn;
     q->ctx = ctx;
     q->avoided = -1;
+    atomic_init(&q->stopped, false);
+    atomic_init(&q->due_ns, 0);
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
     pthread_attr_t attr;
@@ -145,17 +146,12 @@ void fps_offload_post(fps_offload *q, const fps_outcome *o)
 
 void fps_offload_expect(fps_offload *q, int64_t at_ns)
 {
-    pthread_mutex_lock(&q->mu);
-    q->due_ns = at_ns;
-    pthread_mutex_unlock(&q->mu);
+    atomic_store_explicit(&q->due_ns, at_ns, memory_order_relaxed); /* read again by the thread at its next look */
 }
 
 bool fps_offload_stopped(fps_offload *q)
 {
-    pthread_mutex_lock(&q->mu);
-    bool stopped = q->stopped;
-    pthread_mutex_unlock(&q->mu);
-    return stopped;
+    return atomic_load(&q->stopped);
 }
 
 void fps_offload_avoid(fps_offload *q, int cpu, const void *mask, size_t len)
@@ -177,7 +173,7 @@ uint64_t fps_offload_finish(fps_offload *q)
         return 0;
     pthread_mutex_lock(&q->mu);
     q->ending = true;
-    q->due_ns = 0;
+    atomic_store(&q->due_ns, 0);
     pthread_cond_broadcast(&q->cv);
     pthread_mutex_unlock(&q->mu);
     pthread_join(q->thread, NULL); /* a timed sleep ends by its time, at most one tick away */

@@ -134,15 +134,6 @@ int fps_realtime_check(char *msg, size_t msglen)
     return rc;
 }
 
-static int sleep_until(int64_t t_ns)
-{
-    struct timespec ts = {.tv_sec = (time_t)(t_ns / FPS_NS_PER_S), .tv_nsec = (long)(t_ns % FPS_NS_PER_S)};
-    int e;
-    while ((e = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
-        ;
-    return e ? FP_E_IO : FP_OK;
-}
-
 /* The schedule of rate mode: tick k at `at` ns after the start. Fixed
  * ticks are computed from k (no drift); Poisson ticks add exponential gaps
  * drawn from a splitmix64 generator whose state lives here. */
@@ -328,7 +319,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
         if (q && paced) /* the last attempt's time twice, and a margin: the callback thread's timer, not a wake-up */
             fps_offload_expect(q, t0 + (int64_t)sc.at + 2 * last_cost + FPS_OFFLOAD_MARGIN_NS);
-        if (paced && (ret = sleep_until(t0 + (int64_t)sc.at)) != FP_OK) {
+        if (paced && fps_sleep_until(t0 + (int64_t)sc.at) != 0) {
+            ret = FP_E_IO;
             st->stop_reason = FPS_STOP_FATAL;
             snprintf(st->first_fatal, sizeof st->first_fatal, "clock_nanosleep failed");
             break;
