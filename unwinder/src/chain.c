@@ -128,13 +128,26 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
  * function with neither, 3.11: `while True: pass`, whose frame ends 8
  * bytes short of sizeof(_PyInterpreterFrame) at the data stack's top).  A
  * frame inside a chunk but beyond its live part is dead: the walk followed
- * a pointer the thread had already left behind. */
-static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_frames, size_t *chunk, const uint8_t **out,
-                       bool *outside)
+ * a pointer the thread had already left behind.  One is not, in a stopped
+ * thread: its top frame starting exactly at the data stack's top is the
+ * frame it is popping.  RETURN_GENERATOR (3.11-3.15) pops the frame that
+ * made the generator, which lowers the data stack's top to it, before it
+ * makes the caller the current frame; stopped in between, the thread runs
+ * that instruction of that frame, and the frame's bytes are intact (only
+ * the thread itself writes there, and the generator holds the frame's code
+ * object).  It is read where it lies, like a frame outside the data
+ * stack, and read back as one; *popping says so, and emit.c refuses it at
+ * any other instruction (3.11's RETURN_VALUE has the same instant, after
+ * the frame was cleared: its code object may be freed).  Refused, it left
+ * out every stop of a thread in that instruction, which a program that
+ * makes many generators passes through often. */
+static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_frames, bool stopped, size_t *chunk,
+                       const uint8_t **out, bool *outside, bool *popping)
 {
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
     size_t hdr = (size_t)s->layout.fr_localsplus;
     *outside = false;
+    *popping = false;
     /* The search starts at *chunk, the chunk of the frame before: a chain's
      * frames lie in its chunks newest first (a scan from the first chunk
      * for every frame was quadratic in a deep stack's chunks). */
@@ -146,6 +159,10 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_fram
             *out = s->stack_buf + c->local + (addr - c->remote);
             *chunk = i;
             return FP_OK;
+        }
+        if (is_top && stopped && addr == c->remote + c->size) {
+            *popping = true; /* the frame being popped (above) */
+            break;
         }
         if (addr >= c->remote && addr - c->remote < c->alloc)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
@@ -268,7 +285,8 @@ static bool ends_at_switched_stack_bottom(const fp_session *s, bool last_is_entr
 /* Phase 1: follow the chain from the thread's top frame, recording every
  * frame followed (for the read-back check) and every Python frame (entry
  * and shim frames are skipped). */
-int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames)
+int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames,
+                      bool stopped)
 {
     const fpi_layout *l = &s->layout;
     uint64_t addr = top, last = 0;
@@ -310,8 +328,8 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
             break;
         }
         const uint8_t *fr = NULL;
-        bool outside = false;
-        int rc = frame_bytes(s, addr, depth == 0, spec_frames, &chunk, &fr, &outside);
+        bool outside = false, popping = false;
+        int rc = frame_bytes(s, addr, depth == 0, spec_frames, stopped, &chunk, &fr, &outside, &popping);
         if (rc)
             return rc;
         if ((rc = push_seen(s, addr, fr, outside ? FPI_OUTSIDE_CHUNKS : (int32_t)chunk)))
@@ -326,6 +344,10 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
                            "chain while it was read",
                            (unsigned long long)addr, (unsigned long long)th->native_id, gstate);
         int owner = fpi_load_u8(fr, l->fr_owner);
+        if (popping && owner != l->owner_thread) /* RETURN_GENERATOR pops a function's frame */
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx, the top, lies at its data stack's top and is not a function's frame",
+                           (unsigned long long)addr);
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
         last_outside = outside;
@@ -347,6 +369,7 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
             .top = addr == top,
             .generator = owner == l->owner_generator,
             .called_directly = above_is_python,
+            .popping = popping,
             .funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) & ~l->executable_tag_mask : 0,
         };
         pf.slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf.stacktop, pf.slots);

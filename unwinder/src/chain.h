@@ -24,10 +24,12 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
  * through the chunk copies: every frame followed into s->seen (for the
  * read-back), every Python frame into s->pending; with spec_frames, a
  * frame outside the data stack below the top from the frame cache's
- * proven bytes where it has them.  FP_E_INCOMPLETE
+ * proven bytes where it has them; stopped: the thread was stopped for the
+ * walk (one instant of it).  FP_E_INCOMPLETE
  * ("torn: ...") for a chain cut or mixed while it was read, FP_E_CORRUPT
  * for a cycle or a frame no thread can have, FP_E_LIMIT past
  * opts.max_depth. */
-int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames);
+int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames,
+                      bool stopped);
 
 #endif

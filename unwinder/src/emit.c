@@ -274,7 +274,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
                            (unsigned long long)pf->addr, ce->qualname);
         /* Thread-local bytecode (free-threaded 3.14+) can be replaced under
          * the same index: such frames are always resolved afresh. */
-        bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0;
+        bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0 && !pf->popping;
         bool compared;
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
         size_t at = s->resolve_pos++;
@@ -325,6 +325,13 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool passes = verdicts && s->layout.fr_localsplus != FPI_OFF_NONE &&
                       fpi_call_site_passes_callable(s->call_sites, ce, unit);
         bool waits = pf->generator && (verdicts && fpi_call_site_waits(s->call_sites, ce, unit));
+        /* A thread-owned frame at a wait instruction is at RETURN_GENERATOR
+         * (its code yields only once it runs as the generator's frame). */
+        if (pf->popping && !(stopped && fpi_call_site_waits(s->call_sites, ce, unit)))
+            return fpi_err(&s->err, FP_E_INCOMPLETE,
+                           "torn: frame 0x%llx (%s), the top, lies at its data stack's top, where only a frame that "
+                           "RETURN_GENERATOR pops can be, at another instruction",
+                           (unsigned long long)pf->addr, ce->qualname);
         if ((rc = top_must_run(s, pf, ce, visible, at_call, waits, i + 1 < n, stopped)))
             return rc;
         if (visible && pf->called_directly && !at_call)

@@ -101,7 +101,6 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t 
             .ts = ts,
             .spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code,
             .next = *next,
-            .stopped = s->opts.blocking, /* every thread stopped for the sample: each is one instant */
         };
         fpi_thread_prefetch again;
         w.pre = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;

@@ -97,6 +97,8 @@ typedef struct fpi_pending_frame {
     bool top;                 /* the frame the thread names as its top */
     bool generator;
     bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
+    bool popping;             /* a stopped thread's top frame at its data stack's top, taken for one it is
+                                 popping (chain.c); emit.c accepts it only at RETURN_GENERATOR */
     bool slots_known;         /* 3.11-3.13: `slots` were in the walk's copy */
     uint64_t funcobj;         /* 3.11-3.13: its function object (0: not known) */
     uint64_t slots[2];        /* the two stack slots at its saved depth (a CALL's callable) */

@@ -43,9 +43,9 @@ static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
 static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
-                       fpi_verify_want *want, bool spec_frames, bool stopped)
+                       fpi_verify_want *want, bool spec_frames)
 {
-    int rc = fpi_collect_chain(s, th, top, base_frame, spec_frames);
+    int rc = fpi_collect_chain(s, th, top, base_frame, spec_frames, want->stopped);
     if (!rc && fpi_batch_collecting(s))
         return fpi_batch_defer(s, sm, th, want); /* read back with the interpreter's other threads */
     /* Two read-backs: a copy torn by a thread switching chains between its
@@ -64,7 +64,7 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
         return rc;
     fpi_take_top_instr(s->pending, s->npending, &used, want);
     fpi_frames_mark mark = fpi_frames_mark_now(s);
-    rc = fpi_emit_frames(s, sm, th, s->pending, s->npending, stopped);
+    rc = fpi_emit_frames(s, sm, th, s->pending, s->npending, want->stopped);
     fpi_owed owed = rc ? FPI_OWED_NONE : fpi_frames_owe(s, mark);
     if (owed != FPI_OWED_NONE)
         rc = fpi_verify_after_frames(s, want, &used, 1, owed == FPI_OWED_CODE);
@@ -220,6 +220,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         .tsbuf = buf,
         .cframe_addr = cframe,
         .top = top,
+        .stopped = w->stopped || s->opts.blocking, /* alone, or with every other thread: the one place it is said */
         .generation_addr = l->interp_code_generation != FPI_OFF_NONE ? ii->addr + (uint64_t)l->interp_code_generation : 0,
         .generation = ii->generation,
         .generation_seen = ii->generation,
@@ -230,7 +231,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         rc = fpi_copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc) {
         remember_stack(s, ts, cframe);
-        rc = walk_frames(s, sm, th, top, base, &want, w->spec_frames, w->stopped);
+        rc = walk_frames(s, sm, th, top, base, &want, w->spec_frames);
     }
     w->link_moved = want.link_moved;
     if (want.generation_seen != want.generation) {

@@ -15,8 +15,8 @@ typedef struct fpi_thread_walk {
     uint64_t ts;                    /* the thread state */
     const fpi_thread_prefetch *pre; /* its bytes, read ahead or by a retry's read (NULL: the walk reads them) */
     bool spec_frames;               /* frames outside the data stack may start from the frame cache's proven bytes */
-    bool stopped;                   /* the thread is stopped (alone, pause_torn, or with every other, blocking):
-                                       the walk reads one instant of it */
+    bool stopped;                   /* the thread is stopped alone (pause_torn): the walk reads one instant of it
+                                       (so does every walk of a blocking sample, which needs not say it) */
     uint64_t next;                  /* out: its next link, once its thread state was read (else left as it was) */
     bool link_moved;                /* out: a read-back found the link naming another thread state, which a
                                      * retry through the same link would meet again */

@@ -95,14 +95,19 @@ static const char *thread_state_change(const fpi_layout *l, const uint8_t *a, co
 
 /* Does every followed frame in the newest chunk lie below the data-stack
  * top read back (the thread may have pushed frames above its top frame,
- * or popped some it had pushed; a frame at or above the top is dead)? */
-static bool live_below_top(const fp_session *s, const fpi_walk_used *u, uint64_t chunk, uint64_t top)
+ * or popped some it had pushed; a frame at or above the top is dead)?
+ * A stopped thread's top frame exactly at the top is the frame it is
+ * popping (chain.c, frame_bytes). */
+static bool live_below_top(const fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u, uint64_t chunk,
+                           uint64_t top)
 {
     if (u->nchunks == 0 || u->chunks[0].remote != chunk)
         return true; /* the newest chunk held no frame: nothing walked in it */
     const fpi_chunk_copy *c = &u->chunks[0];
     for (size_t i = 0; i < u->nseen; i++) {
         uint64_t a = u->seen[i].addr;
+        if (w->stopped && a == w->top && a == top)
+            continue;
         if (a >= c->remote && a < c->remote + c->alloc && (top < a || top - a < (uint64_t)s->layout.fr_localsplus))
             return false;
     }
@@ -375,7 +380,7 @@ static const char *check(fp_session *s, fpi_verify_want *w, const fpi_walk_used 
         what = "the thread state left its interpreter's list";
     else if ((what = thread_state_change(l, w->tsbuf, nb + at->ts)) != NULL)
         ;
-    else if (!live_below_top(s, u, fpi_load_u64(nb + at->ts, l->ts_datastack_chunk),
+    else if (!live_below_top(s, w, u, fpi_load_u64(nb + at->ts, l->ts_datastack_chunk),
                              fpi_load_u64(nb + at->ts, l->ts_datastack_top)))
         what = "its data stack shrank below a frame it followed";
     else if (w->cframe_addr && fpi_load_u64(nb, (int32_t)at->cframe) != w->top)

@@ -17,6 +17,9 @@ typedef struct fpi_verify_want {
     const uint8_t *tsbuf;      /* its copy (s->ts_read_len bytes) */
     uint64_t cframe_addr;      /* 3.11/3.12: the _PyCFrame the top came from (0: none) */
     uint64_t top;              /* the top frame the walk started from */
+    bool stopped;              /* the thread was stopped for the walk (fpi_thread_walk.stopped, or a blocking
+                                  sample): one instant of it, whose top frame may be one it is popping, at
+                                  its data stack's top (chain.c) */
     uint64_t generation_addr;  /* 3.14+: the interpreter's code_object_generation (0: none) */
     uint64_t generation;       /* its value when the code cache was last trusted */
     uint64_t generation_seen;  /* out: the value read back (= generation unless it changed) */

@@ -81,7 +81,7 @@ static int emit_batch(fp_session *s, fp_sample *sm)
         fp_thread *th = &sm->threads[d->thread];
         th->first_frame = sm->nframes;
         fpi_frames_mark mark = fpi_frames_mark_now(s);
-        int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending, s->opts.blocking);
+        int rc = fpi_emit_frames(s, sm, th, b->pending + d->pending, d->npending, d->want.stopped);
         if (rc)
             return rc;
         d->owes_links = fpi_frames_owe(s, mark) != FPI_OWED_NONE;
@@ -141,8 +141,7 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
         fpi_thread_walk w = {.link = link,
                              .ts = ts,
                              .pre = &s->pf[k],
-                             .spec_frames = s->opts.cache_frames && s->opts.cache_code,
-                             .stopped = s->opts.blocking};
+                             .spec_frames = s->opts.cache_frames && s->opts.cache_code};
         rc = fpi_walk_thread_once(s, sm, ii, &w);
         link = ts + (uint64_t)l->ts_next;
         ts = w.next;
