@@ -10,9 +10,15 @@ function there, or NULL there and the function in the slot above (3.14+:
 stack references, compared without their tag bits, and the exact bits of
 f_funcobj there too).  The walk's callee-function check (unwinder/src/emit.c,
 callee_was_called) and the CALLABLE_AT_DEPTH set of gen_call_sites rely on
-it for CALL, CALL_KW and CALL_FUNCTION_EX.  Prints one line per form (version, form, verdict, tab-separated) and
-exits 1 when a form pushed directly leaves neither.
+it for CALL, CALL_KW and CALL_FUNCTION_EX.  Each form is probed on its first
+run and once its call site is specialised.  Prints one line per form
+(version, form, verdict, tab-separated) and exits 1 when a form pushed
+directly leaves neither, unless the caller's instruction (its specialised
+name) is one of the arguments: the forms gen_call_sites leaves out of
+CALLABLE_AT_DEPTH (CALLABLE_ELSEWHERE), whose links the walk does not
+compare.
 """
+import dis
 import ctypes
 import sys
 
@@ -27,6 +33,7 @@ STACKTOP, LOCALSPLUS, WORD = 64, 72, 8
 POINTER_SINCE = 14   # the first minor version that saves a stack pointer, not a depth
 TAG_BITS = 3         # a stack reference's tag bits (3.14+)
 MAX_HEADER = 80  # PyFrameObject bytes searched for its f_frame pointer
+WARM_RUNS = 64   # runs after which every call site of caller() is specialised
 
 if sys.version_info[:2] not in {(3, m) for m in OFFSETS}:
     sys.exit("probe_callable_slots: CPython 3.11-3.15 only, not %d.%d" % sys.version_info[:2])
@@ -63,9 +70,17 @@ def probe(form, callee):
     mask = ~TAG_BITS if POINTER else ~0
     s0, s1, fn = u64(at) & mask, u64(at + WORD) & mask, u64(me + FUNCOBJ)
     entry = IS_ENTRY is not None and ctypes.c_uint8.from_address(me + IS_ENTRY).value != 0
-    seen[form] = {"direct": u64(me + PREVIOUS) == caller and not entry, "funcobj": fn & mask == id(callee),
+    seen[form + PASS] = {"op": caller_op(sys._getframe(2)),"direct": u64(me + PREVIOUS) == caller and not entry, "funcobj": fn & mask == id(callee),
                   "at_depth": s0 == id(callee), "null_then_above": s0 == 0 and s1 == id(callee),
                   "same_bits": u64(at) == fn or u64(at + WORD) == fn}
+
+
+def caller_op(frame):
+    """The name of the instruction the frame stands at, as specialised."""
+    for ins in dis.get_instructions(frame.f_code, adaptive=True):
+        if ins.offset == frame.f_lasti:
+            return ins.opname
+    return "?"
 
 
 def plain(a, b):
@@ -103,6 +118,20 @@ class Klass:
     def static_star(*a):
         probe("CALL_FUNCTION_EX Klass.static(*args)", Klass.static_star)
 
+    def method_default(self, a=1):
+        probe("CALL obj.method() with a default", Klass.method_default)
+
+    @classmethod
+    def cls_method(cls, a):
+        probe("CALL Klass.classmethod(a)", Klass.cls_method.__func__)
+
+    def bound_default(self, a=1):
+        probe("CALL bound() with a default", Klass.bound_default)
+
+    @classmethod
+    def cls_default(cls, a=1):
+        probe("CALL Klass.classmethod() with a default", Klass.cls_default.__func__)
+
 
 def caller():
     t = (1, 2)
@@ -115,17 +144,32 @@ def caller():
     Klass().method()
     Klass().method_star(*t)
     Klass.static_star(*t)
+    Klass().method_default()
+    Klass.cls_method(1)
+    bound = Klass().bound_default  # a method object on the stack, called with fewer arguments than parameters
+    bound()
+    Klass.cls_default()
 
 
+# Once as first run (the generic instructions), then until every call site
+# has been specialised for what it calls (3.11+ specialise a call site
+# after a few runs; CALL_BOUND_METHOD_GENERAL, 3.13, is one that only
+# specialisation reaches): both are probed.
+PASS = ""
 caller()
+PASS = " (specialised)"
+for _ in range(WARM_RUNS):
+    caller()
 bad = 0
 for form, r in seen.items():
     if not r["direct"]:
         verdict = "through C (not checked)"
     elif r["funcobj"] and (r["at_depth"] or r["null_then_above"]):
         verdict = "function at the depth" if r["at_depth"] else "NULL at the depth, function above it"
+    elif r["op"] in sys.argv[1:]:
+        verdict = "elsewhere, not compared (%s)" % r["op"]
     else:
-        verdict = "NEITHER"
+        verdict = "NEITHER (%s)" % r["op"]
         bad += 1
     print("%d.%d\t%s\t%s" % (sys.version_info[0], sys.version_info[1], form, verdict))
 sys.exit(1 if bad else 0)

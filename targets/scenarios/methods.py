@@ -1,5 +1,9 @@
 # Qualified names of methods: instance, static and class methods, a method
-# of a nested class, a method reached through super(), and __call__.
+# of a nested class, a method reached through super(), and __call__; and a
+# bound method object called with fewer arguments than its parameters from
+# a call site run until it is specialised (3.13: CALL_BOUND_METHOD_GENERAL,
+# which leaves the method object, not the function, where its caller's
+# call keeps what it called).
 import sys, os; sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'groundtruth'))
 import fpgt
 
@@ -29,10 +33,19 @@ class Thing(Base):
     def __call__(self, arg):
         fpgt.park("__call__")
 
+    def with_default(self, park, label="bound-method-specialised"):
+        if park:
+            fpgt.park(label)
+
     class Nested:
         class Deeper:
             def method(self):
                 fpgt.park("nested-class-method")
+
+
+def call_bound(bound, times):
+    for i in range(times):
+        bound(i == times - 1)
 
 
 t = Thing()
@@ -42,4 +55,5 @@ t.klass()
 t.greet()
 t(1)
 Thing.Nested.Deeper().method()
+call_bound(t.with_default, 301)
 fpgt.done()
