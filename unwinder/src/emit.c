@@ -10,6 +10,11 @@
 #include "read.h"
 
 #define CODEUNIT_SIZE 2
+/* 3.13 (GIL builds: the free-threaded one does not specialise): where a
+ * PyMethodObject keeps im_func and, the next word, im_self (after its
+ * 16-byte object header). */
+#define METHOD_MINOR 13u
+#define METHOD_IM_FUNC 16u
 
 /* Start of the bytecode the frame executes: the thread-local copy on
  * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
@@ -175,6 +180,27 @@ static int generator_was_resumed(fp_session *s, const fpi_pending_frame *pending
                    (unsigned long long)pf->addr, ce->qualname, (unsigned long long)up->addr);
 }
 
+/* 3.13's CALL_BOUND_METHOD_GENERAL leaves at the caller's depth the bound
+ * method object it called (its function and self taken into C locals,
+ * self also into the slot above: probe_callable_slots.py), and the
+ * caller's code as the code cache copied it may still hold the CALL that
+ * was specialised into it since (its copy is not read again while the code
+ * object is unchanged).  Such a slot names the callee when the object's
+ * im_func is the callee's function and its im_self is the slot above.  The
+ * call released the object, which may be freed and its words reused: a
+ * match only stands in for the comparison, and the link is read back once
+ * more like one not compared.  False for any other version, or when the
+ * object cannot be read. */
+static bool bound_method_of(fp_session *s, const uint64_t slots[2], uint64_t funcobj)
+{
+    if (s->layout.minor != METHOD_MINOR || s->layout.free_threaded || slots[0] == 0)
+        return false;
+    uint64_t m[2];
+    if (fpi_read(s, slots[0] + METHOD_IM_FUNC, m, sizeof m) != FP_OK)
+        return false;
+    return m[0] == funcobj && m[1] == slots[1];
+}
+
 /* A caller suspended in a CALL or CALL_KW (3.12+: or a CALL_FUNCTION_EX
  * that pushed the frame itself) keeps the function it called at its saved
  * stack depth (3.11, 3.12: or NULL there and the function in the slot
@@ -209,9 +235,12 @@ static int callee_was_called(fp_session *s, const fpi_pending_frame *pending, si
      * call: nothing to compare, and the link is read back (count_link). */
     if (pf->slots[0] == up->addr)
         return FP_OK;
-    *compared = true;
-    if (pf->slots[0] == up->funcobj || (pf->slots[0] == 0 && pf->slots[1] == up->funcobj))
+    if (pf->slots[0] == up->funcobj || (pf->slots[0] == 0 && pf->slots[1] == up->funcobj)) {
+        *compared = true;
         return FP_OK;
+    }
+    if (bound_method_of(s, pf->slots, up->funcobj))
+        return FP_OK; /* not compared: read back once more */
     return fpi_err(&s->err, FP_E_INCOMPLETE,
                    "torn: frame 0x%llx (%s) is suspended in a call of another function than that of the frame "
                    "above it (0x%llx: a slot of another call chain)",
