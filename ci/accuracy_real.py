@@ -55,7 +55,8 @@ def parse_args(argv):
                     help="interpreter id of the manifest (its JIT ids, e.g. 3.15+jit, run with the JIT on: "
                          "docs/jit.md); repeatable; "
                          f"default: {' '.join(DEFAULT_IDS)}")
-    ap.add_argument("--workload", action="append", choices=sorted(rp.WORKLOADS), help="repeatable; default all")
+    ap.add_argument("--workload", action="append", choices=rp.REAL_WORKLOADS,
+                    help="repeatable; default all of them")
     ap.add_argument("--profiler", action="append", metavar="NAME",
                     help="only these profilers (the table's names; the reference always runs); repeatable")
     ap.add_argument("--runs", type=int, default=DEFAULT_RUNS,
@@ -282,7 +283,7 @@ def main(argv=None):
     args.started = time.monotonic()
     rows = []
     for ident, interp, why in interpreters(args):
-        for workload in args.workload or list(rp.WORKLOADS):
+        for workload in args.workload or list(rp.REAL_WORKLOADS):
             if interp is None:
                 rows += [Row(workload, ident, p, verdict="error" if p.role in ("judged", "reference") else "n/a",
                              reason=why) for p in table]
