@@ -10,11 +10,6 @@
 #include "read.h"
 
 #define CODEUNIT_SIZE 2
-/* 3.13 (GIL builds: the free-threaded one does not specialise): where a
- * PyMethodObject keeps im_func and, the next word, im_self (after its
- * 16-byte object header). */
-#define METHOD_MINOR 13u
-#define METHOD_IM_FUNC 16u
 
 /* Start of the bytecode the frame executes: the thread-local copy on
  * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
@@ -189,14 +184,14 @@ static int generator_was_resumed(fp_session *s, const fpi_pending_frame *pending
  * im_func is the callee's function and its im_self is the slot above.  The
  * call released the object, which may be freed and its words reused: a
  * match only stands in for the comparison, and the link is read back once
- * more like one not compared.  False for any other version, or when the
- * object cannot be read. */
+ * more like one not compared.  False where the layout has no such form
+ * (meth_im_func), or when the object cannot be read. */
 static bool bound_method_of(fp_session *s, const uint64_t slots[2], uint64_t funcobj)
 {
-    if (s->layout.minor != METHOD_MINOR || s->layout.free_threaded || slots[0] == 0)
+    if (s->layout.meth_im_func == FPI_OFF_NONE || slots[0] == 0)
         return false;
     uint64_t m[2];
-    if (fpi_read(s, slots[0] + METHOD_IM_FUNC, m, sizeof m) != FP_OK)
+    if (fpi_read(s, slots[0] + (uint64_t)s->layout.meth_im_func, m, sizeof m) != FP_OK)
         return false;
     return m[0] == funcobj && m[1] == slots[1];
 }

@@ -102,6 +102,11 @@ typedef struct fpi_layout {
 
     /* objects */
     int32_t ob_type, ob_size, tp_name;
+    /* PyMethodObject's im_func (im_self the next word), where a caller
+     * suspended in a call keeps the bound method object it called at its
+     * stack depth instead of the function (3.13 GIL builds'
+     * CALL_BOUND_METHOD_GENERAL: emit.c); FPI_OFF_NONE elsewhere. */
+    int32_t meth_im_func;
     int32_t bytes_sval;
     int32_t uni_length, uni_state, uni_ascii_size, uni_compact_size;
     /* state word bit positions */

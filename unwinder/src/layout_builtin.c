@@ -71,7 +71,7 @@ static const fpi_layout layout_311 = {
     .owner_cstack = -1, .owner_interpreter = -1,
     .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,
-    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE, .meth_im_func = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 48, .uni_compact_size = 72,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
@@ -99,7 +99,7 @@ static const fpi_layout layout_312 = {
     .owner_cstack = OWNER_BOUNDARY, .owner_interpreter = -1,
     .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,
-    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE,
+    .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE, .meth_im_func = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 40, .uni_compact_size = 56,
     .uni_kind_shift = UNI_KIND_SHIFT, .uni_compact_bit = UNI_COMPACT_BIT, .uni_ascii_bit = UNI_ASCII_BIT,
@@ -114,12 +114,14 @@ typedef struct extras {
     int32_t ts_datastack_top, ts_exc_info, ts_exc_state, ts_current_exception, ts_holds_gil;
     int32_t co_firsttraceable_gil; /* +FT_HEADER_GROWTH in free-threaded builds */
     int owner_cstack, owner_interpreter;
+    int32_t meth_im_func_gil; /* FPI_OFF_NONE in free-threaded builds, which do not specialise calls */
 } extras;
 
 static const extras extras_table[] = {
-    {13, 240, 120, 256, 112, FPI_OFF_NONE, 184, OWNER_BOUNDARY, -1},
-    {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY},
-    {15, 264, 144, 288, FPI_OFF_NONE /* in the table */, FPI_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY},
+    {13, 240, 120, 256, 112, FPI_OFF_NONE, 184, OWNER_BOUNDARY, -1, 16 /* after the object header */},
+    {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY, FPI_OFF_NONE},
+    {15, 264, 144, 288, FPI_OFF_NONE /* in the table */, FPI_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY,
+     FPI_OFF_NONE},
 };
 
 int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
@@ -173,6 +175,7 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
         l->co_nlocalsplus = FPI_OFF_NONE;
     }
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
+    l->meth_im_func = l->free_threaded ? FPI_OFF_NONE : x->meth_im_func_gil;
     if (l->uni_compact_size == FPI_OFF_NONE)
         l->uni_compact_size = l->uni_ascii_size + 16; /* utf8_length + utf8 */
     if (l->free_threaded && l->minor >= 14) {
