@@ -71,6 +71,9 @@ def parse_args(argv):
     ap.add_argument("--bound", type=float, default=verdict.BOUND, help="x floor bound (default %(default)s)")
     ap.add_argument("--top", type=int, default=verdict.TOP,
                     help="leaves kept apart, the rest merged into one (default %(default)s; 0: all)")
+    ap.add_argument("--rate", type=int, default=RATE,
+                    help="sampling rate of every profiler and of the reference, Hz (default %(default)s); "
+                         "a lower rate stops the target less often in the reference's runs")
     ap.add_argument("--quick", action="store_true",
                     help=f"a smoke test: --scale {QUICK_SCALE}, one run of each profiler (not a verdict to quote)")
     ap.add_argument("--frameproof", default=os.path.join(ROOT, "build", "frameproof"))
@@ -80,7 +83,8 @@ def parse_args(argv):
         args.scale, args.runs, args.mutant_runs = QUICK_SCALE, 1, 1
     if args.references < 2 or args.runs < 1 or args.mutant_runs < 1:
         ap.error("--references must be >= 2, --runs and --mutant-runs >= 1")
-    args.rate = RATE
+    if args.rate < 1:
+        ap.error("--rate must be >= 1")
     return args
 
 
