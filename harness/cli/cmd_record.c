@@ -72,8 +72,7 @@ static const char RECORD_USAGE[] =
     "  --rate HZ        samples per second on a fixed schedule (default "
     RECORD_XSTR(RECORD_DEFAULT_RATE_HZ) ", at most\n"
     "                   " RECORD_XSTR(RECORD_MAX_RATE_HZ) "); a tick that a slow sample overran is skipped\n"
-    "                   and counted as missed, never caught up: that sample counts\n"
-    "                   for it too (its weight, docs/record-formats.md)\n"
+    "                   and counted as missed, never caught up\n"
     "  --duration S     stop after S seconds (default: until the target exits or\n"
     "                   Ctrl-C); a launched command still running then gets\n"
     "                   SIGTERM, and SIGKILL 2 s later\n"
@@ -204,7 +203,7 @@ static void progress(record_run *r, int64_t t_ns, bool final)
 static int add_sample(fpr_profile *p, const fps_outcome *o)
 {
     if (o->nskip == 0)
-        return fpr_profile_add(p, o->sample, o->t_ns, o->weight);
+        return fpr_profile_add(p, o->sample, o->t_ns);
     size_t n = fp_sample_get_thread_count(o->sample);
     for (size_t i = 0; i < n; i++) {
         fp_thread th = *fp_sample_get_thread(o->sample, i);
@@ -212,7 +211,7 @@ static int add_sample(fpr_profile *p, const fps_outcome *o)
             if (o->skip_ids[k] == th.native_id)
                 th.error = FP_E_INCOMPLETE;
         const fp_frame *frames = th.frame_count ? fp_sample_get_frame(o->sample, th.first_frame) : NULL;
-        int rc = fpr_profile_add_thread(p, &th, frames, o->t_ns, o->weight);
+        int rc = fpr_profile_add_thread(p, &th, frames, o->t_ns);
         if (rc)
             return rc;
     }
@@ -600,9 +599,7 @@ static void summarize_verdict(const record_opts *o, const record_end *e, uint64_
 {
     const fpr_dropped *d = fpr_profile_dropped(e->p);
     const uint64_t kept = fpr_profile_points(e->p);
-    /* Missed ticks whose time a slow sample's weight carries are not lost. */
-    const uint64_t uncarried = e->st->missed_ticks - e->st->carried_ticks;
-    const double lost = share(uncarried + refused, ticks), missed = share(uncarried, ticks);
+    const double lost = share(e->st->missed_ticks + refused, ticks), missed = share(e->st->missed_ticks, ticks);
     const double torn = share(refused, ticks), torn_threads = share(d->torn_threads, kept + d->torn_threads);
     if (torn >= RECORD_LOSS_NOTE || torn_threads >= RECORD_LOSS_NOTE)
         fprintf(stderr,
@@ -615,9 +612,9 @@ static void summarize_verdict(const record_opts *o, const record_end *e, uint64_
                     : "the default sampling (without --no-colocate and --no-pause-torn) or --blocking avoids it");
     else if (missed >= RECORD_LOSS_NOTE)
         fprintf(stderr,
-                "  warning: %.1f %% of ticks missed and not carried by a sample's weight: the sampler was late after "
-                "its callback or a refused sample, so the profile has fewer samples than asked for; lower --rate%s\n",
-                100.0 * missed, o->sampling.realtime ? "" : ", or --realtime on a busy machine");
+                "  warning: %.1f %% of ticks missed: samples took longer than the %.3g ms between ticks, so the profile "
+                "has fewer samples than asked for and those after the slowest samples are missing; lower --rate%s\n",
+                100.0 * missed, 1e3 / o->sampling.rate_hz, o->sampling.realtime ? "" : ", or --realtime on a busy machine");
     else
         fprintf(stderr,
                 "  lost %.1f %% of ticks (missed or refused) and %.1f %% of thread samples (torn): too few to bias the "
@@ -685,23 +682,16 @@ static void summarize(const record_opts *o, const record_end *e, const fpr_top *
     summarize_end(o, e);
     fprintf(stderr,
             "  ticks: %" PRIu64 " scheduled, %" PRIu64 " sampled: %.1f Hz achieved of %g requested, %" PRIu64
-            " missed (%.2f %%)",
+            " missed (%.2f %%)%s\n",
             ticks, st->attempts, st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks,
-            100.0 * share(st->missed_ticks, ticks));
-    if (st->missed_ticks)
-        fprintf(stderr,
-                ": the sampler was late, never caught up; %" PRIu64 " of them overrun by a slow sample, which"
-                " counts for them too (its weight)",
-                st->carried_ticks);
-    fputc('\n', stderr);
+            100.0 * share(st->missed_ticks, ticks),
+            st->missed_ticks ? ": the sampler was late (a slow sample overran them; never caught up)" : "");
     fprintf(stderr,
             "  samples: %" PRIu64 " taken whole, %" PRIu64 " with some threads torn, %" PRIu64
             " refused as torn (the target changed while they were read); a sample takes %.1f us on average\n",
             st->ok, e->r->partial, refused_torn, e->run->mean_sample_us);
-    fprintf(stderr, "  thread samples kept: %" PRIu64 " in %zu threads, weighing %" PRIu64 "%s\n",
-            fpr_profile_points(e->p), fpr_profile_thread_count(e->p), fpr_profile_weight(e->p),
-            fpr_profile_weight(e->p) > fpr_profile_points(e->p) ? " (a slow sample counts for the ticks it overran)"
-                                                                : "");
+    fprintf(stderr, "  thread samples kept: %" PRIu64 " in %zu threads\n", fpr_profile_points(e->p),
+            fpr_profile_thread_count(e->p));
     fprintf(stderr,
             "  thread samples lost: %" PRIu64 " torn threads, %" PRIu64 " threads with no Python frame, %" PRIu64
             " threads not counted by --mode %s%s",

@@ -44,7 +44,7 @@ int fpr_write_collapsed(FILE *out, const fpr_profile *p)
         char label[LABEL_MAX];
         fpr_thread_label(t, label, sizeof label);
         for (size_t k = 0; k < t->count; k++)
-            counts[t->points[k].stack] += t->points[k].weight;
+            counts[t->points[k].stack]++;
         for (uint32_t s = 0; s < nstacks; s++) {
             if (!counts[s])
                 continue;

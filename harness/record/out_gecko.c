@@ -276,10 +276,7 @@ static void samples(jw_writer *j, const fpr_thread *t)
     jw_end_array(j);
     constant_array(j, "eventDelay", t->count, true, 0);
     jw_key(j, "weight");
-    jw_begin_array(j);
-    for (size_t k = 0; k < t->count; k++)
-        jw_uint(j, t->points[k].weight);
-    jw_end_array(j);
+    jw_null(j);
     key_str(j, "weightType", "samples");
     key_int(j, "length", (int64_t)t->count);
     jw_end_object(j);

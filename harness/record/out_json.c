@@ -130,8 +130,6 @@ static void sample_record(FILE *out, size_t thread, const fpr_point *pt)
     jw_uint(&j, thread);
     jw_key(&j, "stack");
     jw_uint(&j, pt->stack);
-    jw_key(&j, "weight");
-    jw_uint(&j, pt->weight);
     end(&j, out);
 }
 
@@ -186,8 +184,6 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     jw_end_object(&j);
     jw_key(&j, "missed_ticks");
     jw_uint(&j, st->missed_ticks);
-    jw_key(&j, "carried_ticks");
-    jw_uint(&j, st->carried_ticks);
     jw_key(&j, "achieved_rate_hz");
     jw_number(&j, st->achieved_rate_hz);
     jw_key(&j, "mean_sample_us");
@@ -198,8 +194,6 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     jw_uint(&j, run->paused_walks);
     jw_key(&j, "thread_samples");
     jw_uint(&j, fpr_profile_points(p));
-    jw_key(&j, "thread_samples_weight");
-    jw_uint(&j, fpr_profile_weight(p));
     jw_key(&j, "torn_threads");
     jw_uint(&j, d->torn_threads);
     jw_key(&j, "idle_threads");

@@ -74,10 +74,7 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
         jw_key(&j, "startValue");
         jw_int(&j, 0);
         jw_key(&j, "endValue");
-        uint64_t ticks = 0;
-        for (size_t k = 0; k < t->count; k++)
-            ticks += t->points[k].weight;
-        jw_number(&j, weight * (double)ticks);
+        jw_number(&j, weight * (double)t->count);
         jw_key(&j, "samples");
         jw_begin_array(&j);
         for (size_t k = 0; k < t->count; k++) {
@@ -91,7 +88,7 @@ int fpr_write_speedscope(FILE *out, const fpr_profile *p, const fpr_run *run)
         jw_key(&j, "weights");
         jw_begin_array(&j);
         for (size_t k = 0; k < t->count; k++)
-            jw_number(&j, weight * t->points[k].weight);
+            jw_number(&j, weight);
         jw_end_array(&j);
         jw_end_object(&j);
     }

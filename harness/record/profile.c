@@ -43,7 +43,7 @@ struct fpr_profile {
         uint32_t frame;
     } hints[HINT_SLOTS];
     uint32_t max_depth;
-    uint64_t points, weight;
+    uint64_t points;
     fpr_dropped dropped;
 };
 
@@ -318,8 +318,7 @@ static int intern_thread_stack(fpr_profile *p, const fp_frame *frames, size_t n,
     return FP_OK;
 }
 
-int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns,
-                           uint32_t weight)
+int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns)
 {
     if (th->error) {
         p->dropped.torn_threads++;
@@ -340,21 +339,18 @@ int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *
         rc = FP_E_NOMEM;
     if (rc)
         return rc;
-    weight = weight ? weight : 1;
-    t->points[t->count++] = (fpr_point){.t_ns = t_ns, .stack = stack, .weight = weight};
+    t->points[t->count++] = (fpr_point){.t_ns = t_ns, .stack = stack};
     p->points++;
-    p->weight += weight;
     return FP_OK;
 }
 
-int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns, uint32_t weight)
+int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns)
 {
     size_t n = fp_sample_get_thread_count(sm);
     for (size_t i = 0; i < n; i++) {
         const fp_thread *th = fp_sample_get_thread(sm, i);
         /* A thread's frames are consecutive in the sample, innermost first. */
-        int rc = fpr_profile_add_thread(p, th, th->frame_count ? fp_sample_get_frame(sm, th->first_frame) : NULL, t_ns,
-                                        weight);
+        int rc = fpr_profile_add_thread(p, th, th->frame_count ? fp_sample_get_frame(sm, th->first_frame) : NULL, t_ns);
         if (rc)
             return rc;
     }
@@ -369,7 +365,6 @@ const fpr_frame *fpr_profile_frame(const fpr_profile *p, uint32_t i) { return &p
 size_t fpr_profile_stack_count(const fpr_profile *p) { return p->nstacks; }
 const fpr_stack *fpr_profile_stack(const fpr_profile *p, uint32_t i) { return &p->stacks[i]; }
 uint64_t fpr_profile_points(const fpr_profile *p) { return p->points; }
-uint64_t fpr_profile_weight(const fpr_profile *p) { return p->weight; }
 const fpr_dropped *fpr_profile_dropped(const fpr_profile *p) { return &p->dropped; }
 uint32_t fpr_profile_max_depth(const fpr_profile *p) { return p->max_depth; }
 

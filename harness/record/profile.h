@@ -41,7 +41,6 @@ typedef struct fpr_stack {
 typedef struct fpr_point {
     int64_t t_ns;     /* when the sample started, ns since the run started */
     uint32_t stack;   /* innermost stack entry */
-    uint32_t weight;  /* ticks the sample stands for (fps_outcome.weight), >= 1 */
 } fpr_point;
 
 typedef struct fpr_thread {
@@ -75,11 +74,10 @@ void fpr_profile_free(fpr_profile *p);
  * thread whose walk failed is counted in dropped, never added).
  * Returns FP_OK or FP_E_NOMEM (the profile stays usable and unchanged by
  * the failed part). */
-int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns, uint32_t weight);
+int fpr_profile_add(fpr_profile *p, const fp_sample *sm, int64_t t_ns);
 /* The same for one thread th whose frames are frames[0..th->frame_count),
  * innermost first (what fpr_profile_add does for each thread of a sample). */
-int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns,
-                           uint32_t weight);
+int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns);
 
 int fpr_profile_mode(const fpr_profile *p);
 size_t fpr_profile_thread_count(const fpr_profile *p);
@@ -89,7 +87,6 @@ const fpr_frame *fpr_profile_frame(const fpr_profile *p, uint32_t i);
 size_t fpr_profile_stack_count(const fpr_profile *p);
 const fpr_stack *fpr_profile_stack(const fpr_profile *p, uint32_t i);
 uint64_t fpr_profile_points(const fpr_profile *p);   /* thread samples kept, over all threads */
-uint64_t fpr_profile_weight(const fpr_profile *p);   /* ... their weights summed: the ticks they stand for */
 const fpr_dropped *fpr_profile_dropped(const fpr_profile *p);
 
 /* Fills out[0..depth) with stack i's frames, root first; returns depth.

@@ -35,7 +35,7 @@ static int by_rank(const void *a, const void *b)
     return c ? c : strcmp(x->file, y->file);
 }
 
-/* Samples (their weights) per innermost stack over all threads, and the distinct
+/* Samples per innermost stack over all threads, and the distinct
  * (thread, stack) pairs; mark[] (one per stack) is left all NO_MARK. */
 static uint64_t count_stacks(const fpr_profile *p, uint64_t *per_stack, uint32_t *mark)
 {
@@ -44,7 +44,7 @@ static uint64_t count_stacks(const fpr_profile *p, uint64_t *per_stack, uint32_t
         const fpr_thread *t = fpr_profile_thread(p, i);
         for (size_t k = 0; k < t->count; k++) {
             uint32_t s = t->points[k].stack;
-            per_stack[s] += t->points[k].weight;
+            per_stack[s]++;
             if (mark[s] != (uint32_t)i) {
                 mark[s] = (uint32_t)i;
                 pairs++;
@@ -77,7 +77,7 @@ static size_t number_functions(const fpr_profile *p, frame_ref *refs, uint32_t *
 
 int fpr_top_compute(const fpr_profile *p, size_t n, fpr_top *out)
 {
-    *out = (fpr_top){.samples = fpr_profile_weight(p)};
+    *out = (fpr_top){.samples = fpr_profile_points(p)};
     size_t nstacks = fpr_profile_stack_count(p), nframes = fpr_profile_frame_count(p);
     uint64_t *per_stack = calloc(nstacks + 1, sizeof *per_stack);
     uint64_t *self_frame = calloc(nframes + 1, sizeof *self_frame);

@@ -17,11 +17,11 @@ typedef struct fpr_top_entry {
     const char *file;
     int32_t line;          /* the line with most of its self samples (the first such line seen on a tie);
                               FP_POS_NONE when it has no self sample or no line */
-    uint64_t self, total;  /* samples by weight */
+    uint64_t self, total;
 } fpr_top_entry;
 
 typedef struct fpr_top {
-    uint64_t samples;      /* thread samples in the profile, by weight (fpr_profile_weight) */
+    uint64_t samples;      /* thread samples in the profile (fpr_profile_points) */
     uint64_t stacks;       /* distinct (thread, stack) pairs sampled: the lines of the collapsed output */
     size_t functions;      /* distinct functions sampled */
     size_t count;          /* entries in top[] */

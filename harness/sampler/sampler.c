@@ -167,20 +167,6 @@ static void schedule_advance(schedule *sc)
     }
 }
 
-/* The ticks after sc's current one due by elapsed (ns since the start) and
- * before the deadline (0: none): those an attempt ending now overran.  sc
- * is a copy: a Poisson schedule draws the same gaps again after it. */
-static uint32_t overrun_ticks(schedule sc, double elapsed, double deadline)
-{
-    uint32_t n = 0;
-    for (;;) {
-        schedule_advance(&sc);
-        if (sc.at > elapsed || (deadline > 0 && sc.at >= deadline) || n == UINT32_MAX - 1)
-            return n;
-        n++;
-    }
-}
-
 static bool bad_amount(double x, double max)
 {
     return !isfinite(x) || x < 0 || x > max;
@@ -305,7 +291,6 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
                                                      sizeof st->first_fatal)) != FP_OK)
         st->stop_reason = FPS_STOP_FATAL;
     const fp_sample *last = NULL; /* the last attempt's usable sample, or NULL */
-    uint32_t carry = 0;           /* ... its weight less its own tick */
     int64_t last_cost = 0;        /* ... and its cost_ns */
     const int old_slack = paced ? prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0) : -1;
     if (old_slack > 0)
@@ -325,10 +310,6 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
             schedule_advance(&sc);
             while (sc.at <= (double)(now - t0) && !(deadline > 0 && sc.at >= deadline)) {
                 st->missed_ticks++;
-                if (carry > 0) {
-                    carry--;
-                    st->carried_ticks++;
-                }
                 schedule_advance(&sc);
             }
         }
@@ -373,8 +354,6 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         last_cost = o.cost_ns;
         o.cls = fps_classify(o.rc);
         o.sample = fp_sample_is_usable(into, o.rc) ? into : NULL;
-        o.weight = 1 + (paced ? overrun_ticks(sc, (double)(now - t0), deadline) : 0);
-        carry = o.sample ? o.weight - 1 : 0;
         last = o.sample;
         o.errmsg = o.rc == FP_OK ? "" : fp_session_get_errmsg(s);
         if (c->fault == FPS_FAULT_DROP_TORN && o.sample && tl.n > 0) {

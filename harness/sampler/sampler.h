@@ -122,14 +122,6 @@ typedef struct fps_outcome {
     uint32_t takes;          /* fp_session_sample calls the attempt made (more than 1 only with FPS_FAULT_RETRY_QUIET) */
     uint64_t reads, bytes;   /* the session's remote reads during the attempt, and the bytes they asked for
                                 (fp_read_stats.calls and .bytes) */
-    /* Ticks the attempt stands for: 1, plus (rate mode) the ticks of the
-     * schedule that fell due while it was taken, which are skipped.  A slow
-     * sample is slow because of what the stack is (code read for the first
-     * time, many threads), and the ticks it overran would have shown much
-     * the same stack: a profile that counts each sample once leaves that
-     * time out, and with it what the target was running then.  Counting
-     * the sample weight times keeps it (fps_stats.carried_ticks). */
-    uint32_t weight;
 } fps_outcome;
 
 /* Called after every attempt, fatal ones included; nonzero stops the run
@@ -154,10 +146,6 @@ typedef struct fps_stats {
      * previous attempt (and its callback) finished; they are skipped, never
      * caught up in a burst. */
     uint64_t missed_ticks;
-    /* ... of them, those a usable sample's weight stands for (the ticks it
-     * overran itself; not those its callback overran, nor those of an
-     * attempt that gave no sample). */
-    uint64_t carried_ticks;
     double elapsed_s;        /* wall time of the run */
     /* Rate mode: attempts per second of the schedule the run covered (from
      * the start to the deadline, or to the first tick it did not sample),

@@ -68,7 +68,7 @@ def frameproof_json(path):
                 parent = stacks[r["parent"]] if r["parent"] is not None else ()
                 stacks[r["id"]] = parent + (frames[r["frame"]],)
             elif t == "sample":
-                leaves.add(stacks[r["stack"]], r.get("weight", 1))
+                leaves.add(stacks[r["stack"]])
             elif t == "summary":
                 summary = r
     leaves.torn = summary.get("torn_threads")

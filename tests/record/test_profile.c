@@ -53,7 +53,7 @@ static void test_interning(void **state)
                      frame("<module>", "x.py", 9, CODE_A + 128)};
     fp_thread th = thread(3);
     for (int i = 0; i < 5; i++)
-        assert_int_equal(fpr_profile_add_thread(p, &th, a, i, 1), FP_OK);
+        assert_int_equal(fpr_profile_add_thread(p, &th, a, i), FP_OK);
     assert_int_equal(fpr_profile_frame_count(p), 3);
     assert_int_equal(fpr_profile_stack_count(p), 3);
     assert_int_equal(fpr_profile_points(p), 5);
@@ -70,14 +70,14 @@ static void test_interning(void **state)
      * stopped at the same line: a frame of its own, under its own name. */
     char other[] = "other_leaf";
     a[0] = frame(other, "y.py", 3, CODE_A);
-    assert_int_equal(fpr_profile_add_thread(p, &th, a, 5, 1), FP_OK);
+    assert_int_equal(fpr_profile_add_thread(p, &th, a, 5), FP_OK);
     assert_int_equal(fpr_profile_frame_count(p), 4);
     assert_int_equal(fpr_profile_unfold(p, t->points[5].stack, out), 3);
     assert_string_equal(fpr_profile_frame(p, out[2])->function, "other_leaf");
     assert_string_equal(fpr_profile_frame(p, out[2])->file, "y.py");
     /* ... and the same string storage reused for yet another name. */
     memcpy(other, "third_leaf", sizeof other);
-    assert_int_equal(fpr_profile_add_thread(p, &th, a, 6, 1), FP_OK);
+    assert_int_equal(fpr_profile_add_thread(p, &th, a, 6), FP_OK);
     assert_int_equal(fpr_profile_frame_count(p), 5);
     assert_int_equal(fpr_profile_unfold(p, t->points[6].stack, out), 3);
     assert_string_equal(fpr_profile_frame(p, out[2])->function, "third_leaf");
@@ -102,7 +102,7 @@ static void test_modes_and_dropped(void **state)
         assert_int_equal(fpr_profile_new(want[i].mode, NULL, NULL, &p), FP_OK);
         const fp_thread *all[] = {&on, &off, &unknown, &torn, &idle};
         for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
-            assert_int_equal(fpr_profile_add_thread(p, all[k], all[k]->frame_count ? a : NULL, 0, 1), FP_OK);
+            assert_int_equal(fpr_profile_add_thread(p, all[k], all[k]->frame_count ? a : NULL, 0), FP_OK);
         const fpr_dropped *d = fpr_profile_dropped(p);
         assert_int_equal(fpr_profile_points(p), want[i].kept);
         assert_int_equal(d->mode_threads, want[i].mode_threads);
@@ -127,34 +127,7 @@ static void add_n(fpr_profile *p, uint64_t native_id, const fp_frame *frames, si
     fp_thread th = thread(depth);
     th.native_id = native_id;
     for (int i = 0; i < n; i++)
-        assert_int_equal(fpr_profile_add_thread(p, &th, frames, i, 1), FP_OK);
-}
-
-/* A sample's weight (the ticks it stands for) counts in the profile's
- * total and in the top functions, not in its number of samples. */
-static void test_weights(void **state)
-{
-    (void)state;
-    fpr_profile *p;
-    assert_int_equal(fpr_profile_new(FPR_MODE_WALL, NULL, NULL, &p), FP_OK);
-    const fp_frame mod = frame("<module>", "m.py", 1, CODE_A), slow = frame("deep", "m.py", 5, CODE_A + 64),
-                   fast = frame("shallow", "m.py", 8, CODE_A + 128);
-    const fp_frame deep[] = {slow, mod}, shallow[] = {fast, mod};
-    fp_thread th = thread(2);
-    assert_int_equal(fpr_profile_add_thread(p, &th, deep, 0, 3), FP_OK);
-    assert_int_equal(fpr_profile_add_thread(p, &th, shallow, 1, 1), FP_OK);
-    assert_int_equal(fpr_profile_add_thread(p, &th, shallow, 2, 1), FP_OK);
-    assert_int_equal(fpr_profile_points(p), 3);
-    assert_int_equal(fpr_profile_weight(p), 5);
-    assert_int_equal(fpr_profile_thread(p, 0)->points[0].weight, 3);
-    fpr_top t;
-    assert_int_equal(fpr_top_compute(p, 2, &t), FP_OK);
-    assert_int_equal(t.samples, 5);
-    assert_string_equal(t.top[0].function, "deep");
-    assert_int_equal(t.top[0].self, 3);
-    assert_int_equal(t.top[1].self, 2);
-    fpr_top_free(&t);
-    fpr_profile_free(p);
+        assert_int_equal(fpr_profile_add_thread(p, &th, frames, i), FP_OK);
 }
 
 static void test_top(void **state)
@@ -247,9 +220,9 @@ static void test_idle(void **state)
     const int64_t first = 1000000000, second = 1;
     const fp_thread *all[] = {&running, &waiting, &gone};
     for (size_t k = 0; k < 3; k++)
-        assert_int_equal(fpr_profile_add_thread(p, all[k], a, first, 1), FP_OK);
+        assert_int_equal(fpr_profile_add_thread(p, all[k], a, first), FP_OK);
     assert_int_equal(fpr_idle_check(idle, p, first), FP_OK);
-    assert_int_equal(fpr_profile_add_thread(p, &running, a, second, 1), FP_OK); /* only this one in the second sample */
+    assert_int_equal(fpr_profile_add_thread(p, &running, a, second), FP_OK); /* only this one in the second sample */
     assert_int_equal(fpr_idle_check(idle, p, second), FP_OK);
     const fpr_idle_counts *c = fpr_idle_totals(idle);
     assert_int_equal(c->checked, 2);
@@ -275,7 +248,6 @@ int main(void)
         cmocka_unit_test(test_interning),
         cmocka_unit_test(test_modes_and_dropped),
         cmocka_unit_test(test_mode_names),
-        cmocka_unit_test(test_weights),
         cmocka_unit_test(test_top),
         cmocka_unit_test(test_idle),
     };

@@ -7,14 +7,14 @@ usage: test_record.py FRAMEPROOF_BINARY
    frameproof-PID.txt in the current directory (nothing on stdout), the
    collapsed profile holds the expected call chains of both threads, hot()
    (three times cold()'s work) has more samples than cold() in each thread,
-   the counts add up to what the summary's "thread samples kept" weigh, its lines to
+   the counts add up to the summary's "thread samples kept", its lines to
    the distinct stacks the summary gives, the summary's top-functions
    table agrees with the profile for spin(), and the target's exit is
    neither called fatal nor an error;
 2. on the first provisioned interpreter, every format: speedscope output
    valid against the JSON schema of the speedscope npm package
    (provisioned by ci/speedscope; skipped when absent) and consistent
-   (samples, weights whole multiples of the sampling period in ms, endValue,
+   (samples, weights in milliseconds of the sampling period, endValue,
    frame indices, profiles named by thread); the gecko output opened by
    the Firefox Profiler's own loader (its command-line client, provisioned
    by ci/profiler-cli; skipped when absent), whose call trees must count
@@ -73,8 +73,6 @@ UNHOLDABLE_RATE = 100000 # Hz, --rate's maximum: above any sample's cost, so --r
 UNHOLDABLE_SECONDS = 0.3 # short: such a run holds one CPU at real-time priority
 STALE_BYTES = 1 << 20   # an earlier file at -o, longer than any profile of these runs
 KEPT = re.compile(rb"thread samples kept: (\d+)")
-# ... and what they weigh: the profile's counts (a slow sample counts for the ticks it overran)
-WEIGHED = re.compile(rb"thread samples kept: \d+ in \d+ threads, weighing (\d+)")
 WROTE = re.compile(rb"wrote (\S+) profile to (.+?): (\d+) distinct stacks in \d+ threads, (\d+) thread samples\n")
 TOP_ROW = re.compile(rb"^ +([\d.]+) %  +([\d.]+) %  (\S+) \(", re.M)
 DEFAULT_NAME = re.compile(r"^frameproof-(\d+)\.(txt|speedscope\.json|jsonl|gecko\.json)$")
@@ -217,7 +215,7 @@ def check_mutants(name, profile, stderr, script):
 
 def collapsed_problems(stdout, stderr, script):
     prof = parse_collapsed(stdout)
-    kept = WEIGHED.search(stderr)
+    kept = KEPT.search(stderr)
     total = sum(prof.values())
     problems = []
     if not kept or int(kept.group(1)) != total:
@@ -260,14 +258,11 @@ def check_speedscope(name, path, schema):
     period_ms = 1000.0 / RATE
     for p in doc["profiles"]:
         if not (len(p["samples"]) == len(p["weights"]) > 0
-                and abs(p["endValue"] - sum(p["weights"])) < 1e-6 * p["endValue"]):
+                and abs(p["endValue"] - period_ms * len(p["samples"])) < 1e-6 * p["endValue"]):
             problems.append(f"{p['name']}: {len(p['samples'])} samples, {len(p['weights'])} weights, "
                             f"endValue {p['endValue']}")
-        # a weight of 1 is one period; a slow sample counts for the ticks it overran too
-        if p["unit"] != "milliseconds" or any(w < period_ms or abs(w / period_ms - round(w / period_ms)) > 1e-9
-                                              for w in p["weights"]):
-            problems.append(f"{p['name']}: unit {p['unit']}, weights {set(p['weights'])}, not whole multiples "
-                            f"of {period_ms} ms")
+        if p["unit"] != "milliseconds" or any(w != period_ms for w in p["weights"]):
+            problems.append(f"{p['name']}: unit {p['unit']}, weights {set(p['weights'])}, not {period_ms} ms each")
         if not re.fullmatch(r".+ \(\d+\)", p["name"]) or "pid" in p["name"]:
             problems.append(f"profile named {p['name']!r}, not by its thread's name and native id")
         if any(i >= nframes for s in p["samples"] for i in s):
@@ -306,10 +301,7 @@ def gecko_problems(doc, kept):
             problems.append(f"{t['name']}: string or stack index out of range")
         if sm["time"] != sorted(sm["time"]):
             problems.append(f"{t['name']}: sample times out of order")
-        if not isinstance(sm.get("weight"), list) or any(not isinstance(w, int) or w < 1 for w in sm["weight"]):
-            problems.append(f"{t['name']}: sample weights missing or below 1")
-        else:
-            total += sum(sm["weight"])
+        total += sm["length"]
     if kept is None or total != kept:
         problems.append(f"{total} samples, the summary kept {kept}")
     if not {"hot", "cold", "spin"} <= set(strings):
@@ -359,7 +351,7 @@ def load_in_firefox_profiler(name, path, doc, kept, facts):
 def check_gecko(name, path, stderr, facts):
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
-    kept = WEIGHED.search(stderr)
+    kept = KEPT.search(stderr)
     problems = gecko_problems(doc, int(kept.group(1)) if kept else None)
     check(f"{name}: gecko tables consistent", not problems, "\n".join(problems))
     load_in_firefox_profiler(name, path, doc, int(kept.group(1)) if kept else None, facts)
@@ -424,7 +416,7 @@ def check_json(name, path):
     if not recs or recs[0]["type"] != "header" or recs[-1]["type"] != "summary":
         problems.append("not header ... summary")
     seen = {"thread": 0, "frame": 0, "stack": 0}
-    samples = weight = 0
+    samples = 0
     last_t = -1
     for r in recs[1:-1]:
         t = r["type"]
@@ -436,10 +428,6 @@ def check_json(name, path):
                 problems.append(f"stack {r} refers ahead")
         elif t == "sample":
             samples += 1
-            if not isinstance(r.get("weight"), int) or r["weight"] < 1:
-                problems.append(f"sample {r} has no weight of 1 or more")
-            else:
-                weight += r["weight"]
             if r["thread"] >= seen["thread"] or r["stack"] >= seen["stack"] or r["t_ns"] < last_t:
                 problems.append(f"sample {r} out of range or out of time order")
             last_t = r["t_ns"]
@@ -447,8 +435,6 @@ def check_json(name, path):
             problems.append(f"unknown record type {t}")
     if recs and recs[-1].get("thread_samples") != samples:
         problems.append(f"{samples} sample records, summary says {recs[-1].get('thread_samples')}")
-    if recs and recs[-1].get("thread_samples_weight") != weight:
-        problems.append(f"sample weights sum to {weight}, summary says {recs[-1].get('thread_samples_weight')}")
     check(f"{name}: JSON Lines records consistent", not problems and samples > 0, "\n".join(problems[:20]))
 
 

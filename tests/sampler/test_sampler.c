@@ -1,8 +1,7 @@
 /* test_sampler.c — the sampling API (harness/sampler) against a real
  * interpreter: count, duration and rate bounds, the callback stopping a
  * run, a target killed under it, invalid configurations, the error
- * classification, missed ticks without catch-up and Poisson spacing, a
- * slow sample's weight (the ticks it overran), and
+ * classification, missed ticks without catch-up and Poisson spacing, and
  * a paced run's timer slack and time slice, given back afterwards (a
  * caller's own slice too), and a real-time run's priority, given back
  * too, or refused with its reason; a colocated run's moves to the CPU of
@@ -185,9 +184,6 @@ typedef struct record {
     int child_policy;        /* the policy a child forked then started with (-1: none forked) */
     bool fork_child;         /* fork that child */
     int64_t t_ns[MAX_RECORDED];
-    uint32_t weight[MAX_RECORDED];
-    bool *arm;               /* set *arm in the callback at index arm_at (a slow reader's next read stalls) */
-    uint64_t arm_at;
 } record;
 
 static void get_sched(struct sched_attr *a)
@@ -221,7 +217,7 @@ static void record_init(record *r)
 {
     memset(r, 0, sizeof *r);
     r->child_policy = -1;
-    r->stop_at = r->stall_at = r->arm_at = UINT64_MAX;
+    r->stop_at = r->stall_at = UINT64_MAX;
     r->in_order = r->sample_ok = true;
 }
 
@@ -233,12 +229,8 @@ static int on_sample(void *ctx, const fps_outcome *o)
     if ((o->sample != NULL) != (o->rc == FP_OK || o->rc == FP_E_INCOMPLETE) || o->cls != fps_classify(o->rc) ||
         (o->rc == FP_OK && strcmp(o->errmsg, "") != 0))
         r->sample_ok = false;
-    if (o->index < MAX_RECORDED) {
+    if (o->index < MAX_RECORDED)
         r->t_ns[o->index] = o->t_ns;
-        r->weight[o->index] = o->weight;
-    }
-    if (o->index == r->arm_at && r->arm)
-        *r->arm = true;
     if (r->calls++ == 0) {
         r->slack_ns = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
         get_sched(&r->sched);
@@ -480,76 +472,6 @@ static void test_missed_ticks(void **state)
     assert_true(st.achieved_rate_hz < RATE_HZ * STALL_COUNT / (STALL_COUNT + 6) + 1e-6);
     for (int i = 1; i < STALL_COUNT; i++)
         assert_true(r.t_ns[i] - r.t_ns[i - 1] >= PERIOD_NS / 2);
-    /* The callback overran them, not a sample: no sample stands for them. */
-    assert_int_equal(r.weight[STALL_INDEX], 1);
-    assert_true(st.carried_ticks < 6);
-}
-
-/* A reader over the target whose next read, once armed, first sleeps
- * stall_ns: one slow sample, as a deep stack or code read for the first
- * time makes one. */
-typedef struct slow_reader {
-    fp_reader inner;
-    bool armed;
-    int64_t stall_ns;
-} slow_reader;
-
-static void slow_reader_stall(slow_reader *sr)
-{
-    if (!sr->armed)
-        return;
-    sr->armed = false;
-    struct timespec ts = {.tv_sec = sr->stall_ns / 1000000000, .tv_nsec = sr->stall_ns % 1000000000};
-    nanosleep(&ts, NULL);
-}
-
-static int slow_read(void *ctx, uint64_t addr, void *buf, size_t len)
-{
-    slow_reader_stall(ctx);
-    return fp_reader_read(&((slow_reader *)ctx)->inner, addr, buf, len);
-}
-
-static int slow_readv(void *ctx, const fp_iov *iov, size_t n)
-{
-    slow_reader_stall(ctx);
-    return fp_reader_readv(&((slow_reader *)ctx)->inner, iov, n);
-}
-
-static const fp_reader_ops SLOW_OPS = {"slow", slow_read, slow_readv, NULL};
-
-/* A sample that overran ticks stands for them: its weight is 1 plus the
- * ticks skipped while it was taken, and they are counted as carried as
- * well as missed (a profile counting it once would leave its stack's time
- * out: slow samples are those of deep stacks and new code). */
-static void test_slow_sample_weight(void **state)
-{
-    target *t = *state;
-    fp_python_info info;
-    assert_int_equal(fp_session_get_python(t->s, &info), FP_OK);
-    slow_reader sr = {.stall_ns = STALL_NS};
-    char err[256];
-    assert_int_equal(fp_reader_open_vm((int)t->pid, &sr.inner, err, sizeof err), FP_OK);
-    fp_reader slow = {&SLOW_OPS, &sr};
-    fp_target_desc desc = {.runtime_addr = info.runtime_addr, .hexversion = info.hexversion,
-                           .free_threaded = info.free_threaded, .debug = info.debug, .pid = (int)t->pid};
-    fp_session_detach(t->s);
-    assert_int_equal(fp_session_attach_reader(t->s, &slow, &desc), FP_OK);
-    fps_config c = config(RATE_HZ, 0, STALL_COUNT);
-    record r;
-    record_init(&r);
-    r.arm = &sr.armed;
-    r.arm_at = STALL_INDEX - 1;
-    fps_stats st;
-    run(t, &c, &r, &st, FP_OK);
-    fp_session_detach(t->s);
-    fp_reader_close(&sr.inner);
-    assert_int_equal(st.attempts, STALL_COUNT);
-    assert_true(r.weight[STALL_INDEX] >= 7);
-    assert_true(st.carried_ticks >= 6 && st.carried_ticks <= st.missed_ticks);
-    uint64_t weights = 0;
-    for (int i = 0; i < STALL_COUNT; i++)
-        weights += r.weight[i];
-    assert_int_equal(weights, STALL_COUNT + st.carried_ticks);
 }
 
 #define STOP_INDEX 9
@@ -1388,7 +1310,6 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missed_ticks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_slow_sample_weight, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_stops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_poisson, setup, teardown),
         cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
