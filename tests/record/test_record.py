@@ -686,6 +686,25 @@ def out_errors():
               r.returncode == 1 and not left, f"status {r.returncode}, left {left}, {r.stderr!r}")
 
 
+def wait_blocked(pid, timeout_s=10.0):
+    """Returns once every thread of pid is off a CPU (its /proc state not
+    R): parked.py prints "ready" just before its main thread blocks, so a
+    sample taken at once may still find that thread running."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                pass
+        if states and "R" not in states:
+            return
+        time.sleep(0.01)
+    raise RuntimeError(f"the threads of {pid} did not all block within {timeout_s} s")
+
+
 def off_cpu(entry):
     """Threads blocked for good: wall mode keeps their samples and the
     summary says all of them were off a CPU, naming each thread; --mode cpu
@@ -696,7 +715,8 @@ def off_cpu(entry):
     pre = ["chroot", it.root] if it.root != "/" else []
     target = subprocess.Popen(pre + list(entry["argv"]) + [parked, *PARKED_SHAPE], stdout=subprocess.PIPE)
     try:
-        target.stdout.readline()  # "ready": every thread parked
+        target.stdout.readline()  # "ready": every other thread parked, the main one about to block
+        wait_blocked(target.pid)
         r = record("--pid", target.pid, "--duration", 1)
         waiting = re.search(rb"mostly waiting: (.*)\n", r.stderr)
         check("off CPU: parked threads are all off a CPU and named", r.returncode == 0
