@@ -107,9 +107,10 @@ static const char CONFORM_USAGE_LIVE[] =
 static const char CONFORM_USAGE_TAIL[] =
     "Interpreters: manifest entries {\"id\", \"version\", \"free_threaded\", \"debug\",\n"
     "\"root\", \"argv\"}.  With root \"/\" the harness runs ARGV... SCRIPT; otherwise\n"
-    "it copies targets/groundtruth and targets/scenarios to\n"
-    "ROOT" CF_CHROOT_TARGETS "/ (only changed files) and runs\n"
-    "chroot ROOT ARGV... " CF_CHROOT_TARGETS "/scenarios/FILE.  Scenarios whose\n"
+    "it copies targets/groundtruth, targets/scenarios and targets/live to\n"
+    "ROOT" CF_CHROOT_TARGETS "-HASH/ (only changed files; HASH names the\n"
+    "targets directory, so that two checkouts never share a copy) and runs\n"
+    "chroot ROOT ARGV... " CF_CHROOT_TARGETS "-HASH/scenarios/FILE.  Scenarios whose\n"
     "min_version, max_version or builds (any, gil, ft) exclude the entry are\n"
     "skipped.  A target runs in its own process group, with stdin on /dev/null,\n"
     "without PYTHONPATH and PYTHONHOME, and with the channel on descriptors 3\n"

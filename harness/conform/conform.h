@@ -76,8 +76,11 @@ enum cf_rc {
 #define CF_LIVE_POLL_S 0.05                /* seconds between two looks at the channel while sampling */
 #define CF_LIVE_STOP_WAIT_S 10.0           /* wait for "done" after "stop" (scaled) */
 
-/* Where targets are copied inside an interpreter's root. */
+/* Where targets are copied inside an interpreter's root: this prefix, a
+ * dash and 16 hex digits naming the targets directory (cf_chroot_targets),
+ * so that runs from two checkouts sharing a root never share a copy. */
 #define CF_CHROOT_TARGETS "/tmp/frameproof-targets"
+#define CF_CHROOT_TARGETS_MAX 64 /* the whole name, with its terminating NUL */
 
 /* Returns a short description of a CF_E_* code. */
 const char *cf_strerror(int rc);

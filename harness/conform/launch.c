@@ -11,6 +11,7 @@
 
 #include "conform.h"
 #include "launch.h"
+#include "target_sync.h"
 #include "util.h"
 
 static int open_log(const char *dir, const char *scen, const char *ext, char *path, size_t pathlen, int *fd)
@@ -27,10 +28,11 @@ static int open_log(const char *dir, const char *scen, const char *ext, char *pa
 
 int cf_launch_scenario(const cf_launch_req *req, const cf_launched *out, char *err, size_t errlen)
 {
-    char host_script[PATH_MAX], script[PATH_MAX], dir[PATH_MAX], chroot_dir[PATH_MAX];
+    char host_script[PATH_MAX], script[PATH_MAX], dir[PATH_MAX], chroot_dir[PATH_MAX], inside[CF_CHROOT_TARGETS_MAX];
+    cf_chroot_targets(req->targets_dir, inside, sizeof inside);
     if (cf_path_join(dir, sizeof dir, req->targets_dir, req->subdir) ||
         cf_path_join(host_script, sizeof host_script, dir, req->file) ||
-        cf_path_join(chroot_dir, sizeof chroot_dir, CF_CHROOT_TARGETS, req->subdir)) {
+        cf_path_join(chroot_dir, sizeof chroot_dir, inside, req->subdir)) {
         snprintf(err, errlen, "scenario path too long");
         return CF_E_LIMIT;
     }

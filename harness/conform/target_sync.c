@@ -3,8 +3,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +18,8 @@
 
 #define COPY_CHUNK 65536u
 #define MAX_DEPTH 16 /* directory nesting below groundtruth/, scenarios/ and live/ */
+#define FNV_OFFSET 0xcbf29ce484222325ull /* FNV-1a, 64 bits: a stable name, not a secret */
+#define FNV_PRIME 0x100000001b3ull
 
 static const char *const SYNCED_DIRS[] = {"groundtruth", "scenarios", "live"};
 
@@ -130,10 +135,21 @@ static int sync_dir(const char *src, const char *dst, int depth, char *err, size
     return rc;
 }
 
+void cf_chroot_targets(const char *targets_dir, char *out, size_t outlen)
+{
+    char canon[PATH_MAX];
+    const char *name = realpath(targets_dir, canon) ? canon : targets_dir;
+    uint64_t h = FNV_OFFSET;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * FNV_PRIME;
+    snprintf(out, outlen, "%s-%016" PRIx64, CF_CHROOT_TARGETS, h);
+}
+
 int cf_sync_targets(const char *targets_dir, const char *root, char *err, size_t errlen)
 {
-    char top[PATH_MAX];
-    if (cf_path_join(top, sizeof top, root, &CF_CHROOT_TARGETS[1])) {
+    char top[PATH_MAX], inside[CF_CHROOT_TARGETS_MAX];
+    cf_chroot_targets(targets_dir, inside, sizeof inside);
+    if (cf_path_join(top, sizeof top, root, &inside[1])) {
         snprintf(err, errlen, "%s: path too long", root);
         return CF_E_LIMIT;
     }

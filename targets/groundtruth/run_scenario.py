@@ -49,7 +49,20 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 TARGETS = os.path.dirname(HERE)
 SCENARIOS = os.path.join(TARGETS, "scenarios")
-CHROOT_TARGETS = "/tmp/frameproof-targets"
+
+
+def _chroot_targets():
+    """The copy's directory inside a chroot, as the harness names it
+    (harness/conform/target_sync.h, cf_chroot_targets): the prefix, a dash
+    and 16 hex digits of FNV-1a (64 bits) of targets/'s canonical path, so
+    that two checkouts never share a copy."""
+    h = 0xcbf29ce484222325
+    for byte in os.path.realpath(TARGETS).encode():
+        h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return "/tmp/frameproof-targets-%016x" % h
+
+
+CHROOT_TARGETS = _chroot_targets()
 sys.path.insert(0, os.path.join(os.path.dirname(TARGETS), "facts"))
 import fpfacts  # noqa: E402  (the shared facts)
 
@@ -209,7 +222,7 @@ def _same_file(a, b):
 
 
 def sync_targets(root):
-    """Copy groundtruth/ and scenarios/ into ROOT/tmp/frameproof-targets."""
+    """Copy groundtruth/ and scenarios/ into ROOT + CHROOT_TARGETS."""
     dest_top = root.rstrip("/") + CHROOT_TARGETS
     for sub in ("groundtruth", "scenarios"):
         src_dir = os.path.join(TARGETS, sub)

@@ -210,7 +210,9 @@ static void run_interpreter(tap *t, const cf_interp *in, const char *targets, co
             cf_sb_printf(&why, "sync targets: %s", err);
             goto out;
         }
-        snprintf(script, sizeof script, "%s/scenarios/%s.py", CF_CHROOT_TARGETS, SCENARIO);
+        char inside[CF_CHROOT_TARGETS_MAX];
+        cf_chroot_targets(targets, inside, sizeof inside);
+        snprintf(script, sizeof script, "%s/scenarios/%s.py", inside, SCENARIO);
     } else {
         snprintf(script, sizeof script, "%s/scenarios/%s.py", targets, SCENARIO);
     }

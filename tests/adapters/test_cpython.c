@@ -80,7 +80,9 @@ static void park_target(const ctx *c, const cf_interp *in, parked *p)
     cf_linebuf_init(&p->lb);
     if (cf_interp_chrooted(in)) {
         assert_int_equal(cf_sync_targets(c->targets, in->root, err, sizeof err), CF_OK);
-        snprintf(script, sizeof script, "%s/scenarios/%s", CF_CHROOT_TARGETS, SCENARIO);
+        char inside[CF_CHROOT_TARGETS_MAX];
+        cf_chroot_targets(c->targets, inside, sizeof inside);
+        snprintf(script, sizeof script, "%s/scenarios/%s", inside, SCENARIO);
     } else {
         snprintf(script, sizeof script, "%s/scenarios/%s", c->targets, SCENARIO);
     }
