@@ -10,10 +10,12 @@ pass, and those that failed or erred; scenarios that do not apply (skip)
 are left out, and a cell whose every case is n/a (the unwinder does not
 support that interpreter) is n/a."""
 import argparse
-import datetime
 import json
-import subprocess
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import result_file  # noqa: E402
 
 PASS = "pass"
 FAILED = ("fail", "error")
@@ -68,13 +70,9 @@ def main(argv=None):
     if report.get("interrupted"):
         print("ci/field_table.py: the report is of an interrupted run; not a state of the field", file=sys.stderr)
         return 1
-    commit = args.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                                           text=True).stdout.strip()
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    commit, date = result_file.stamp(args.commit)
     doc = summarize(report, args.command, commit, date)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    result_file.write(args.out, doc)
     sys.stdout.write(markdown(doc))
     return 0
 

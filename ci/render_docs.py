@@ -39,6 +39,7 @@ RENDERERS = {
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
     "field": ("field.json", "field_table", "markdown"),
+    "live-field": ("live-field.json", "live_table", "markdown"),
 }
 
 

@@ -59,7 +59,8 @@ with tempfile.TemporaryDirectory(prefix="fp-render-") as tmp:
         src = os.path.join(tmp, name, render_docs.RENDERERS[name][0])
         with open(src, encoding="utf-8") as f:
             doc = json.load(f)
-        doc["rows"] = doctored(doc["rows"])
+        part = "rows" if "rows" in doc else "cells"  # the table's figures (live-field.json: "cells")
+        doc[part] = doctored(doc[part])
         doc["date"] = doc["date"] + " (doctored)"
         with open(src, "w", encoding="utf-8") as f:
             json.dump(doc, f)
