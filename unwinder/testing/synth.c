@@ -9,95 +9,8 @@
 #include "synth.h"
 #include "call_sites.h"
 #include "call_sites_table.h"
+#include "synth_image.h"
 #include "versions.h"
-
-#define BASE_ADDR 0x10000000ull
-#define REGION_GAP 0x1000ull        /* unmapped space between regions */
-#define REGION_ALIGN 16ull
-#define CHUNK_BYTES 16384u
-#define CHUNK_HEADER 24u
-#define FRAME_SLACK 64u             /* locals and stack after each frame */
-/* Locals every synthetic code object declares.  3.11-3.13 frames keep a
- * stacktop: -1 for the running top frame, this (an empty value stack) for
- * a frame stopped at a call or its return, and 0 once 3.13 has cleared a
- * returned frame, as the walker expects of a running thread. */
-#define SYNTH_NLOCALSPLUS 2u
-#define SYNTH_STACKTOP_RUNNING 0xffffffffu /* -1 */
-#define SYNTH_CLEARS_STACKTOP_MINOR 13u      /* the version whose return zeroes stacktop */
-#define SYNTH_AT_INSTRUCTION_MINOR 13u       /* the first version whose callers name the instruction itself */
-#define TYPE_OBJECT_BYTES 512u
-#define MAX_REGIONS 65536u
-#define MAX_FRAMES_PER_THREAD 4096u
-#define GIL_BYTES 64u
-#define CFRAME_BYTES 64u
-#define STRING_KIND_SHIFT_MASK 7u
-#define LOC_LONG_FORM 14
-#define GEN_HEADER_BYTES 128u       /* room before a generator's embedded frame */
-
-typedef struct region {
-    uint64_t addr;
-    size_t len;
-    uint8_t *bytes;
-} region;
-
-typedef struct built_code {
-    const synth_code *src;
-    uint64_t addr;
-    uint64_t tlbc_copies[SYNTH_MAX_TLBC];
-} built_code;
-
-/* A frame of a thread's current stack, as synth_plan_move left it. */
-typedef struct live_frame {
-    uint64_t addr;
-    const built_code *bc;
-    int tlbc;
-    bool generator;
-    int unit;                  /* the code unit it is at */
-} live_frame;
-
-/* What synth_plan_move needs to know about a thread: where the words it
- * rewrites are, and the thread's stack as the planned writes leave it. */
-typedef struct thread_book {
-    uint64_t top_word;         /* the word naming the top frame (the thread state's, or its _PyCFrame's) */
-    uint64_t bottom;           /* what the outermost frame's `previous` holds */
-    uint64_t ts_datastack_top_word;
-    uint64_t first_slot, chunk_end;
-    live_frame *frames;        /* outermost first */
-    size_t n, cap;
-    uint64_t empty_top;        /* what the top word holds with no frame (3.15: the base frame) */
-    bool exited;               /* unlinked and freed by synth_plan_thread_exit */
-    bool main;                 /* described as the main thread */
-} thread_book;
-
-struct synth_image {
-    fpi_layout l;
-    /* PyASCIIObject.state bits, from the builder's own knowledge of the
-     * layout id (not from the walker's layout) so a wrong walker table
-     * shows up as a mismatch */
-    unsigned kind_shift, compact_bit, ascii_bit;
-    uint32_t hexversion;
-    region *r;
-    size_t nr, cap;
-    uint64_t next;
-    uint64_t runtime;
-    uint64_t type_code, type_str, type_bytes, type_none;
-    uint64_t none;             /* None: every thread's exception state holds it, as with no exception */
-    uint64_t **frame_addrs;   /* per thread, per described frame */
-    uint64_t *ts_addrs;       /* per thread */
-    size_t nthreads;
-    built_code *codes;        /* every code object built */
-    size_t ncodes;
-    thread_book *books;       /* per thread */
-    uint64_t interp;          /* the one interpreter state */
-    size_t *list;             /* the interpreter's thread list as planned: thread indices, head first */
-    size_t nlist;
-    int fill_op;              /* the opcode every code unit holds (-1: none known) */
-    int resume_op;            /* 3.12+: SEND or FOR_ITER, as many cache units as fill_op (-1: none) */
-    live_frame *suspended;    /* generator frames synth_plan_yield unlinked */
-    size_t nsuspended, suspended_cap;
-    char *err;
-    size_t errlen;
-};
 
 /* Backs len bytes at the next free address and keeps `span` bytes of
  * address space for them (span >= len): nothing else is placed there. */
@@ -150,26 +63,26 @@ uint8_t *synth_bytes(synth_image *im, uint64_t addr, size_t len)
 
 /* 3.14+: the stack pointer of the frame at fa stopped with an empty value
  * stack (SYNTH_NLOCALSPLUS slots above localsplus). */
-static uint64_t stopped_stack_pointer(const fpi_layout *l, uint64_t fa)
+uint64_t synth_stopped_stack_pointer(const fpi_layout *l, uint64_t fa)
 {
     return fa + (uint64_t)l->fr_localsplus + 8u * SYNTH_NLOCALSPLUS;
 }
 
-static void put64(synth_image *im, uint64_t addr, uint64_t v)
+void synth_put64(synth_image *im, uint64_t addr, uint64_t v)
 {
     uint8_t *p = synth_bytes(im, addr, 8);
     if (p)
         memcpy(p, &v, 8);
 }
 
-static void put32(synth_image *im, uint64_t addr, uint32_t v)
+void synth_put32(synth_image *im, uint64_t addr, uint32_t v)
 {
     uint8_t *p = synth_bytes(im, addr, 4);
     if (p)
         memcpy(p, &v, 4);
 }
 
-static void put8(synth_image *im, uint64_t addr, uint8_t v)
+void synth_put8(synth_image *im, uint64_t addr, uint8_t v)
 {
     uint8_t *p = synth_bytes(im, addr, 1);
     if (p)
@@ -191,7 +104,7 @@ static uint64_t type_object(synth_image *im, const char *name)
     uint64_t n = cstring(im, name);
     if (!t || !n)
         return 0;
-    put64(im, t + (uint64_t)im->l.tp_name, n);
+    synth_put64(im, t + (uint64_t)im->l.tp_name, n);
     return t;
 }
 
@@ -247,13 +160,13 @@ static uint64_t str_object(synth_image *im, const char *utf8, bool noncompact)
         free(cps);
         return 0;
     }
-    put64(im, obj + (uint64_t)l->ob_type, im->type_str);
-    put64(im, obj + (uint64_t)l->uni_length, (uint64_t)n);
+    synth_put64(im, obj + (uint64_t)l->ob_type, im->type_str);
+    synth_put64(im, obj + (uint64_t)l->uni_length, (uint64_t)n);
     uint32_t state = (kind << im->kind_shift) | ((noncompact ? 0u : 1u) << im->compact_bit) |
                      ((ascii ? 1u : 0u) << im->ascii_bit);
-    put32(im, obj + (uint64_t)l->uni_state, state);
+    synth_put32(im, obj + (uint64_t)l->uni_state, state);
     if (noncompact)
-        put64(im, obj + (uint64_t)l->uni_compact_size, data);
+        synth_put64(im, obj + (uint64_t)l->uni_compact_size, data);
     uint8_t *d = synth_bytes(im, data, data_len);
     for (long i = 0; i < n; i++) {
         if (kind == 1) {
@@ -311,8 +224,8 @@ static uint64_t linetable_object(synth_image *im, const synth_code *c, int *unit
     uint64_t obj = alloc(im, (size_t)l->bytes_sval + n + 1);
     if (!obj)
         return 0;
-    put64(im, obj + (uint64_t)l->ob_type, im->type_bytes);
-    put64(im, obj + (uint64_t)l->ob_size, n);
+    synth_put64(im, obj + (uint64_t)l->ob_type, im->type_bytes);
+    synth_put64(im, obj + (uint64_t)l->ob_size, n);
     memcpy(synth_bytes(im, obj + (uint64_t)l->bytes_sval, n), buf, n);
     *units_out = units;
     return obj;
@@ -331,16 +244,16 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
     uint64_t co = alloc(im, (size_t)l->co_code_adaptive + (size_t)units * 2);
     if (!co)
         return -1;
-    put64(im, co + (uint64_t)l->ob_type, im->type_code);
-    put64(im, co + (uint64_t)l->ob_size, (uint64_t)units);
-    put32(im, co + (uint64_t)l->co_firstlineno, (uint32_t)c->firstlineno);
-    put32(im, co + (uint64_t)l->co_firsttraceable, (uint32_t)c->firsttraceable);
+    synth_put64(im, co + (uint64_t)l->ob_type, im->type_code);
+    synth_put64(im, co + (uint64_t)l->ob_size, (uint64_t)units);
+    synth_put32(im, co + (uint64_t)l->co_firstlineno, (uint32_t)c->firstlineno);
+    synth_put32(im, co + (uint64_t)l->co_firsttraceable, (uint32_t)c->firsttraceable);
     if (l->co_nlocalsplus != FPI_OFF_NONE)
-        put32(im, co + (uint64_t)l->co_nlocalsplus, SYNTH_NLOCALSPLUS);
-    put64(im, co + (uint64_t)l->co_qualname, qn);
-    put64(im, co + (uint64_t)l->co_name, nm);
-    put64(im, co + (uint64_t)l->co_filename, fn);
-    put64(im, co + (uint64_t)l->co_linetable, lt);
+        synth_put32(im, co + (uint64_t)l->co_nlocalsplus, SYNTH_NLOCALSPLUS);
+    synth_put64(im, co + (uint64_t)l->co_qualname, qn);
+    synth_put64(im, co + (uint64_t)l->co_name, nm);
+    synth_put64(im, co + (uint64_t)l->co_filename, fn);
+    synth_put64(im, co + (uint64_t)l->co_linetable, lt);
     out->src = c;
     out->addr = co;
     /* Every unit holds an instruction at which a caller can be suspended
@@ -349,27 +262,27 @@ static int code_object(synth_image *im, const synth_code *c, bool want_tlbc, bui
      * walker's call-site checks; a frame under a generator's frame is put
      * at SEND or FOR_ITER (place_resumes). */
     for (int u = 0; im->fill_op >= 0 && u < units; u++)
-        put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)im->fill_op);
+        synth_put8(im, co + (uint64_t)l->co_code_adaptive + 2u * (uint64_t)u, (uint8_t)im->fill_op);
     memset(out->tlbc_copies, 0, sizeof out->tlbc_copies);
     out->tlbc_copies[0] = co + (uint64_t)l->co_code_adaptive;
     if (want_tlbc && l->co_tlbc != FPI_OFF_NONE) {
         uint64_t arr = alloc(im, 8 + 8 * SYNTH_MAX_TLBC);
         if (!arr)
             return -1;
-        put64(im, arr, SYNTH_MAX_TLBC);
-        put64(im, arr + 8, out->tlbc_copies[0]);
+        synth_put64(im, arr, SYNTH_MAX_TLBC);
+        synth_put64(im, arr + 8, out->tlbc_copies[0]);
         for (int i = 1; i < SYNTH_MAX_TLBC; i++) {
             out->tlbc_copies[i] = alloc(im, (size_t)units * 2 + 2);
             if (!out->tlbc_copies[i])
                 return -1;
-            put64(im, arr + 8 + 8 * (uint64_t)i, out->tlbc_copies[i]);
+            synth_put64(im, arr + 8 + 8 * (uint64_t)i, out->tlbc_copies[i]);
         }
-        put64(im, co + (uint64_t)l->co_tlbc, arr);
+        synth_put64(im, co + (uint64_t)l->co_tlbc, arr);
     }
     return 0;
 }
 
-static int fail(synth_image *im, const char *msg)
+int synth_fail(synth_image *im, const char *msg)
 {
     if (im->err)
         snprintf(im->err, im->errlen, "synth: %s", msg);
@@ -390,19 +303,19 @@ static int setup_layout(synth_image *im, const char *id, const uint8_t *table, s
         return FP_OK;
     }
     if (!table)
-        return fail(im, "3.13+ layouts need their debug-offsets table");
+        return synth_fail(im, "3.13+ layouts need their debug-offsets table");
     fpi_errbuf eb = {{0}};
     int rc = fpi_debug_offsets_parse(table, table_len, &im->l, &eb);
     if (rc)
-        return fail(im, eb.msg);
+        return synth_fail(im, eb.msg);
     im->hexversion = im->l.hexversion;
     bool want_ft = strchr(id, 't') != NULL;
     if (want_ft != im->l.free_threaded)
-        return fail(im, "the table's free-threaded flag does not match the layout id");
+        return synth_fail(im, "the table's free-threaded flag does not match the layout id");
     return FP_OK;
 }
 
-static uint64_t frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_end)
+uint64_t synth_frame_slot(synth_image *im, uint64_t *chunk_pos, uint64_t chunk_end)
 {
     uint64_t a = *chunk_pos;
     uint64_t step = ((uint64_t)im->l.fr_size + FRAME_SLACK + 7) & ~7ull;
@@ -446,7 +359,7 @@ static uint64_t instruction_unit(const synth_image *im, int unit)
     return (uint64_t)unit - (uint64_t)unit % len;
 }
 
-static bool at_resume(synth_image *im, const built_code *bc, int unit)
+bool synth_at_resume(synth_image *im, const built_code *bc, int unit)
 {
     return im->resume_op >= 0 && *synth_bytes(im, bc->tlbc_copies[0] + 2u * instruction_unit(im, unit), 1) ==
                                      (uint8_t)im->resume_op;
@@ -470,14 +383,14 @@ static int place_resumes(synth_image *im, const synth_desc *d, const built_code 
                 if (callee->entry_below || !bc || im->resume_op < 0)
                     continue;
                 if (pass == 0 && callee->generator)
-                    put8(im, bc->tlbc_copies[0] + 2u * instruction_unit(im, f->unit), (uint8_t)im->resume_op);
-                if (pass == 1 && !callee->generator && at_resume(im, bc, f->unit))
-                    return fail(im, "a frame under a function's frame shares the SEND of one under a generator's");
+                    synth_put8(im, bc->tlbc_copies[0] + 2u * instruction_unit(im, f->unit), (uint8_t)im->resume_op);
+                if (pass == 1 && !callee->generator && synth_at_resume(im, bc, f->unit))
+                    return synth_fail(im, "a frame under a function's frame shares the SEND of one under a generator's");
             }
     return FP_OK;
 }
 
-static int book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator, int unit)
+int synth_book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator, int unit)
 {
     if (b->n == b->cap) {
         size_t ncap = b->cap ? b->cap * 2 : 16;
@@ -497,22 +410,22 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     thread_book *book = &im->books[ti];
     const fpi_layout *l = &im->l;
     if (t->nframes > MAX_FRAMES_PER_THREAD)
-        return fail(im, "too many frames");
+        return synth_fail(im, "too many frames");
     uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
     /* The chunk is CHUNK_BYTES long and all of it readable, like CPython's
      * (a frame anywhere in it belongs to the data stack; a sample reads
      * ahead past the top the last one saw). */
     uint64_t chunk = alloc(im, CHUNK_BYTES);
     if (!ts || !chunk)
-        return fail(im, "out of memory");
+        return synth_fail(im, "out of memory");
     (void)prev_ts;
-    put64(im, ts + (uint64_t)l->ts_interp, interp);
-    put64(im, ts + (uint64_t)l->ts_thread_id, t->thread_id);
-    put64(im, ts + (uint64_t)l->ts_native_thread_id, t->native_id);
-    put64(im, ts + (uint64_t)l->ts_datastack_chunk, chunk);
-    put64(im, ts + (uint64_t)l->ts_exc_info, ts + (uint64_t)l->ts_exc_state);
-    put64(im, ts + (uint64_t)l->ts_exc_state + (uint64_t)l->err_exc_value, im->none);
-    put64(im, chunk + (uint64_t)l->chunk_size, CHUNK_BYTES);
+    synth_put64(im, ts + (uint64_t)l->ts_interp, interp);
+    synth_put64(im, ts + (uint64_t)l->ts_thread_id, t->thread_id);
+    synth_put64(im, ts + (uint64_t)l->ts_native_thread_id, t->native_id);
+    synth_put64(im, ts + (uint64_t)l->ts_datastack_chunk, chunk);
+    synth_put64(im, ts + (uint64_t)l->ts_exc_info, ts + (uint64_t)l->ts_exc_state);
+    synth_put64(im, ts + (uint64_t)l->ts_exc_state + (uint64_t)l->err_exc_value, im->none);
+    synth_put64(im, chunk + (uint64_t)l->chunk_size, CHUNK_BYTES);
     uint64_t pos = chunk + CHUNK_HEADER + 8, end = chunk + CHUNK_BYTES;
     book->first_slot = pos;
     book->ts_datastack_top_word = ts + (uint64_t)l->ts_datastack_top;
@@ -521,24 +434,24 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     /* Frames are pushed outermost first, like a real data stack. */
     uint64_t *addrs = calloc(t->nframes ? t->nframes : 1, sizeof *addrs);
     if (!addrs)
-        return fail(im, "out of memory");
+        return synth_fail(im, "out of memory");
     im->frame_addrs[ti] = addrs;
     uint64_t below = 0; /* the caller of the frame being placed */
     uint64_t base = 0;
     if (l->ts_base_frame != FPI_OFF_NONE) {
         base = alloc(im, (size_t)l->fr_size);
         if (!base)
-            return fail(im, "out of memory");
-        put8(im, base + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
-        put64(im, ts + (uint64_t)l->ts_base_frame, base);
+            return synth_fail(im, "out of memory");
+        synth_put8(im, base + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
+        synth_put64(im, ts + (uint64_t)l->ts_base_frame, base);
         below = base;
     } else if (l->fr_is_entry == FPI_OFF_NONE && l->owner_cstack >= 0 && t->nframes > 0) {
         /* Before 3.15 a thread's chain ends at the evaluation loop's entry
          * frame (3.12+), on the C stack. */
         uint64_t entry = alloc(im, (size_t)l->fr_size);
         if (!entry)
-            return fail(im, "out of memory");
-        put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_cstack);
+            return synth_fail(im, "out of memory");
+        synth_put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_cstack);
         below = entry;
     }
     book->bottom = below;
@@ -549,14 +462,14 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
             if (codes[c].src == f->code)
                 bc = &codes[c];
         if (!bc)
-            return fail(im, "frame refers to an unknown code object");
+            return synth_fail(im, "frame refers to an unknown code object");
         if (f->entry_below && (l->owner_cstack >= 0 || l->owner_interpreter >= 0)) {
             uint64_t entry = alloc(im, (size_t)l->fr_size); /* on the C stack, outside the chunks */
             if (!entry)
-                return fail(im, "out of memory");
+                return synth_fail(im, "out of memory");
             int owner = l->owner_interpreter >= 0 ? l->owner_interpreter : l->owner_cstack;
-            put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)owner);
-            put64(im, entry + (uint64_t)l->fr_previous, below);
+            synth_put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)owner);
+            synth_put64(im, entry + (uint64_t)l->fr_previous, below);
             below = entry;
         }
         uint64_t fa;
@@ -564,32 +477,32 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
             uint64_t gen = alloc(im, (size_t)l->fr_size + FRAME_SLACK + GEN_HEADER_BYTES);
             fa = gen ? gen + GEN_HEADER_BYTES : 0; /* embedded in a generator object */
         } else {
-            fa = frame_slot(im, &pos, end);
+            fa = synth_frame_slot(im, &pos, end);
         }
         if (!fa)
-            return fail(im, "data stack chunk full or out of memory");
+            return synth_fail(im, "data stack chunk full or out of memory");
         addrs[k] = fa;
         int tlbc = f->tlbc_index;
         if (tlbc < 0 || tlbc >= SYNTH_MAX_TLBC || (tlbc && !bc->tlbc_copies[tlbc]))
-            return fail(im, "bad tlbc index");
+            return synth_fail(im, "bad tlbc index");
         uint64_t exec = bc->addr | (l->executable_tag_mask & 1u); /* a tagged reference where tags exist */
-        put64(im, fa + (uint64_t)l->fr_executable, exec);
-        put64(im, fa + (uint64_t)l->fr_previous, below);
-        put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[tlbc] + (uint64_t)f->unit * 2);
-        put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
+        synth_put64(im, fa + (uint64_t)l->fr_executable, exec);
+        synth_put64(im, fa + (uint64_t)l->fr_previous, below);
+        synth_put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[tlbc] + (uint64_t)f->unit * 2);
+        synth_put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)(f->generator ? l->owner_generator : l->owner_thread));
         if (l->fr_tlbc_index != FPI_OFF_NONE)
-            put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
+            synth_put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)tlbc);
         if (l->fr_stacktop != FPI_OFF_NONE)
-            put32(im, fa + (uint64_t)l->fr_stacktop, k == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS);
+            synth_put32(im, fa + (uint64_t)l->fr_stacktop, k == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS);
         if (l->fr_stackpointer != FPI_OFF_NONE) /* 3.14+: as a release build leaves it, also the top's */
-            put64(im, fa + (uint64_t)l->fr_stackpointer, stopped_stack_pointer(l, fa));
+            synth_put64(im, fa + (uint64_t)l->fr_stackpointer, synth_stopped_stack_pointer(l, fa));
         /* 3.11: the outermost frame of a thread was entered from C code,
          * and so was one whose caller is C code (entry_below), and every
          * generator's (3.11 resumes them from C code). */
         if (l->fr_is_entry != FPI_OFF_NONE && (k == t->nframes - 1 || f->entry_below || f->generator))
-            put8(im, fa + (uint64_t)l->fr_is_entry, 1);
-        if (book_frame(book, fa, bc, tlbc, f->generator, f->unit))
-            return fail(im, "out of memory");
+            synth_put8(im, fa + (uint64_t)l->fr_is_entry, 1);
+        if (synth_book_frame(book, fa, bc, tlbc, f->generator, f->unit))
+            return synth_fail(im, "out of memory");
         below = fa;
     }
     uint64_t top = below;
@@ -597,18 +510,18 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
         top = base;
     book->empty_top = base;
     book->main = t->main;
-    put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
+    synth_put64(im, ts + (uint64_t)l->ts_datastack_top, pos);
     if (l->ts_current_frame != FPI_OFF_NONE) {
-        put64(im, ts + (uint64_t)l->ts_current_frame, top);
+        synth_put64(im, ts + (uint64_t)l->ts_current_frame, top);
         book->top_word = ts + (uint64_t)l->ts_current_frame;
     } else {
         /* A thread running no evaluation is on its own root _PyCFrame;
          * one running Python code on an evaluation's. */
         uint64_t cf = top == 0 ? ts + (uint64_t)l->ts_root_cframe : alloc(im, CFRAME_BYTES);
         if (!cf)
-            return fail(im, "out of memory");
-        put64(im, cf + (uint64_t)l->cframe_current_frame, top);
-        put64(im, ts + (uint64_t)l->ts_cframe, cf);
+            return synth_fail(im, "out of memory");
+        synth_put64(im, cf + (uint64_t)l->cframe_current_frame, top);
+        synth_put64(im, ts + (uint64_t)l->ts_cframe, cf);
         book->top_word = cf + (uint64_t)l->cframe_current_frame;
     }
     *ts_out = ts;
@@ -648,7 +561,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     im->type_none = type_object(im, "NoneType");
     im->none = alloc(im, (size_t)l->ob_type + 8u);
     if (im->none)
-        put64(im, im->none + (uint64_t)l->ob_type, im->type_none);
+        synth_put64(im, im->none + (uint64_t)l->ob_type, im->type_none);
     /* Only the interpreter fields the walker reads need backing memory (the
      * full PyInterpreterState is ~250 KB, which would dominate fuzzing). */
     int32_t interp_fields[] = {l->interp_next, l->interp_id, l->interp_threads_head, l->interp_threads_main,
@@ -660,15 +573,15 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
     uint64_t interp = alloc(im, (size_t)interp_hi + 8);
     uint64_t gil = alloc(im, GIL_BYTES);
     if (!im->runtime || !im->type_code || !im->type_str || !im->type_bytes || !interp || !gil) {
-        rc = fail(im, "out of memory");
+        rc = synth_fail(im, "out of memory");
         goto out;
     }
     if (table)
         memcpy(synth_bytes(im, im->runtime, FPI_DEBUG_OFFSETS_READ), table,
                table_len < FPI_DEBUG_OFFSETS_READ ? table_len : FPI_DEBUG_OFFSETS_READ);
-    put64(im, im->runtime + (uint64_t)l->rt_interpreters_head, interp);
+    synth_put64(im, im->runtime + (uint64_t)l->rt_interpreters_head, interp);
     if (l->interp_ceval_gil != FPI_OFF_NONE)
-        put64(im, interp + (uint64_t)l->interp_ceval_gil, gil);
+        synth_put64(im, interp + (uint64_t)l->interp_ceval_gil, gil);
 
     /* Code objects, once each. */
     size_t total = 0;
@@ -690,7 +603,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
             if (known)
                 continue;
             if (code_object(im, f->code, true, &codes[ncodes]) != 0) {
-                rc = fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
+                rc = synth_fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
                 goto out;
             }
             ncodes++;
@@ -704,7 +617,7 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         if (known)
             continue;
         if (code_object(im, &d->codes[k], true, &codes[ncodes]) != 0) {
-            rc = fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
+            rc = synth_fail(im, "cannot build a code object (bad UTF-8 or out of memory)");
             goto out;
         }
         ncodes++;
@@ -713,24 +626,24 @@ int synth_build(const char *layout_id, const uint8_t *table, size_t table_len, c
         goto out;
     uint64_t prev = 0, first = 0;
     for (size_t t = 0; t < d->nthreads; t++) {
-        uint64_t ts;
+        uint64_t ts = 0;
         if ((rc = build_thread(im, interp, prev, &d->threads[t], t, codes, ncodes, &ts)))
             goto out;
         im->ts_addrs[t] = ts;
         if (prev)
-            put64(im, prev + (uint64_t)l->ts_next, ts);
+            synth_put64(im, prev + (uint64_t)l->ts_next, ts);
         else
             first = ts;
         if (d->threads[t].main) {
             if (l->interp_threads_main != FPI_OFF_NONE)
-                put64(im, interp + (uint64_t)l->interp_threads_main, ts);
+                synth_put64(im, interp + (uint64_t)l->interp_threads_main, ts);
             if (l->rt_main_thread != FPI_OFF_NONE)
-                put64(im, im->runtime + (uint64_t)l->rt_main_thread, d->threads[t].thread_id);
+                synth_put64(im, im->runtime + (uint64_t)l->rt_main_thread, d->threads[t].thread_id);
         }
         prev = ts;
         im->list[im->nlist++] = t;
     }
-    put64(im, interp + (uint64_t)l->interp_threads_head, first);
+    synth_put64(im, interp + (uint64_t)l->interp_threads_head, first);
     im->interp = interp;
     im->codes = codes;
     im->ncodes = ncodes;
@@ -809,8 +722,8 @@ uint64_t synth_switch_stack(synth_image *im, size_t t)
     uint64_t entry = alloc(im, (size_t)l->fr_size); /* the evaluation's entry frame, a C local */
     if (!entry)
         return 0;
-    put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
-    put64(im, book->frames[0].addr + (uint64_t)l->fr_previous, entry);
+    synth_put8(im, entry + (uint64_t)l->fr_owner, (uint8_t)l->owner_interpreter);
+    synth_put64(im, book->frames[0].addr + (uint64_t)l->fr_previous, entry);
     book->bottom = entry;
     return entry;
 }
@@ -823,297 +736,4 @@ uint64_t synth_frame_addr(const synth_image *im, size_t t, size_t f)
 uint64_t synth_thread_state_addr(const synth_image *im, size_t t)
 {
     return t < im->nthreads ? im->ts_addrs[t] : 0;
-}
-
-static const built_code *find_built(const synth_image *im, const synth_code *c)
-{
-    for (size_t i = 0; i < im->ncodes; i++)
-        if (im->codes[i].src == c)
-            return &im->codes[i];
-    return NULL;
-}
-
-static int add_write(synth_write *out, size_t cap, size_t *n, uint64_t addr, uint64_t value, unsigned size,
-                     bool new_state)
-{
-    if (*n == cap)
-        return -1;
-    out[(*n)++] = (synth_write){addr, value, size, new_state};
-    return 0;
-}
-
-/* 3.11-3.13: the frame at fa gets stacktop `value`.  3.14+: a frame that
- * stops (SYNTH_NLOCALSPLUS) saves its stack pointer; a release build
- * leaves it as it was while the frame runs.  Nothing elsewhere. */
-static int stacktop_write(const fpi_layout *l, synth_write *out, size_t cap, size_t *n, uint64_t fa, uint32_t value)
-{
-    if (l->fr_stackpointer != FPI_OFF_NONE && value == SYNTH_NLOCALSPLUS)
-        return add_write(out, cap, n, fa + (uint64_t)l->fr_stackpointer, stopped_stack_pointer(l, fa), 8, false);
-    return l->fr_stacktop == FPI_OFF_NONE ? 0 : add_write(out, cap, n, fa + (uint64_t)l->fr_stacktop, value, 4, false);
-}
-
-int synth_plan_move(synth_image *im, size_t t, size_t npop, const synth_frame *push, size_t npush,
-                    synth_write *out, size_t cap, size_t *nout)
-{
-    const fpi_layout *l = &im->l;
-    if (t >= im->nthreads)
-        return fail(im, "no such thread");
-    thread_book *b = &im->books[t];
-    if (b->exited)
-        return fail(im, "the thread has exited");
-    if (npop >= b->n && (npop > 0 || npush > 0))
-        return fail(im, "a move keeps at least the outermost frame");
-    for (size_t j = 0; j < npush; j++) {
-        if (!find_built(im, push[j].code))
-            return fail(im, "a pushed frame's code object was not built");
-        if (push[j].generator || push[j].entry_below || push[j].tlbc_index < 0 ||
-            push[j].tlbc_index >= SYNTH_MAX_TLBC || (push[j].tlbc_index && !find_built(im, push[j].code)->tlbc_copies[push[j].tlbc_index]))
-            return fail(im, "pushed frames are plain calls with a built bytecode copy");
-    }
-    size_t start = *nout, keep = b->n - npop;
-    /* Every frame that calls one pushed is at a call, not a SEND or
-     * FOR_ITER. */
-    for (size_t j = 1; j <= npush; j++) {
-        const live_frame *below_caller = &b->frames[keep - 1];
-        bool resume = j == npush ? at_resume(im, below_caller->bc, below_caller->unit)
-                                 : at_resume(im, find_built(im, push[j].code), push[j].unit);
-        if (resume)
-            return fail(im, "a frame at SEND or FOR_ITER calls a function");
-    }
-    /* Return: the returning frame stops (its stacktop), the thread's top
-     * becomes the caller, the returned frames are cleared (3.13: stacktop
-     * 0), the data stack shrinks, and the caller runs on (stacktop -1). */
-    uint64_t pos = b->first_slot;
-    for (size_t k = 0; k < keep; k++)
-        if (!b->frames[k].generator)
-            pos = b->frames[k].addr + ((((uint64_t)l->fr_size + FRAME_SLACK + 7) & ~7ull));
-    uint64_t below = b->frames[keep - 1].addr;
-    if (npop && (stacktop_write(l, out, cap, nout, b->frames[b->n - 1].addr, SYNTH_NLOCALSPLUS) ||
-                 add_write(out, cap, nout, b->top_word, below, 8, true)))
-        goto full;
-    for (size_t k = keep; npop && l->minor == SYNTH_CLEARS_STACKTOP_MINOR && k < b->n; k++)
-        if (!b->frames[k].generator && stacktop_write(l, out, cap, nout, b->frames[k].addr, 0))
-            goto full;
-    if (npop && (add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
-                 stacktop_write(l, out, cap, nout, below, SYNTH_STACKTOP_RUNNING)))
-        goto full;
-    /* A call: the caller stops at it (its stacktop) before the callee is set up. */
-    if (npush && stacktop_write(l, out, cap, nout, below, SYNTH_NLOCALSPLUS))
-        goto full;
-    /* Calls, outermost first: the frame's fields, the data stack's top,
-     * then the thread's top (the instant the callee is on the stack). */
-    live_frame placed[SYNTH_MAX_MOVE_FRAMES];
-    if (npush > SYNTH_MAX_MOVE_FRAMES)
-        return fail(im, "too many frames pushed in one move");
-    for (size_t j = npush; j-- > 0;) {
-        const synth_frame *f = &push[j];
-        const built_code *bc = find_built(im, f->code);
-        uint64_t fa = frame_slot(im, &pos, b->chunk_end);
-        if (!fa)
-            return fail(im, "data stack chunk full");
-        uint64_t exec = bc->addr | (l->executable_tag_mask & 1u);
-        if (add_write(out, cap, nout, fa + (uint64_t)l->fr_executable, exec, 8, false) ||
-            add_write(out, cap, nout, fa + (uint64_t)l->fr_previous, below, 8, false) ||
-            add_write(out, cap, nout, fa + (uint64_t)l->fr_instr_ptr,
-                      bc->tlbc_copies[f->tlbc_index] + (uint64_t)f->unit * 2, 8, false) ||
-            add_write(out, cap, nout, fa + (uint64_t)l->fr_owner, (uint8_t)l->owner_thread, 1, false) ||
-            (l->fr_tlbc_index != FPI_OFF_NONE &&
-             add_write(out, cap, nout, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)f->tlbc_index, 4, false)) ||
-            (l->fr_is_entry != FPI_OFF_NONE && add_write(out, cap, nout, fa + (uint64_t)l->fr_is_entry, 0, 1, false)) ||
-            stacktop_write(l, out, cap, nout, fa, j == 0 ? SYNTH_STACKTOP_RUNNING : SYNTH_NLOCALSPLUS) ||
-            add_write(out, cap, nout, b->ts_datastack_top_word, pos, 8, false) ||
-            add_write(out, cap, nout, b->top_word, fa, 8, true))
-            goto full;
-        placed[npush - 1 - j] = (live_frame){fa, bc, f->tlbc_index, false, f->unit};
-        below = fa;
-    }
-    b->n = keep;
-    for (size_t j = 0; j < npush; j++)
-        if (book_frame(b, placed[j].addr, placed[j].bc, placed[j].tlbc, false, placed[j].unit))
-            return fail(im, "out of memory");
-    return FP_OK;
-full:
-    *nout = start;
-    return fail(im, "too many writes for the plan's buffer");
-}
-
-int synth_plan_advance(synth_image *im, size_t t, int unit, synth_write *out, size_t cap, size_t *nout)
-{
-    if (t >= im->nthreads || im->books[t].n == 0)
-        return fail(im, "no frame to advance");
-    live_frame *top = &im->books[t].frames[im->books[t].n - 1];
-    if (add_write(out, cap, nout, top->addr + (uint64_t)im->l.fr_instr_ptr,
-                  top->bc->tlbc_copies[top->tlbc] + (uint64_t)unit * 2, 8, true))
-        return fail(im, "too many writes for the plan's buffer");
-    top->unit = unit;
-    return FP_OK;
-}
-
-void synth_apply(synth_image *im, const synth_write *w)
-{
-    switch (w->size) {
-    case 1:
-        put8(im, w->addr, (uint8_t)w->value);
-        break;
-    case 4:
-        put32(im, w->addr, (uint32_t)w->value);
-        break;
-    default:
-        put64(im, w->addr, w->value);
-        break;
-    }
-}
-
-int synth_plan_yield(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
-{
-    const fpi_layout *l = &im->l;
-    if (l->gen_state_before_frame != FPI_OFF_NONE)
-        return fail(im, "3.11 resumes generators in their own evaluation: not modelled");
-    if (t >= im->nthreads || im->books[t].n < 2 || !im->books[t].frames[im->books[t].n - 1].generator)
-        return fail(im, "the top frame is not a generator's, or is the outermost");
-    thread_book *b = &im->books[t];
-    const live_frame *g = &b->frames[b->n - 1];
-    if (im->nsuspended == im->suspended_cap) {
-        size_t ncap = im->suspended_cap ? im->suspended_cap * 2 : 8;
-        live_frame *ns = realloc(im->suspended, ncap * sizeof *ns);
-        if (!ns)
-            return fail(im, "out of memory");
-        im->suspended = ns;
-        im->suspended_cap = ncap;
-    }
-    size_t start = *nout;
-    /* YIELD_VALUE: the frame stops, the caller becomes the top, the frame
-     * is unlinked, and the caller runs on. */
-    if (stacktop_write(l, out, cap, nout, g->addr, SYNTH_NLOCALSPLUS) ||
-        add_write(out, cap, nout, b->top_word, b->frames[b->n - 2].addr, 8, true) ||
-        add_write(out, cap, nout, g->addr + (uint64_t)l->fr_previous, 0, 8, false) ||
-        stacktop_write(l, out, cap, nout, b->frames[b->n - 2].addr, SYNTH_STACKTOP_RUNNING)) {
-        *nout = start;
-        return fail(im, "too many writes for the plan's buffer");
-    }
-    im->suspended[im->nsuspended++] = *g;
-    b->n--;
-    return FP_OK;
-}
-
-size_t synth_suspended_count(const synth_image *im)
-{
-    return im->nsuspended;
-}
-
-int synth_plan_resume(synth_image *im, size_t t, size_t which, synth_write *out, size_t cap, size_t *nout)
-{
-    const fpi_layout *l = &im->l;
-    if (t >= im->nthreads || im->books[t].n == 0 || which >= im->nsuspended)
-        return fail(im, "no such thread or suspended generator");
-    thread_book *b = &im->books[t];
-    live_frame g = im->suspended[which];
-    size_t start = *nout;
-    if (!at_resume(im, b->frames[b->n - 1].bc, b->frames[b->n - 1].unit))
-        return fail(im, "the top frame is not at SEND or FOR_ITER");
-    /* SEND / FOR_ITER into a generator: the caller stops at it, the frame
-     * is linked under the top, becomes the top and runs. */
-    if (stacktop_write(l, out, cap, nout, b->frames[b->n - 1].addr, SYNTH_NLOCALSPLUS) ||
-        add_write(out, cap, nout, g.addr + (uint64_t)l->fr_previous, b->frames[b->n - 1].addr, 8, false) ||
-        add_write(out, cap, nout, b->top_word, g.addr, 8, true) ||
-        stacktop_write(l, out, cap, nout, g.addr, SYNTH_STACKTOP_RUNNING)) {
-        *nout = start;
-        return fail(im, "too many writes for the plan's buffer");
-    }
-    if (book_frame(b, g.addr, g.bc, g.tlbc, true, g.unit)) {
-        *nout = start;
-        return fail(im, "out of memory");
-    }
-    im->suspended[which] = im->suspended[--im->nsuspended];
-    return FP_OK;
-}
-
-/* The word that links thread list position p (the interpreter's head for
- * the first). */
-static uint64_t list_link(const synth_image *im, size_t p)
-{
-    return p == 0 ? im->interp + (uint64_t)im->l.interp_threads_head
-                  : im->ts_addrs[im->list[p - 1]] + (uint64_t)im->l.ts_next;
-}
-
-/* The words of a thread state the walker reads (next, ids, data stack,
- * top), each set to `word`. */
-static int fill_state_words(const synth_image *im, uint64_t ts, uint64_t word, synth_write *out, size_t cap,
-                            size_t *nout)
-{
-    const fpi_layout *l = &im->l;
-    int32_t words[] = {l->ts_next, l->ts_native_thread_id, l->ts_thread_id, l->ts_datastack_top,
-                       l->ts_current_frame != FPI_OFF_NONE ? l->ts_current_frame : l->ts_cframe};
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-        if (add_write(out, cap, nout, ts + (uint64_t)words[i], word, 8, false))
-            return -1;
-    return 0;
-}
-
-int synth_plan_thread_exit(synth_image *im, size_t t, synth_write *out, size_t cap, size_t *nout)
-{
-    size_t p = 0;
-    while (p < im->nlist && im->list[p] != t)
-        p++;
-    if (t >= im->nthreads || p == im->nlist)
-        return fail(im, "no such thread in the list");
-    uint64_t ts = im->ts_addrs[t];
-    if (im->books[t].main)
-        return fail(im, "the main thread does not exit while others run");
-    uint64_t after = p + 1 < im->nlist ? im->ts_addrs[im->list[p + 1]] : 0;
-    /* Unlinked (tstate_delete_common), then freed: the debug allocator's
-     * dead bytes where the walker looks. */
-    size_t start = *nout;
-    if (add_write(out, cap, nout, list_link(im, p), after, 8, true) ||
-        fill_state_words(im, ts, SYNTH_FREED_WORD, out, cap, nout))
-        goto full;
-    memmove(im->list + p, im->list + p + 1, (im->nlist - p - 1) * sizeof *im->list);
-    im->nlist--;
-    im->books[t].exited = true;
-    im->books[t].n = 0;
-    return FP_OK;
-full:
-    *nout = start;
-    return fail(im, "too many writes for the plan's buffer");
-}
-
-int synth_plan_thread_start(synth_image *im, size_t t, uint64_t native_id, uint64_t thread_id, synth_write *out,
-                            size_t cap, size_t *nout)
-{
-    const fpi_layout *l = &im->l;
-    if (t >= im->nthreads || !im->books[t].exited)
-        return fail(im, "only an exited thread's state is reused");
-    thread_book *b = &im->books[t];
-    uint64_t ts = im->ts_addrs[t];
-    uint64_t head = im->nlist ? im->ts_addrs[im->list[0]] : 0;
-    size_t start = *nout;
-    /* The new thread state: allocated zeroed (alloc_threadstate's calloc,
-     * on every build), set up with no frame yet, then linked at the head
-     * (new_threadstate: init, then add_threadstate).  A stale link into it
-     * meets an empty next link while it is set up. */
-    uint64_t top_word = ts + (uint64_t)l->ts_current_frame;
-    if (fill_state_words(im, ts, 0, out, cap, nout) ||
-        add_write(out, cap, nout, ts + (uint64_t)l->ts_native_thread_id, native_id, 8, false) ||
-        add_write(out, cap, nout, ts + (uint64_t)l->ts_thread_id, thread_id, 8, false) ||
-        add_write(out, cap, nout, ts + (uint64_t)l->ts_datastack_top, b->first_slot, 8, false))
-        goto full;
-    if (l->ts_current_frame == FPI_OFF_NONE) {
-        uint64_t root = ts + (uint64_t)l->ts_root_cframe;
-        top_word = root + (uint64_t)l->cframe_current_frame;
-        if (add_write(out, cap, nout, ts + (uint64_t)l->ts_cframe, root, 8, false))
-            goto full;
-    }
-    if (add_write(out, cap, nout, top_word, b->empty_top, 8, false) ||
-        add_write(out, cap, nout, ts + (uint64_t)l->ts_next, head, 8, false) ||
-        add_write(out, cap, nout, list_link(im, 0), ts, 8, true))
-        goto full;
-    memmove(im->list + 1, im->list, im->nlist * sizeof *im->list);
-    im->list[0] = t;
-    im->nlist++;
-    b->top_word = top_word;
-    b->exited = false;
-    return FP_OK;
-full:
-    *nout = start;
-    return fail(im, "too many writes for the plan's buffer");
 }
