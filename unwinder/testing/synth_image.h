@@ -107,6 +107,13 @@ bool synth_at_resume(synth_image *im, const built_code *bc, int unit);
  * memory. */
 int synth_book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tlbc, bool generator, int unit);
 
+/* A type object named name (its tp_name a C string of the image). */
+uint64_t synth_type_object(synth_image *im, const char *name);
+
+/* Builds code object c (with its thread-local bytecode copies when
+ * want_tlbc) into *out; 0, or -1 when the image has no room for it. */
+int synth_code_object(synth_image *im, const synth_code *c, bool want_tlbc, built_code *out);
+
 /* Records msg as im's error; returns FP_E_INVALID_ARG. */
 int synth_fail(synth_image *im, const char *msg);
 
