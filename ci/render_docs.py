@@ -35,6 +35,7 @@ def _module(name):
 RENDERERS = {
     "accuracy-real": ("accuracy-real.json", "accuracy_real", "markdown"),
     "accuracy-real-summary": ("accuracy-real.json", "accuracy_real", "summary_markdown"),
+    "accuracy-real-runs6": ("accuracy-real-runs6.json", "accuracy_real", "markdown"),
     "overhead": ("overhead.json", "overhead", "markdown"),
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
