@@ -10,7 +10,9 @@ A cell sums, over the scenarios of one interpreter, the samples one
 configuration took, the wrong ones (a stack the target never had, returned
 as a success) and the rejected ones (reported as failed: torn or
 incomplete); a configuration that did not run there (not applicable, not
-run) leaves the cell empty.  Wrong samples are also kept per scenario, so
+run) leaves the cell empty.  A case that ended in an error (the target or
+the harness failed) is counted in its cells as errored, never dropped, and
+named in the list of errors.  Wrong samples are also kept per scenario, so
 that the table can say where each unwinder went wrong."""
 import argparse
 import json
@@ -24,13 +26,13 @@ NOT_COUNTED = ("n/a", "not_run")
 
 
 def _cell():
-    return {"samples": 0, "wrong": 0, "rejected": 0, "cases": 0}
+    return {"samples": 0, "wrong": 0, "rejected": 0, "cases": 0, "errors": 0}
 
 
 def summarize(reports, command, commit, date):
     """The live-field.json document of the live reports (each a parsed live.json)."""
     interps, configs, budgets = [], [], []
-    cells, wrong_by = {}, {}
+    cells, wrong_by, errors = {}, {}, []
     seconds = 0.0
     for rep in reports:
         if rep.get("interrupted"):
@@ -48,7 +50,15 @@ def summarize(reports, command, commit, date):
                     configs.append(name)
                 if name not in names:
                     names.append(name)
-                if g.get("status") in NOT_COUNTED or c.get("status") in ("skip", "error"):
+                if g.get("status") == "n/a" or c.get("status") == "skip":
+                    continue
+                if c.get("status") == "error" or g.get("status") == "error":
+                    cell = cells.setdefault(name, {}).setdefault(i, _cell())
+                    cell["errors"] += 1
+                    what = "%s %s %s" % (i, c["scenario"], name)
+                    errors.append({"case": what, "error": g.get("error") or c.get("error") or "no message"})
+                    continue
+                if g.get("status") in NOT_COUNTED:
                     continue
                 cell = cells.setdefault(name, {}).setdefault(i, _cell())
                 cell["samples"] += g.get("samples", 0)
@@ -61,7 +71,7 @@ def summarize(reports, command, commit, date):
         budgets.append({"configurations": names, "samples": opts.get("samples"), "duration_s": opts.get("duration")})
     return {"date": date, "commit": commit, "command": command, "seconds": round(seconds, 1),
             "interpreters": interps, "configurations": configs, "budgets": budgets,
-            "cells": cells, "wrong_by_scenario": wrong_by}
+            "cells": cells, "wrong_by_scenario": wrong_by, "errors": errors}
 
 
 # How the table names a configuration (the harness's names otherwise).
@@ -107,14 +117,15 @@ def _sum(doc, names, interp=None):
         for i, c in doc["cells"].get(n, {}).items():
             if interp is None or i == interp:
                 for k in total:
-                    total[k] += c[k]
+                    total[k] += c.get(k, 0)
     return total
 
 
 def _fmt(c):
+    errored = ", %d errored" % c["errors"] if c["errors"] else ""
     if not c["cases"]:
-        return "n/a"
-    return "%d, **%d**, %.1f %%" % (c["samples"], c["wrong"], _pct(c["rejected"], c["samples"]))
+        return errored[2:] if errored else "n/a"
+    return "%d, **%d**, %.1f %%%s" % (c["samples"], c["wrong"], _pct(c["rejected"], c["samples"]), errored)
 
 
 def _budget_words(doc):
@@ -149,6 +160,11 @@ def markdown(doc):
                                                        sorted(per.items(), key=lambda kv: -kv[1]))))
     lines.append("")
     lines.append("Wrong samples by scenario: " + ("; ".join(wrong) if wrong else "none") + ".")
+    errs = doc.get("errors", [])
+    if errs:
+        lines.append("")
+        lines.append("Errored (case, configuration: error): " +
+                     "; ".join("%s: %s" % (e["case"], e["error"]) for e in errs) + ".")
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 cell is the samples, wrong and rejected of one configuration over the
 scenarios of one interpreter; a configuration that did not run there is
 n/a, not zero; a wrong sample shows in its cell, in the total and in the
-list by scenario; an interrupted report is refused.
+list by scenario; an errored case is counted and named, not dropped; an
+interrupted report is refused.
 usage: test_live_table.py SOURCE_DIR"""
 import os
 import sys
@@ -36,7 +37,7 @@ doc = live_table.summarize([ALL, PEER], "ci/live --part all --part cpython", "ab
 md = live_table.markdown(doc)
 rows = {line.split(" | ")[0].strip("| *"): line for line in md.splitlines() if line.startswith("| ")}
 check("a cell sums one configuration over an interpreter's scenarios",
-      doc["cells"]["frameproof:vm+cache"]["3.11"] == {"samples": 300, "wrong": 0, "rejected": 50, "cases": 2},
+      doc["cells"]["frameproof:vm+cache"]["3.11"] == {"samples": 300, "wrong": 0, "rejected": 50, "cases": 2, "errors": 0},
       str(doc["cells"]["frameproof:vm+cache"]))
 check("a skipped case counts nowhere", doc["cells"]["frameproof:vm+cache"]["3.15"]["samples"] == 300,
       str(doc["cells"]["frameproof:vm+cache"]["3.15"]))
@@ -52,6 +53,22 @@ try:
     check("an interrupted report is refused", False, "summarized")
 except ValueError:
     check("an interrupted report is refused", True)
+check("no errored case, no list of errors", "Errored" not in md, md)
+# An errored case (the target failed to start) counts in its cell and is named.
+ERR = {"seconds": 5.0, "options": {"samples": 3000, "duration": 2},
+       "cases": [dict(case("3.13", "a", config("frameproof:vm+cache", 0, 0, 0, status="not_run"), status="error"),
+                      error="target exited with status 1"),
+                 case("3.11", "c", config("frameproof:vm+cache", 0, 0, 0, status="not_run"), status="error")]}
+edoc = live_table.summarize([ALL, ERR], "c", "abc1234", "2026-12-03 00:00 UTC")
+emd = live_table.markdown(edoc)
+erows = {line.split(" | ")[0].strip("| *"): line for line in emd.splitlines() if line.startswith("| ")}
+check("an errored case alone makes its cell errored, not n/a", "| 1 errored |" in erows.get("3.13", ""), emd)
+check("an errored case beside counted ones is added to the cell",
+      "| 300, **0**, 16.7 %, 1 errored |" in erows.get("3.11", ""), emd)
+check("the total row counts every errored case", "| 600, **0**, 13.3 %, 2 errored |" in erows.get("all", ""), emd)
+check("each errored case is named with its error",
+      "3.13 a frameproof:vm+cache: target exited with status 1" in emd and "3.11 c frameproof:vm+cache: no message" in emd,
+      emd)
 # The check can fail: a report with one more wrong sample changes the table.
 worse = {**PEER, "cases": PEER["cases"] + [case("3.15", "c", config("cpython:cache-off", 1, 1, 0))]}
 check("one more wrong sample changes the table",
