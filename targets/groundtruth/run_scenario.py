@@ -51,18 +51,20 @@ TARGETS = os.path.dirname(HERE)
 SCENARIOS = os.path.join(TARGETS, "scenarios")
 
 
-def _chroot_targets():
+def chroot_targets(targets_dir):
     """The copy's directory inside a chroot, as the harness names it
     (harness/conform/target_sync.h, cf_chroot_targets): the prefix, a dash
-    and 16 hex digits of FNV-1a (64 bits) of targets/'s canonical path, so
-    that two checkouts never share a copy."""
+    and 16 hex digits of FNV-1a (64 bits) of the targets directory's
+    canonical path, so that two checkouts never share a copy.  Both
+    spellings are pinned to one known name by unit/chroot_name and
+    conform_unit/target_sync."""
     h = 0xcbf29ce484222325
-    for byte in os.path.realpath(TARGETS).encode():
+    for byte in os.path.realpath(targets_dir).encode():
         h = ((h ^ byte) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return "/tmp/frameproof-targets-%016x" % h
 
 
-CHROOT_TARGETS = _chroot_targets()
+CHROOT_TARGETS = chroot_targets(TARGETS)
 sys.path.insert(0, os.path.join(os.path.dirname(TARGETS), "facts"))
 import fpfacts  # noqa: E402  (the shared facts)
 

@@ -1,7 +1,7 @@
 /* test_target_sync.c — where the in-target files are copied inside a
  * chroot: one directory per targets directory (two checkouts sharing a
- * root never share a copy, two spellings of one checkout do), and the
- * copy lands there. */
+ * root never share a copy, two spellings of one checkout do, a known path
+ * has the name the Python runner gives it), and the copy lands there. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +22,11 @@
 #define HEX_DIGITS 16u
 
 #define TOP_LEN 64u /* the temporary directory's name */
+
+/* One path and its name, asserted of the Python spelling too
+ * (tests/facts/test_chroot_name.py): the two must agree byte for byte. */
+#define KNOWN_PATH "/frameproof/no-such-checkout/targets"
+#define KNOWN_NAME "/tmp/frameproof-targets-b454cbd606347065"
 
 typedef struct fixture {
     char top[TOP_LEN];   /* a temporary directory holding the rest */
@@ -91,6 +96,8 @@ static void test_names(void **state)
     assert_int_equal(symlink(f->a, link), 0);
     cf_chroot_targets(link, again, sizeof again);
     assert_string_equal(na, again);
+    cf_chroot_targets(KNOWN_PATH, again, sizeof again);
+    assert_string_equal(again, KNOWN_NAME);
 }
 
 static void read_back(const char *root, const char *inside, const char *rel, const char *want)
