@@ -28,11 +28,9 @@ static int open_log(const char *dir, const char *scen, const char *ext, char *pa
 
 int cf_launch_scenario(const cf_launch_req *req, const cf_launched *out, char *err, size_t errlen)
 {
-    char host_script[PATH_MAX], script[PATH_MAX], dir[PATH_MAX], chroot_dir[PATH_MAX], inside[CF_CHROOT_TARGETS_MAX];
-    cf_chroot_targets(req->targets_dir, inside, sizeof inside);
+    char host_script[PATH_MAX], script[PATH_MAX], dir[PATH_MAX];
     if (cf_path_join(dir, sizeof dir, req->targets_dir, req->subdir) ||
-        cf_path_join(host_script, sizeof host_script, dir, req->file) ||
-        cf_path_join(chroot_dir, sizeof chroot_dir, inside, req->subdir)) {
+        cf_path_join(host_script, sizeof host_script, dir, req->file)) {
         snprintf(err, errlen, "scenario path too long");
         return CF_E_LIMIT;
     }
@@ -42,7 +40,11 @@ int cf_launch_scenario(const cf_launch_req *req, const cf_launched *out, char *e
         return CF_E_IO;
     }
     if (cf_interp_chrooted(req->interp)) {
-        if (cf_path_join(script, sizeof script, chroot_dir, req->file)) {
+        /* The chroot runs the copy cf_sync_targets made of this checkout. */
+        char chroot_dir[PATH_MAX], inside[CF_CHROOT_TARGETS_MAX];
+        cf_chroot_targets(req->targets_dir, inside, sizeof inside);
+        if (cf_path_join(chroot_dir, sizeof chroot_dir, inside, req->subdir) ||
+            cf_path_join(script, sizeof script, chroot_dir, req->file)) {
             snprintf(err, errlen, "scenario path too long");
             return CF_E_LIMIT;
         }
