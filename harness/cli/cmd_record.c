@@ -116,7 +116,7 @@ static void name_thread(void *ctx, uint64_t native_id, char *buf, size_t size)
 
 static void progress(cli_record_run *r, int64_t t_ns, bool final)
 {
-    double s = (double)t_ns / (double)NS_PER_S;
+    double s = (double)t_ns / (double)RECORD_NS_PER_S;
     fprintf(stderr, "\r  %.1f s  %" PRIu64 " samples  %.1f Hz  %" PRIu64 " errors ", s, r->ok,
             s > 0 ? (double)r->attempts / s : 0.0, r->errors);
     if (final)
@@ -399,7 +399,7 @@ int cli_cmd_record(int argc, char **argv)
     fps_stats st;
     rc = fps_run(s, sm, &o.sampling, on_sample, &run, &st);
     if (run.show_progress)
-        progress(&run, (int64_t)(st.elapsed_s * (double)NS_PER_S), true);
+        progress(&run, (int64_t)(st.elapsed_s * (double)RECORD_NS_PER_S), true);
     bool ended_ok = !run.oom && !run.write_failed && (rc == FP_OK || rc == FP_E_PROCESS_GONE);
     if (rc && rc != FP_E_PROCESS_GONE)
         fprintf(stderr, "frameproof record: sampling stopped: %s\n", st.first_fatal);

@@ -13,12 +13,13 @@
 
 #include "interrupt.h"
 #include "record_cli.h"
+#include "spawn.h"
 
 static int64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * RECORD_NS_PER_S + ts.tv_nsec;
 }
 
 static void sleep_ns(long ns)
@@ -78,7 +79,7 @@ static bool child_exited(pid_t pid, int *status)
 
 int cli_record_attach(fp_session *s, pid_t pid, bool launched, int *child_status, bool *child_gone)
 {
-    const int64_t deadline = mono_ns() + (int64_t)(RECORD_ATTACH_TIMEOUT_S * (double)NS_PER_S);
+    const int64_t deadline = mono_ns() + (int64_t)(RECORD_ATTACH_TIMEOUT_S * (double)RECORD_NS_PER_S);
     for (;;) {
         int rc = fp_session_attach_pid(s, (int)pid);
         if (rc == FP_OK)
@@ -121,19 +122,9 @@ void cli_record_end_child(pid_t pid, int *status)
         ;
 }
 
-void cli_record_child_words(int status, char *buf, size_t size)
-{
-    if (WIFEXITED(status))
-        snprintf(buf, size, "exit status %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(buf, size, "ended by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
-    else
-        snprintf(buf, size, "status %d", status);
-}
-
 void cli_record_describe_child(int status)
 {
     char words[RECORD_LABEL_MAX];
-    cli_record_child_words(status, words, sizeof words);
-    fprintf(stderr, "frameproof record: the command's %s\n", words);
+    cf_describe_status(status, words, sizeof words);
+    fprintf(stderr, "frameproof record: the command ended: %s\n", words);
 }

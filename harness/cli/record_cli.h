@@ -41,7 +41,7 @@
 /* A share of missed ticks from which the summary of a --realtime run warns
  * that the rate was beyond the sampler, which then held its CPU. */
 #define RECORD_REALTIME_MISSED_NOTE 0.05
-#define NS_PER_S 1000000000LL
+#define RECORD_NS_PER_S 1000000000LL
 
 #define RECORD_STR(x) #x
 #define RECORD_XSTR(x) RECORD_STR(x)
@@ -111,9 +111,8 @@ int cli_record_attach(fp_session *s, pid_t pid, bool launched, int *child_status
 /* Ends a launched command still running: SIGTERM, then SIGKILL after the
  * grace period.  Reaps it into *status. */
 void cli_record_end_child(pid_t pid, int *status);
-/* How a launched command ended, in words ("exit status 0"). */
-void cli_record_child_words(int status, char *buf, size_t size);
-/* The same on stderr, as a line of its own. */
+/* How a launched command ended (cf_describe_status), on stderr as a line
+ * of its own. */
 void cli_record_describe_child(int status);
 
 /* record_output.c: where the profile goes. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "record_cli.h"
+#include "spawn.h"
 
 static double share(uint64_t part, uint64_t whole)
 {
@@ -17,7 +18,7 @@ static void summarize_end(const cli_record_opts *o, const cli_record_end *e)
     char why[2 * RECORD_LABEL_MAX] = "";
     char words[RECORD_LABEL_MAX] = "";
     if (e->child_ended)
-        cli_record_child_words(e->child_status, words, sizeof words);
+        cf_describe_status(e->child_status, words, sizeof words);
     if (e->rc == FP_E_PROCESS_GONE)
         snprintf(why, sizeof why, "until the target exited%s%s%s", words[0] ? " (" : "", words, words[0] ? ")" : "");
     else if (e->rc != FP_OK)

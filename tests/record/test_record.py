@@ -773,6 +773,9 @@ def errors(provisioned):
     check("error: exited pid", r.returncode == 1 and b"frameproof record:" in r.stderr, r.stderr)
     r = record("--", "/nonexistent/python")
     check("error: command not found", r.returncode == 1 and b"cannot run '/nonexistent/python'" in r.stderr, r.stderr)
+    r = record("--", "sh", "-c", "kill -TERM $$")
+    check("error: a command killed by a signal is named so",
+          r.returncode == 1 and b"the command ended: killed by signal 15 (Terminated)\n" in r.stderr, r.stderr)
     out_errors()
     r = record("--pid", 1, "--", "python3")
     check("error: --pid and a command", r.returncode == 2 and b"either --pid PID or -- COMMAND" in r.stderr, r.stderr)
