@@ -65,9 +65,10 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
  * the thread stopped).  *link_left: the retries ended because the link
  * that led to the thread state was read naming *link_now (fpi_walk_all then
  * walks the list again from its head without reading the link again). */
-int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t link, uint64_t ts,
-                    const fpi_thread_prefetch *pre, uint64_t *next, bool *link_left, uint64_t *link_now)
+int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, const fpi_thread_at *at, uint64_t *next,
+                    bool *link_left, uint64_t *link_now)
 {
+    const uint64_t link = at->link, ts = at->ts;
     size_t nthreads = sm->nthreads, nframes = sm->nframes;
     int rc = FP_OK;
     *link_left = false;
@@ -99,11 +100,11 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t 
         fpi_thread_walk w = {
             .link = link,
             .ts = ts,
-            .spec_frames = attempt == 0 && ts != s->batch_torn_ts && s->opts.cache_frames && s->opts.cache_code,
+            .spec_frames = attempt == 0 && !at->fresh && s->opts.cache_frames && s->opts.cache_code,
             .next = *next,
         };
         fpi_thread_prefetch again;
-        w.pre = attempt == 0 ? pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
+        w.pre = attempt == 0 ? at->pre : fpi_retry_read(s, ts, &again) ? &again : NULL;
         rc = fpi_walk_thread_once(s, sm, ii, &w);
         *next = w.next;
         if (rc == FP_E_INCOMPLETE)

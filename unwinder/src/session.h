@@ -150,8 +150,6 @@ struct fp_session {
     uint64_t none_obj;        /* None's address once an object of NoneType was read (its only, static, instance) */
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
-    uint64_t batch_torn_ts;   /* this sample's thread state whose batched read-back failed (0: none): walked
-                               * again from fresh bytes, not from the frame cache that may be what changed */
     size_t resolve_pos;       /* frames resolved so far in this sample (fpi_frame_cache_find's position) */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;

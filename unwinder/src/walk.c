@@ -34,7 +34,6 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
     s->resolve_pos = 0;
-    s->batch_torn_ts = 0;
     uint64_t runtime = s->info.runtime_addr;
     /* interpreters.head and main_thread sit a few words apart: one read. */
     uint8_t rt[RUNTIME_SPAN_MAX];
@@ -55,6 +54,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     int result = FP_OK;
     fpi_errbuf first_err = {{0}};
     uint32_t ninterp = 0;
+    uint64_t torn_ts = 0; /* a thread state the batched read-back found changed */
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
             return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
@@ -76,7 +76,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             fpi_prefetch_threads(s, &ii, stacks_ahead);
         /* Several threads all read ahead: one read-back for all of them. */
         if (s->npf > 1) {
-            rc = fpi_walk_interp_batched(s, sm, &ii);
+            rc = fpi_walk_interp_batched(s, sm, &ii, &torn_ts);
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc == FP_OK) {
                 fpi_one_main_thread(sm, &sm->interps[interp_index], !ii.threads_main, false);
@@ -105,7 +105,8 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                 return rc;
             bool link_left;
             uint64_t link_now;
-            rc = fpi_walk_thread(s, sm, &ii, link, ts, pre, &next, &link_left, &link_now);
+            const fpi_thread_at at = {.link = link, .ts = ts, .pre = pre, .fresh = ts == torn_ts};
+            rc = fpi_walk_thread(s, sm, &ii, &at, &next, &link_left, &link_now);
             /* Keep the interpreter's thread range exact on every exit path. */
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc) {

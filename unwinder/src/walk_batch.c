@@ -25,8 +25,9 @@
 #define BATCH_INITIAL 16u
 
 /* Reads back every deferred walk in one batched read, twice; FP_OK when
- * all of them are unchanged. */
-static int verify_batch(fp_session *s)
+ * all of them are unchanged.  *torn_ts: the thread state of the walk found
+ * changed (0: none). */
+static int verify_batch(fp_session *s, uint64_t *torn_ts)
 {
     fpi_walk_batch *b = s->batch;
     fpi_verify_want *ws = fpi_grow(b->wants, &b->wants_cap, b->n ? b->n : 1, sizeof *ws, BATCH_INITIAL);
@@ -59,7 +60,7 @@ static int verify_batch(fp_session *s)
          * from its read-ahead copy or the frame cache's bytes, either of
          * which may be what failed. */
         s->pf[failed].ts = 0;
-        s->batch_torn_ts = ws[failed].ts;
+        *torn_ts = ws[failed].ts;
         s->reads.torn++;
         if (s->retry_hook) /* the caller hears of it before the retry (fp_session_set_retry_hook) */
             s->retry_hook(s->retry_hook_ctx, ws[failed].native_id);
@@ -120,7 +121,7 @@ static int verify_owed(fp_session *s, fpi_owed owed)
  * (a thread not read ahead, torn, failed, the batch changed) leaves the
  * sample and the thread list as they were, for the thread-by-thread walk,
  * which retries each thread on its own. */
-int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
+int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, uint64_t *torn_ts)
 {
     const fpi_layout *l = &s->layout;
     if (!s->batch && !(s->batch = calloc(1, sizeof *s->batch)))
@@ -148,7 +149,7 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii)
     }
     b->on = false;
     if (!rc)
-        rc = verify_batch(s);
+        rc = verify_batch(s, torn_ts);
     fpi_frames_mark mark = fpi_frames_mark_now(s);
     if (!rc)
         rc = emit_batch(s, sm);
