@@ -28,7 +28,7 @@
 
 static const char SNAPSHOT_USAGE[] =
     "usage: frameproof snapshot --pid PID -o FILE [--reader vm|mem] [--granule N] [--no-stop]\n"
-    "                          [--allow-untested-version]\n"
+    "                          [--keep-failed] [--allow-untested-version]\n"
     "\n"
     "Stops every thread of process PID, samples it twice (a cold and a\n"
     "cache-warm sample) through a recording reader, resumes it, and writes the\n"
@@ -42,6 +42,11 @@ static const char SNAPSHOT_USAGE[] =
     "  --granule N      recorded ranges are rounded out to N bytes, a power of\n"
     "                   two from 8 to 4096 (default 64)\n"
     "  --no-stop        do not stop the process (the image may be torn)\n"
+    "  --keep-failed    write the image also when a sample fails on what it\n"
+    "                   read (torn, incomplete, corrupt, over a limit, an\n"
+    "                   unreadable address): replay then fails the same way,\n"
+    "                   offline, for a bug report or a regression image; the\n"
+    "                   failure is named on stderr and the exit status is 0\n"
     "  --allow-untested-version\n"
     "                   capture a CPython newer than " CLI_NEWEST " (replay it with the\n"
     "                   same option)\n"
@@ -50,10 +55,20 @@ static const char SNAPSHOT_USAGE[] =
     "Exit status: 0 on success; 1 with a message on stderr on error; 2 on a\n"
     "usage error.\n";
 
+/* A sample that failed on what it read from the target, not on the
+ * machine (memory, permissions, the process gone): its image replays the
+ * failure. */
+static bool failed_on_target(int rc)
+{
+    return rc == FP_E_INCOMPLETE || rc == FP_E_CORRUPT || rc == FP_E_LIMIT || rc == FP_E_READ;
+}
+
 /* Samples the stopped target through a recording reader and fills *out
- * with an image builder holding everything read. */
-static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granule, bool allow_untested, fp_image_builder **out,
-                   char *msg, size_t msglen)
+ * with an image builder holding everything read.  With keep_failed, a
+ * sample that fails on the target's memory is named in failed (else
+ * failed is left empty) and the image is still built. */
+static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granule, bool allow_untested, bool keep_failed,
+                   fp_image_builder **out, char *msg, size_t msglen, char *failed, size_t failedlen)
 {
     fp_options o1, o2;
     fp_session *live = NULL, *rec_s = NULL;
@@ -102,6 +117,11 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     }
     for (int i = 0; i < SNAP_SAMPLES; i++) {
         if ((rc = fp_session_sample(rec_s, sm))) {
+            if (keep_failed && failed_on_target(rc)) {
+                if (!failed[0])
+                    snprintf(failed, failedlen, "sample %d: %s", i + 1, fp_session_get_errmsg(rec_s));
+                continue;
+            }
             snprintf(msg, msglen, "sample %d: %s", i + 1, fp_session_get_errmsg(rec_s));
             goto out;
         }
@@ -146,6 +166,7 @@ int cli_cmd_snapshot(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"granule", required_argument, NULL, 'g'},
         {"no-stop", no_argument, NULL, 'n'},
+        {"keep-failed", no_argument, NULL, 'k'},
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -154,7 +175,7 @@ int cli_cmd_snapshot(int argc, char **argv)
     const char *output = NULL;
     int reader_kind = FP_READER_VM, c;
     uint32_t granule = FP_RECORD_DEFAULT_GRANULE;
-    bool stop = true, allow_untested = false;
+    bool stop = true, allow_untested = false, keep_failed = false;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:o:r:g:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -178,6 +199,7 @@ int cli_cmd_snapshot(int argc, char **argv)
             granule = (uint32_t)v;
             break;
         case 'n': stop = false; break;
+        case 'k': keep_failed = true; break;
         case 'U': allow_untested = true; break;
         case 'h': fputs(SNAPSHOT_USAGE, stdout); return CLI_EXIT_OK;
         default: fputs(SNAPSHOT_USAGE, stderr); return CLI_EXIT_USAGE;
@@ -192,7 +214,7 @@ int cli_cmd_snapshot(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
 
-    char msg[SNAP_MSG_MAX] = "";
+    char msg[SNAP_MSG_MAX] = "", failed[SNAP_MSG_MAX] = "";
     fp_pause *st = NULL;
     fp_image_builder *b = NULL;
     int status = CLI_EXIT_ERROR, rc;
@@ -205,7 +227,8 @@ int cli_cmd_snapshot(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &block, &old);
     rc = fp_pause_new((int)pid, stop, &st, msg, sizeof msg);
     if (rc == FP_OK)
-        rc = capture(st, (int)pid, reader_kind, granule, allow_untested, &b, msg, sizeof msg);
+        rc = capture(st, (int)pid, reader_kind, granule, allow_untested, keep_failed, &b, msg, sizeof msg, failed,
+                     sizeof failed);
     fp_pause_free(st);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc) {
@@ -216,6 +239,8 @@ int cli_cmd_snapshot(int argc, char **argv)
         fprintf(stderr, "frameproof snapshot: %s\n", msg);
         goto out;
     }
+    if (failed[0])
+        fprintf(stderr, "frameproof snapshot: wrote %s although %s (replay fails the same way)\n", output, failed);
     status = CLI_EXIT_OK;
 out:
     fp_image_builder_free(b);
