@@ -17,7 +17,13 @@ usage: test_snapshot.py FRAMEPROOF_BINARY CAPTURE_IMAGES_SCRIPT
 4. bench --pause-torn on a target whose threads switch call chains without
    pause: it stops threads whose walks tore (paused_walks > 0), every thread
    of the target keeps making progress while it samples, and none is left
-   stopped or traced, also when bench is killed by any signal mid-run."""
+   stopped or traced, also when bench is killed by any signal mid-run;
+5. --keep-failed: a target stopped where `dump` refuses it (greenlets
+   switching without pause, targets/images/switch_greenlets.py, on the first
+   interpreter of the matrix that has greenlet): snapshot without the option
+   fails with the dump's reason and writes nothing; with it, it writes the
+   image, names the failure and exits 0, and the image replays the same
+   refusal (exit 1, the dump's JSON and reason)."""
 import importlib.machinery
 import json
 import importlib.util
@@ -378,12 +384,50 @@ def pause_torn_sampling(tmp):
         proc.wait()
 
 
+def keep_failed(cap, tmp):
+    manifest, every = fpfacts.matrix(fpfacts.load())
+    for ident, interp in every:
+        if interp is None:
+            continue
+        installed = cap.install_scripts(interp.get("root", "/"))
+        try:
+            proc = cap.start(interp, "greenlets", "switch_")
+        except cap.NotInstalled:
+            shutil.rmtree(installed, ignore_errors=True)
+            continue
+        name = f"--keep-failed ({ident})"
+        img = os.path.join(tmp, "refused.fpimg")
+        try:
+            live = cap.stop_until_refused(FP, proc)
+            why = live.stderr.decode(errors="replace").strip().split(": ", 1)[-1]
+            plain = fp("snapshot", "--pid", proc.pid, "--no-stop", "-o", img)
+            check(f"{name}: without it, the dump's refusal is an error and nothing is written",
+                  plain.returncode == 1 and why in plain.stderr.decode(errors="replace")
+                  and not os.path.exists(img), f"status {plain.returncode} {plain.stderr!r}")
+            kept = fp("snapshot", "--pid", proc.pid, "--no-stop", "--keep-failed", "-o", img)
+            check(f"{name}: the image is written and the failure named",
+                  kept.returncode == 0 and b"although sample" in kept.stderr
+                  and why in kept.stderr.decode(errors="replace") and os.path.exists(img),
+                  f"status {kept.returncode} {kept.stderr!r}")
+            replay = fp("replay", "--json", img)
+            check(f"{name}: the image replays the same refusal",
+                  replay.returncode == 1 and replay.stdout == live.stdout
+                  and why in replay.stderr.decode(errors="replace"),
+                  f"replay {replay.returncode} {replay.stderr!r}; dump {live.stderr!r}")
+        finally:
+            proc.kill()
+            proc.wait()
+            shutil.rmtree(installed, ignore_errors=True)
+        return
+    skip("--keep-failed", "no interpreter of the matrix has greenlet")
+
+
 def main():
     cap = load_capture_module()
     with tempfile.TemporaryDirectory(prefix="fp-snapshot-") as tmp:
         for part in (lambda: parked_interpreters(cap, tmp), lambda: killed_mid_capture(tmp),
                      lambda: killed_mid_blocking_sampling(tmp), lambda: failures(tmp),
-                     lambda: pause_torn_sampling(tmp)):
+                     lambda: pause_torn_sampling(tmp), lambda: keep_failed(cap, tmp)):
             try:
                 part()
             except (RuntimeError, subprocess.TimeoutExpired, OSError) as e:

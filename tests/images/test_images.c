@@ -1,7 +1,10 @@
 /* test_images.c — memory images: replays every image file
  * corpora/images/<id>/<scenario>.fpimg with `frameproof replay --json` and compares the output byte for byte
  * with the stored .json (one test case per image), then unit-tests the
- * image parser, builder, reader and recorder on hand-made images.
+ * image parser, builder, reader and recorder on hand-made images.  An image
+ * named refused_*.fpimg holds a state no stack may be returned for (a
+ * process stopped in the middle of an update of its own): its replay must
+ * exit 1, its stored .json saying which thread failed.
  *
  * Usage: test_images FRAMEPROOF_EXE IMAGES_DIR   (TAP on stdout)
  */
@@ -9,6 +12,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +33,7 @@
 #define ERR_LEN 512
 #define OUT_MAX (64u * 1024u * 1024u)
 #define READ_CHUNK 65536
+#define REFUSED_PREFIX "refused_"
 
 /* Header offsets of format version 1 (facts/facts.env; the captured images
  * under corpora/images keep the layout honest). */
@@ -48,6 +53,7 @@ typedef struct image_case {
     char path[PATH_MAX_LEN];
     char json[PATH_MAX_LEN];
     char name[PATH_MAX_LEN];
+    bool refused; /* refused_*.fpimg: the replay must fail (exit 1) */
 } image_case;
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -188,6 +194,7 @@ static size_t find_images(const char *exe, const char *dir, image_case *cases, s
                 continue;
             image_case *c = &cases[n];
             c->exe = exe;
+            c->refused = strncmp(fe->d_name, REFUSED_PREFIX, strlen(REFUSED_PREFIX)) == 0;
             int a = snprintf(c->path, sizeof c->path, "%s/%s", sub, fe->d_name);
             int b = snprintf(c->name, sizeof c->name, "replay %s/%s", de->d_name, fe->d_name);
             if (a < 0 || (size_t)a >= sizeof c->path || b < 0 || (size_t)b >= sizeof c->name)
@@ -214,7 +221,7 @@ static void test_replay_image(void **state)
     uint8_t *got = NULL, *want = NULL;
     size_t ngot = 0, nwant = 0;
     int status = run_capture(argv, &got, &ngot);
-    assert_int_equal(status, 0);
+    assert_int_equal(status, c->refused ? 1 : 0);
     assert_int_equal(read_file(c->json, &want, &nwant), 0);
     if (ngot != nwant || memcmp(got, want, ngot) != 0) {
         size_t i = 0;
