@@ -288,16 +288,13 @@ int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out)
 
 static int ensure_prefetch(fp_session *s, size_t n, size_t hlen)
 {
-    size_t ncap = s->prefetch_n_cap, ncap2 = s->prefetch_n_cap;
-    fp_iov *ni = fpi_grow(s->prefetch_iov, &ncap, n, sizeof *ni, n);
-    if (ni)
-        s->prefetch_iov = ni;
-    fpi_code_entry **ne = fpi_grow(s->prefetch_entries, &ncap2, n, sizeof *ne, n);
+    fpi_read_set_clear(&s->prefetch);
+    bool room = fpi_read_set_reserve(&s->prefetch, n);
+    fpi_code_entry **ne = fpi_grow(s->prefetch_entries, &s->prefetch_n_cap, n, sizeof *ne, n);
     if (ne)
         s->prefetch_entries = ne;
-    if (!ni || !ne)
+    if (!room || !ne)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code objects", n);
-    s->prefetch_n_cap = ncap < ncap2 ? ncap : ncap2;
     uint8_t *nb = fpi_grow(s->prefetch_buf, &s->prefetch_cap, n * hlen, 1, n * hlen);
     if (!nb)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: prefetching %zu code object headers", n);
@@ -382,8 +379,9 @@ void fpi_code_prevalidate(fp_session *s, const fpi_pending_frame *frames, size_t
         return;
     s->code_late++;
     for (size_t i = 0; i < m; i++)
-        s->prefetch_iov[i] = (fp_iov){s->prefetch_entries[i]->addr, s->prefetch_buf + i * hlen, hlen};
-    bool ok = fpi_readv(s, s->prefetch_iov, m) == FP_OK;
+        s->prefetch.iov[i] = (fp_iov){s->prefetch_entries[i]->addr, s->prefetch_buf + i * hlen, hlen};
+    s->prefetch.n = m;
+    bool ok = fpi_read_all(s, &s->prefetch) == FP_OK;
     fpi_code_confirm_finish(s, m, ok ? s->prefetch_buf : NULL);
 }
 

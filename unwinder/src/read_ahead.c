@@ -14,12 +14,13 @@
 #include "read_ahead.h"
 
 /* Plans the read-ahead of the thread states interpreter `interp` had in the
- * previous sample: s->pf and s->pf_iov[first ..] (s->pf_iov grown to hold
- * `first` more reads before them); with `stacks`, also each one's newest
- * chunk and _PyCFrame where the previous sample saw them, after all the
- * thread states (fpi_finish_thread_reads keeps them where the thread states
- * still point there).  Returns how many threads (0: none, fewer than
- * `min`, or no memory); *reads is how many reads follow `first`. */
+ * previous sample: s->pf and the ranges from `first` on of s->first_read
+ * (its first `first` left for the caller to fill, its n set past the
+ * last planned); with `stacks`, also each one's newest chunk and _PyCFrame
+ * where the previous sample saw them, after all the thread states
+ * (fpi_finish_thread_reads keeps them where the thread states still point
+ * there).  Returns how many threads (0: none, fewer than `min`, or no
+ * memory); *reads is how many reads follow `first`. */
 static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks,
                                 size_t *reads)
 {
@@ -54,10 +55,11 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
     if (cb)
         s->chunk_bufs = cb;
     size_t most = first + (stacks ? (3 + FPI_SPEC_OLD_CHUNKS) * n : n);
-    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, most, sizeof *iov, most);
-    if (!iov)
+    fpi_read_set *rs = &s->first_read;
+    fpi_read_set_clear(rs);
+    if (!fpi_read_set_reserve(rs, most))
         return 0;
-    s->pf_iov = iov;
+    fp_iov *iov = rs->iov;
     size_t k = 0, m = first + n;
     for (size_t i = 0; i < s->nlast_ts && k < n; i++) {
         const fpi_thread_memo *t = &s->last_ts[i];
@@ -96,6 +98,7 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
         }
         k++;
     }
+    rs->n = m;
     *reads = m - first;
     return n;
 }
@@ -119,12 +122,13 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
     s->npf = valid;
     size_t total = s->spec_bytes, m = 0;
     bool cframes = l->ts_current_frame == FPI_OFF_NONE;
-    fp_iov *iov = fpi_grow(s->pf_iov, &s->pf_iov_cap, 2 * valid, sizeof *iov, 2 * valid);
-    if (!iov) {
+    fpi_read_set *rs = &s->first_read; /* read, and free for this second read */
+    fpi_read_set_clear(rs);
+    if (!fpi_read_set_reserve(rs, 2 * valid)) {
         s->npf = 0;
         return;
     }
-    s->pf_iov = iov;
+    fp_iov *iov = rs->iov;
     for (size_t i = 0; i < valid; i++) {
         pf[i].cframe = cframes ? fpi_load_u64(tb + i * tslen, l->ts_cframe) : 0;
         /* Read with the first read where the last sample saw it. */
@@ -162,7 +166,8 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
     for (size_t i = 0; cb && i < valid; i++)
         if (pf[i].chunklen && pf[i].chunkbuf >= s->spec_bytes)
             iov[r++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
-    if (!cb || fpi_readv(s, iov, m) != FP_OK) {
+    rs->n = m;
+    if (!cb || fpi_read_all(s, rs) != FP_OK) {
         /* What this read was to bring is left to the walk. */
         for (size_t i = 0; i < valid; i++)
             if (pf[i].chunkbuf >= s->spec_bytes)
@@ -181,7 +186,7 @@ void fpi_prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stacks)
 {
     size_t reads;
     size_t n = plan_thread_reads(s, ii->addr, 0, 2, stacks, &reads);
-    if (n && ii->threads_head == s->pf[0].ts && fpi_readv(s, s->pf_iov, reads) == FP_OK)
+    if (n && ii->threads_head == s->pf[0].ts && fpi_read_all(s, &s->first_read) == FP_OK)
         fpi_finish_thread_reads(s, ii, n);
     else
         s->npf = 0;
@@ -209,19 +214,17 @@ long fpi_first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, f
     k += fpi_interp_iov(l, s->last_interp, fpi_gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
     size_t reads;
     size_t n = plan_thread_reads(s, s->last_interp, k, 1, true, &reads);
-    fp_iov *iov = n ? s->pf_iov : fixed;
+    fpi_read_set *rs = &s->first_read;
     size_t ahead = 0, tlbc = 0;
     if (n) {
-        memcpy(iov, fixed, k * sizeof *iov); /* plan_thread_reads left k slots before the thread states */
+        memcpy(rs->iov, fixed, k * sizeof *rs->iov); /* plan_thread_reads left k slots before the thread states */
         /* The last sample's read-backs, after everything the walks copy;
          * then where its frames' thread-local bytecode was. */
-        ahead = fpi_rb_ahead_append(&s->rb_ahead, &s->pf_iov, &s->pf_iov_cap, k + reads);
+        ahead = fpi_rb_ahead_append(&s->rb_ahead, rs);
         if (l->co_tlbc != FPI_OFF_NONE)
-            tlbc = fpi_tlbc_ahead_append(&s->tlbc_ahead, s->sample_no, l->co_tlbc, &s->pf_iov, &s->pf_iov_cap,
-                                         k + reads + ahead);
-        iov = s->pf_iov;
+            tlbc = fpi_tlbc_ahead_append(&s->tlbc_ahead, s->sample_no, l->co_tlbc, rs);
     }
-    bool ok = fpi_readv(s, iov, k + reads + ahead + tlbc) == FP_OK;
+    bool ok = (n ? fpi_read_all(s, rs) : fpi_readv(s, fixed, k)) == FP_OK;
     fpi_rb_ahead_after_first_read(&s->rb_ahead, ahead, ok, s->reads.calls);
     if (ok && tlbc)
         fpi_tlbc_ahead_read(&s->tlbc_ahead, s->sample_no, s->reads.calls);

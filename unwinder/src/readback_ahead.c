@@ -29,14 +29,13 @@
 #include "readback_ahead.h"
 #include "session.h"
 
-#define RB_IOV_INITIAL 64u
 #define RB_REC_INITIAL 8u
 #define RB_BUF_INITIAL 65536u
 #define NO_FIRST_READ UINT64_MAX
 
 static void list_free(fpi_rb_list *l)
 {
-    free(l->iov);
+    fpi_read_set_free(&l->ranges);
     free(l->rec);
     memset(l, 0, sizeof *l);
 }
@@ -62,10 +61,8 @@ static bool record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t s
         ra->recording = false; /* too much to read ahead: the next sample reads its own */
         return false;
     }
-    fp_iov *ni = fpi_grow(l->iov, &l->iov_cap, l->niov + n, sizeof *ni, RB_IOV_INITIAL);
-    if (ni)
-        l->iov = ni;
-    fpi_rb_record *nr = ni ? fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL) : NULL;
+    bool room = fpi_read_set_reserve(&l->ranges, n);
+    fpi_rb_record *nr = room ? fpi_grow(l->rec, &l->rec_cap, l->nrec + 1, sizeof *nr, RB_REC_INITIAL) : NULL;
     if (!nr) {
         ra->recording = false;
         return false;
@@ -73,10 +70,10 @@ static bool record(fpi_readback_ahead *ra, const fp_iov *iov, size_t n, size_t s
     l->rec = nr;
     for (size_t i = 0; i < n; i++) {
         size_t off = base ? (size_t)((const uint8_t *)iov[i].buf - base) : (size_t)(uintptr_t)iov[i].buf;
-        l->iov[l->niov + i] = (fp_iov){iov[i].addr, (void *)(uintptr_t)off, iov[i].len};
+        l->ranges.iov[l->ranges.n + i] = (fp_iov){iov[i].addr, (void *)(uintptr_t)off, iov[i].len};
     }
-    l->rec[l->nrec++] = (fpi_rb_record){l->niov, n, span};
-    l->niov += n;
+    l->rec[l->nrec++] = (fpi_rb_record){l->ranges.n, n, span};
+    l->ranges.n += n;
     l->bytes += bytes;
     l->spans += span;
     return true;
@@ -95,41 +92,43 @@ void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra)
          * second, which its retry then reads as before. */
         for (size_t r = ra->seen.nrec; r < ra->ahead.nrec; r++) {
             const fpi_rb_record *rec = &ra->ahead.rec[r];
-            if (!record(ra, ra->ahead.iov + rec->first, rec->count, rec->span, NULL))
+            if (!record(ra, ra->ahead.ranges.iov + rec->first, rec->count, rec->span, NULL))
                 break;
         }
         fpi_rb_list t = ra->ahead;
         ra->ahead = ra->seen;
         ra->seen = t;
     }
-    ra->seen.niov = ra->seen.nrec = ra->seen.bytes = ra->seen.spans = 0;
+    fpi_read_set_clear(&ra->seen.ranges);
+    ra->seen.nrec = ra->seen.bytes = ra->seen.spans = 0;
     ra->next = ra->next_byte = 0;
     ra->ready = false;
     ra->recording = true;
     ra->clean_calls = NO_FIRST_READ;
 }
 
-size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fp_iov **iov, size_t *cap, size_t n)
+size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fpi_read_set *first_read)
 {
     const fpi_rb_list *a = &ra->ahead;
-    if (a->niov == 0)
+    const fpi_read_set *from = &a->ranges;
+    if (from->n == 0)
         return 0;
     uint8_t *nb = fpi_grow(ra->buf, &ra->buf_cap, a->spans, 1, RB_BUF_INITIAL);
     if (!nb)
         return 0;
     ra->buf = nb;
-    fp_iov *ni = fpi_grow(*iov, cap, n + a->niov, sizeof *ni, n + a->niov);
-    if (!ni)
+    if (!fpi_read_set_reserve(first_read, from->n))
         return 0;
-    *iov = ni;
+    fp_iov *to = first_read->iov + first_read->n;
     size_t base = 0;
     for (size_t r = 0; r < a->nrec; r++) {
         const fpi_rb_record *rec = &a->rec[r];
         for (size_t i = rec->first; i < rec->first + rec->count; i++)
-            ni[n + i] = (fp_iov){a->iov[i].addr, nb + base + (size_t)(uintptr_t)a->iov[i].buf, a->iov[i].len};
+            to[i] = (fp_iov){from->iov[i].addr, nb + base + (size_t)(uintptr_t)from->iov[i].buf, from->iov[i].len};
         base += rec->span;
     }
-    return a->niov;
+    first_read->n += from->n;
+    return from->n;
 }
 
 void fpi_rb_ahead_after_first_read(fpi_readback_ahead *ra, size_t appended, bool ok, uint64_t calls)
@@ -147,7 +146,7 @@ static bool matches(const fpi_readback_ahead *ra, const fp_iov *iov, size_t n, s
     const fpi_rb_record *r = &ra->ahead.rec[ra->next];
     if (r->count != n || r->span != span)
         return false;
-    const fp_iov *a = ra->ahead.iov + r->first;
+    const fp_iov *a = ra->ahead.ranges.iov + r->first;
     for (size_t i = 0; i < n; i++)
         if (a[i].addr != iov[i].addr || a[i].len != iov[i].len || a[i].buf != iov[i].buf)
             return false;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frameproof/frameproof.h"
+#include "read_set.h"
 
 /* One read-back as a list of ranges: iov[first, first + count) of its
  * list, laid out as the read-back lays them out in its buffer (`span`
@@ -16,11 +17,10 @@ typedef struct fpi_rb_record {
     size_t first, count, span;
 } fpi_rb_record;
 
-/* A list of read-backs: their ranges, each iov's buf holding its offset in
- * its read-back's buffer. */
+/* A list of read-backs: their ranges, each range's buf holding its offset
+ * in its read-back's buffer. */
 typedef struct fpi_rb_list {
-    fp_iov *iov;
-    size_t niov, iov_cap;
+    fpi_read_set ranges;
     fpi_rb_record *rec;
     size_t nrec, rec_cap;
     size_t bytes;             /* the ranges' bytes in all */
@@ -46,10 +46,10 @@ void fpi_rb_ahead_free(fpi_readback_ahead *ra);
  * when it recorded none, the ones read ahead for it stay. */
 void fpi_rb_ahead_begin_sample(fpi_readback_ahead *ra);
 
-/* Appends the ranges to read ahead to the first read's list (*iov, *cap,
- * *n entries so far), after everything else it reads; returns how many
- * (0: none, or no memory, which only loses the read-ahead). */
-size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fp_iov **iov, size_t *cap, size_t n);
+/* Appends the ranges to read ahead to the first read's set, after
+ * everything else it reads; returns how many (0: none, or no memory,
+ * which only loses the read-ahead). */
+size_t fpi_rb_ahead_append(fpi_readback_ahead *ra, fpi_read_set *first_read);
 
 /* After the first read: whether it succeeded with `appended` ranges, and
  * the reader's call count then. */

@@ -51,10 +51,11 @@ bool fpi_retry_read(fp_session *s, uint64_t ts, fpi_thread_prefetch *pre)
     if (!nb)
         return false;
     s->retry_buf = nb;
-    fp_iov *iov = fpi_grow(s->retry_iov, &s->retry_iov_cap, RETRY_IOV_FIXED, sizeof *iov, RETRY_IOV_FIXED);
-    if (!iov)
+    fpi_read_set *rs = &s->retry_read;
+    fpi_read_set_clear(rs);
+    if (!fpi_read_set_reserve(rs, RETRY_IOV_FIXED))
         return false;
-    s->retry_iov = iov;
+    fp_iov *iov = rs->iov;
     *pre = (fpi_thread_prefetch){.ts = ts, .tsbuf = 0, .own_buf = true};
     size_t n = 0, at = tslen;
     /* The thread state first, then its chunks oldest first: the order of
@@ -78,8 +79,9 @@ bool fpi_retry_read(fp_session *s, uint64_t ts, fpi_thread_prefetch *pre)
         pre->spec_chunklen = (size_t)m->chunk_read;
         iov[n++] = (fp_iov){m->chunk, nb + at, (size_t)m->chunk_read};
     }
-    size_t ahead = fpi_rb_ahead_append(&s->rb_retry, &s->retry_iov, &s->retry_iov_cap, n);
-    bool ok = fpi_readv(s, s->retry_iov, n + ahead) == FP_OK;
+    rs->n = n;
+    size_t ahead = fpi_rb_ahead_append(&s->rb_retry, rs);
+    bool ok = fpi_read_all(s, rs) == FP_OK;
     fpi_rb_ahead_after_first_read(&s->rb_retry, ahead, ok, s->reads.calls);
     if (!ok)
         return false;

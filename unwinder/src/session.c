@@ -137,16 +137,16 @@ void fp_session_free(fp_session *s)
     fpi_rb_ahead_free(&s->rb_ahead);
     fpi_rb_ahead_free(&s->rb_retry);
     free(s->retry_buf);
-    free(s->retry_iov);
-    free(s->verify_iov);
+    fpi_read_set_free(&s->retry_read);
+    fpi_read_set_free(&s->readback);
     free(s->pf);
     free(s->ts_bufs);
     free(s->chunk_bufs);
-    free(s->pf_iov);
+    fpi_read_set_free(&s->first_read);
     free(s->last_ts);
     free(s->cur_ts);
     free(s->prefetch_buf);
-    free(s->prefetch_iov);
+    fpi_read_set_free(&s->prefetch);
     free(s->prefetch_entries);
     free(s);
 }

@@ -13,6 +13,7 @@
 #include "frame_cache.h"
 #include "layout.h"
 #include "linetable.h"
+#include "read_set.h"
 #include "readback_ahead.h"
 #include "tlbc_ahead.h"
 #include "typed_load.h"
@@ -184,8 +185,7 @@ struct fp_session {
     size_t nseen, seen_cap;
     uint8_t *verify_buf;         /* read-back copies (verify.c) */
     size_t verify_cap;
-    fp_iov *verify_iov;
-    size_t verify_iov_cap;
+    fpi_read_set readback;       /* a read-back's ranges (verify.c) */
     struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
     size_t verify_at_cap;
     struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (batch.c) */
@@ -195,19 +195,17 @@ struct fp_session {
     bool rb_retry_on;                /* a thread walked on its own: rb_retry records and is taken from */
     uint8_t *retry_buf;              /* a retry's one read (retry_read.c) */
     size_t retry_cap;
-    fp_iov *retry_iov;
-    size_t retry_iov_cap;
+    fpi_read_set retry_read;         /* ... its ranges */
     uint8_t *prefetch_buf;       /* code-object headers read in one batch */
     size_t prefetch_cap;
-    fp_iov *prefetch_iov;
+    fpi_read_set prefetch;       /* ... their ranges */
     fpi_code_entry **prefetch_entries;
     size_t prefetch_n_cap;
     fpi_thread_prefetch *pf;   /* this interpreter's prefetched threads */
     size_t npf, pf_cap;
     uint8_t *ts_bufs, *chunk_bufs;
     size_t ts_bufs_cap, chunk_bufs_cap;
-    fp_iov *pf_iov;
-    size_t pf_iov_cap;
+    fpi_read_set first_read;   /* the sample's first read, then the one finishing it (read_ahead.c) */
     uint64_t last_interp;     /* the interpreter list's head in the last sample (0: none) */
     uint64_t last_gilp;       /* ... and where its GIL was (3.12) */
     fpi_thread_memo *last_ts; /* the threads of the last sample */

@@ -16,8 +16,7 @@
 #include "tlbc_ahead.h"
 
 
-size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fp_iov **iov, size_t *cap,
-                             size_t n)
+size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fpi_read_set *first_read)
 {
     size_t want = 0;
     for (size_t i = 0; i < t->n; i++)
@@ -25,11 +24,10 @@ size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_t
             want += 3;
     if (!want)
         return 0;
-    fp_iov *ni = fpi_grow(*iov, cap, n + want, sizeof *ni, n + want);
-    if (!ni)
+    if (!fpi_read_set_reserve(first_read, want))
         return 0;
-    *iov = ni;
-    size_t k = n;
+    fp_iov *ni = first_read->iov;
+    size_t k = first_read->n;
     for (size_t i = 0; i < t->n; i++) {
         fpi_tlbc_memo *m = &t->memo[i];
         if (m->used_in + 1 != sample_no)
@@ -39,6 +37,7 @@ size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_t
         ni[k++] = (fp_iov){m->arr, &m->size_now, FPI_PTR_SIZE};
         ni[k++] = (fp_iov){m->arr + FPI_PTR_SIZE * (1u + (uint64_t)m->idx), &m->entry_now, FPI_PTR_SIZE};
     }
+    first_read->n = k;
     return want;
 }
 

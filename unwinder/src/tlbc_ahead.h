@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frameproof/frameproof.h"
+#include "read_set.h"
 
 #define FPI_TLBC_AHEAD_SLOTS 32u /* (code object, index) pairs remembered */
 
@@ -28,12 +29,11 @@ typedef struct fpi_tlbc_ahead {
     uint64_t read_calls;       /* the reader's call count after the first read that read them */
 } fpi_tlbc_ahead;
 
-/* Appends to the first read's list (*iov, *cap, n entries so far) the
- * words of the resolutions sample `sample_no - 1` made: each code object's
- * co_tlbc (at its offset `co_tlbc`), the array's size and the entry, in
- * that order; returns how many ranges (0 when none or out of memory). */
-size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fp_iov **iov, size_t *cap,
-                             size_t n);
+/* Appends to the first read's set the words of the resolutions sample
+ * `sample_no - 1` made: each code object's co_tlbc (at its offset
+ * `co_tlbc`), the array's size and the entry, in that order; returns how
+ * many ranges (0 when none or out of memory). */
+size_t fpi_tlbc_ahead_append(fpi_tlbc_ahead *t, uint64_t sample_no, int32_t co_tlbc, fpi_read_set *first_read);
 /* The first read of sample `sample_no` succeeded with them; the reader's
  * call count after it. */
 void fpi_tlbc_ahead_read(fpi_tlbc_ahead *t, uint64_t sample_no, uint64_t calls);

@@ -28,7 +28,6 @@
 #include "session.h"
 #include "verify.h"
 
-#define VERIFY_IOV_INITIAL 64u
 #define VERIFY_BUF_INITIAL 65536u
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
@@ -114,14 +113,12 @@ static bool live_below_top(const fp_session *s, const fpi_verify_want *w, const 
     return true;
 }
 
-static int add_iov(fp_session *s, size_t *n, uint64_t addr, size_t off, size_t len)
+/* Plans one more range of the read-back at offset `off` of its buffer,
+ * placed once the buffer has its final size (it may move). */
+static int add_iov(fp_session *s, uint64_t addr, size_t off, size_t len)
 {
-    fp_iov *ni = fpi_grow(s->verify_iov, &s->verify_iov_cap, *n + 1, sizeof *ni, VERIFY_IOV_INITIAL);
-    if (!ni)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of a walk (%zu reads)", *n + 1);
-    s->verify_iov = ni;
-    /* buf is set once the buffer has its final size (it may move). */
-    s->verify_iov[(*n)++] = (fp_iov){addr, (void *)(uintptr_t)off, len};
+    if (!fpi_read_set_add_at(&s->readback, addr, off, len))
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of a walk (%zu reads)", s->readback.n + 1);
     return FP_OK;
 }
 
@@ -141,14 +138,13 @@ typedef struct chain_cursor {
 /* Adds the reads of the chunk bytes from the cursor down to address `a` of
  * chunk k (newest first, each piece from its top down; plan() reverses
  * them), into the walk's chunks at `base` in the buffer. */
-static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, chain_cursor *cur, int32_t k, uint64_t a,
-                          size_t *n)
+static int chunks_down_to(fp_session *s, const fpi_walk_used *u, size_t base, chain_cursor *cur, int32_t k, uint64_t a)
 {
     for (;;) {
         const fpi_chunk_copy *c = &u->chunks[cur->k];
         uint64_t lo = cur->k == k ? a : c->lowest;
         if (lo < cur->hi) {
-            int rc = add_iov(s, n, lo, base + c->local + (size_t)(lo - c->remote), (size_t)(cur->hi - lo));
+            int rc = add_iov(s, lo, base + c->local + (size_t)(lo - c->remote), (size_t)(cur->hi - lo));
             if (rc)
                 return rc;
             cur->hi = lo;
@@ -183,8 +179,8 @@ typedef struct gen_read {
     size_t at;
 } gen_read;
 
-/* Appends the reads of one walk's read-back to s->verify_iov (*n of them so
- * far, *used bytes): the chunks and the other frames first, then the link,
+/* Appends the reads of one walk's read-back to s->readback (*used bytes so
+ * far): the chunks and the other frames first, then the link,
  * the thread state and the cframe.  The code-object generation is read once
  * for all the walks: right after the link of the walk whose link is the
  * interpreter's list head, a few hundred bytes before it in the same
@@ -195,8 +191,8 @@ typedef struct gen_read {
  * thread that moved between the two reads show in one of them (a
  * seqlock's order), where the same order twice could meet the same mixed
  * state twice in a target that runs in step with the sampler. */
-static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u, size_t *n, size_t *used,
-                verify_at *at, gen_read *gen)
+static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u, size_t *used, verify_at *at,
+                gen_read *gen)
 {
     const fpi_layout *l = &s->layout;
     size_t fsize = (size_t)l->fr_size, pre = fpi_outside_prefix(l);
@@ -218,12 +214,12 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         uint64_t cur = top_word(l, w);
         if (cur) {
             at->top_before = *used;
-            if ((rc = add_iov(s, n, cur, *used, FPI_PTR_SIZE)))
+            if ((rc = add_iov(s, cur, *used, FPI_PTR_SIZE)))
                 return rc;
             *used += FPI_PTR_SIZE;
         }
         at->top_instr = *used;
-        if ((rc = add_iov(s, n, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, FPI_PTR_SIZE)))
+        if ((rc = add_iov(s, u->seen[0].addr + (uint64_t)l->fr_instr_ptr, *used, FPI_PTR_SIZE)))
             return rc;
         *used += FPI_PTR_SIZE;
     }
@@ -245,7 +241,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
         total += (size_t)u->chunks[i].size;
     *used += total;
     at->frames = *used;
-    size_t first = *n;
+    size_t first = s->readback.n;
     chain_cursor cur = {0, u->nchunks ? u->chunks[0].remote + u->chunks[0].size : 0};
     int32_t above_chunk = FPI_OUTSIDE_CHUNKS; /* the last frame met in a chunk, above the next */
     uint64_t above = 0;
@@ -256,38 +252,38 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
             above = f->addr;
             continue;
         }
-        if (above_chunk != FPI_OUTSIDE_CHUNKS && (rc = chunks_down_to(s, u, at->chunks, &cur, above_chunk, above, n)))
+        if (above_chunk != FPI_OUTSIDE_CHUNKS && (rc = chunks_down_to(s, u, at->chunks, &cur, above_chunk, above)))
             return rc;
-        if ((rc = add_iov(s, n, f->addr - pre, *used, pre + fsize)))
+        if ((rc = add_iov(s, f->addr - pre, *used, pre + fsize)))
             return rc;
         *used += pre + fsize;
     }
     if (u->nchunks && (rc = chunks_down_to(s, u, at->chunks, &cur, (int32_t)(u->nchunks - 1),
-                                          u->chunks[u->nchunks - 1].lowest, n)))
+                                          u->chunks[u->nchunks - 1].lowest)))
         return rc;
-    for (size_t a = first, b = *n; b-- > a + 1; a++) { /* bottom up */
-        fp_iov t = s->verify_iov[a];
-        s->verify_iov[a] = s->verify_iov[b];
-        s->verify_iov[b] = t;
+    for (size_t a = first, b = s->readback.n; b-- > a + 1; a++) { /* bottom up */
+        fp_iov t = s->readback.iov[a];
+        s->readback.iov[a] = s->readback.iov[b];
+        s->readback.iov[b] = t;
     }
     at->link = *used;
-    if ((rc = add_iov(s, n, w->link_addr, *used, FPI_PTR_SIZE)))
+    if ((rc = add_iov(s, w->link_addr, *used, FPI_PTR_SIZE)))
         return rc;
     *used += FPI_PTR_SIZE;
     if (w->generation_addr && !gen->addr && w->generation_addr >= w->link_addr + FPI_PTR_SIZE &&
         w->generation_addr - (w->link_addr + FPI_PTR_SIZE) <= FPI_VM_MERGE_GAP) {
-        if ((rc = add_iov(s, n, w->generation_addr, *used, FPI_PTR_SIZE)))
+        if ((rc = add_iov(s, w->generation_addr, *used, FPI_PTR_SIZE)))
             return rc;
         *gen = (gen_read){w->generation_addr, *used};
         *used += FPI_PTR_SIZE;
     }
     at->ts = *used;
-    if ((rc = add_iov(s, n, w->ts, *used, s->ts_read_len)))
+    if ((rc = add_iov(s, w->ts, *used, s->ts_read_len)))
         return rc;
     *used += s->ts_read_len;
     at->cframe = *used;
     if (w->cframe_addr) {
-        if ((rc = add_iov(s, n, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, FPI_PTR_SIZE)))
+        if ((rc = add_iov(s, w->cframe_addr + (uint64_t)l->cframe_current_frame, *used, FPI_PTR_SIZE)))
             return rc;
         *used += FPI_PTR_SIZE;
     }
@@ -301,8 +297,8 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
  * thread, twice per sample).  Unless plan() placed it beside a link, it
  * is read after every walk.  Walks of another interpreter (never batched
  * together) get a read of their own. */
-static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t count, size_t *n, size_t *used,
-                           verify_at *at, const gen_read *gen)
+static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t count, size_t *used, verify_at *at,
+                           const gen_read *gen)
 {
     uint64_t last = gen->addr;
     size_t last_at = gen->at;
@@ -310,7 +306,7 @@ static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t coun
         if (!ws[i].generation_addr)
             continue;
         if (ws[i].generation_addr != last) {
-            int rc = add_iov(s, n, ws[i].generation_addr, *used, FPI_PTR_SIZE);
+            int rc = add_iov(s, ws[i].generation_addr, *used, FPI_PTR_SIZE);
             if (rc)
                 return rc;
             last = ws[i].generation_addr;
@@ -322,21 +318,24 @@ static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t coun
     return FP_OK;
 }
 
-/* Reads the n planned ranges (buf: offsets) into s->verify_buf (used
- * bytes), or finds them read with the sample's first read, laid out alike
- * (readback_ahead.c); *out is where they are. */
-static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id, const uint8_t **out)
+/* Reads the planned ranges of s->readback (buf: offsets) into
+ * s->verify_buf (used bytes), or finds them read with the sample's first
+ * read, laid out alike (readback_ahead.c); *out is where they are. */
+static int read_planned(fp_session *s, size_t used, uint64_t native_id, const uint8_t **out)
 {
+    fpi_read_set *rs = &s->readback;
+    const fp_iov *iov = rs->iov;
+    size_t n = rs->n;
     uint64_t calls = s->reads.calls;
     bool clean = fpi_rb_ahead_clean(&s->rb_ahead, calls);
-    const uint8_t *ahead = fpi_rb_ahead_take(&s->rb_ahead, s->verify_iov, n, used, calls);
+    const uint8_t *ahead = fpi_rb_ahead_take(&s->rb_ahead, iov, n, used, calls);
     /* A retry's read-backs were read with its one read (retry_read.c). */
     if (!ahead && s->rb_retry_on)
-        ahead = fpi_rb_ahead_take(&s->rb_retry, s->verify_iov, n, used, calls);
+        ahead = fpi_rb_ahead_take(&s->rb_retry, iov, n, used, calls);
     if (ahead) {
-        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, used, NULL, clean);
+        fpi_rb_ahead_note(&s->rb_ahead, iov, n, used, NULL, clean);
         if (s->rb_retry_on)
-            fpi_rb_ahead_note(&s->rb_retry, s->verify_iov, n, used, NULL, true);
+            fpi_rb_ahead_note(&s->rb_retry, iov, n, used, NULL, true);
         *out = ahead;
         return FP_OK;
     }
@@ -344,16 +343,15 @@ static int read_planned(fp_session *s, size_t n, size_t used, uint64_t native_id
     if (!nb)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: %zu bytes for the read-back of a walk", used);
     s->verify_buf = nb;
-    for (size_t i = 0; i < n; i++)
-        s->verify_iov[i].buf = nb + (size_t)(uintptr_t)s->verify_iov[i].buf;
-    int rc = fpi_readv(s, s->verify_iov, n);
+    fpi_read_set_place(rs, 0, nb);
+    int rc = fpi_read_all(s, rs);
     fpi_rb_ahead_read_done(&s->rb_ahead, calls, s->reads.calls);
     if (s->rb_retry_on)
         fpi_rb_ahead_read_done(&s->rb_retry, calls, s->reads.calls);
     if (rc == FP_OK) {
-        fpi_rb_ahead_note(&s->rb_ahead, s->verify_iov, n, used, nb, clean);
+        fpi_rb_ahead_note(&s->rb_ahead, iov, n, used, nb, clean);
         if (s->rb_retry_on)
-            fpi_rb_ahead_note(&s->rb_retry, s->verify_iov, n, used, nb, true);
+            fpi_rb_ahead_note(&s->rb_retry, iov, n, used, nb, true);
     } else {
         fpi_rb_ahead_failed(&s->rb_ahead);
     }
@@ -435,7 +433,8 @@ static int torn(fp_session *s, const fpi_verify_want *w, const char *what)
 
 int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us, size_t count, size_t *failed)
 {
-    size_t n = 0, used = 0;
+    size_t used = 0;
+    fpi_read_set_clear(&s->readback);
     verify_at *at = fpi_grow(s->verify_at, &s->verify_at_cap, count ? count : 1, sizeof *at, count ? count : 1);
     if (!at)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: the read-back of %zu walks", count);
@@ -443,9 +442,9 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
     int rc = FP_OK;
     gen_read gen = {0, 0};
     for (size_t i = 0; !rc && i < count; i++)
-        rc = plan(s, &ws[i], &us[i], &n, &used, &at[i], &gen);
+        rc = plan(s, &ws[i], &us[i], &used, &at[i], &gen);
     if (!rc)
-        rc = plan_generation(s, ws, count, &n, &used, at, &gen);
+        rc = plan_generation(s, ws, count, &used, at, &gen);
     /* With the last read-back, the headers of the cached code objects the
      * frames name (before 3.14, which has no code-object generation):
      * confirmed for the walks it proves in the same read, not in one of
@@ -454,11 +453,11 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
         s->confirm_epoch++; /* what an earlier window confirmed is not trusted in this one */
     size_t hlen = 0, code_at = used, ncode = !rc && count && ws[0].last ? fpi_code_confirm_queue(s, us, count, &hlen) : 0;
     for (size_t i = 0; !rc && i < ncode; i++)
-        if (!(rc = add_iov(s, &n, fpi_code_confirm_addr(s, i), used, hlen)))
+        if (!(rc = add_iov(s, fpi_code_confirm_addr(s, i), used, hlen)))
             used += hlen;
     const uint8_t *nb = NULL;
     if (!rc)
-        rc = read_planned(s, n, used, count ? ws[0].native_id : 0, &nb);
+        rc = read_planned(s, used, count ? ws[0].native_id : 0, &nb);
     size_t unconfirmed = fpi_code_confirm_finish(s, ncode, rc ? NULL : nb + code_at);
     if (rc) {
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */
