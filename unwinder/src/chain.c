@@ -13,8 +13,9 @@
 #include "grow.h"
 #include "read.h"
 
-#define CHUNK_TOP 16u        /* _PyStackChunk.top: slots in use when a newer chunk was pushed */
-#define ROOT_CHUNK_SKIP 8u   /* a root chunk (no previous) leaves its first slot unused: its first frame follows */
+/* A root chunk (no previous) leaves its first slot unused: its first frame
+ * follows. */
+#define ROOT_CHUNK_SKIP FPI_PTR_SIZE
 #define CHUNK_LIST_INITIAL 16u
 #define FPI_PENDING_INITIAL 256u /* frames of one chain, first allocation */
 
@@ -72,8 +73,10 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
                                "data-stack chunk at 0x%llx: its %llu bytes wrap around the address space",
                                (unsigned long long)chunk, (unsigned long long)size);
             /* The newest chunk without a live part (its top at the header)
-             * holds no frame; an older one is live up to its saved top. */
-            uint64_t slots = n == 0 ? 0 : fpi_load_u64(hdr, CHUNK_TOP);
+             * holds no frame; an older one is live up to its saved top
+             * (_PyStackChunk.top: slots in use when a newer chunk was
+             * pushed). */
+            uint64_t slots = n == 0 ? 0 : fpi_load_u64(hdr, l->chunk_top);
             if (slots > (size - FPI_CHUNK_HEADER) / FPI_PTR_SIZE)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: top %llu slots beyond its %llu bytes",
                                (unsigned long long)chunk, (unsigned long long)slots, (unsigned long long)size);

@@ -60,7 +60,7 @@ typedef struct fpi_layout {
     int32_t err_exc_value;                   /* inside _PyErr_StackItem */
 
     /* _PyStackChunk */
-    int32_t chunk_previous, chunk_size, chunk_data;
+    int32_t chunk_previous, chunk_size, chunk_top, chunk_data;
 
     /* _PyInterpreterFrame */
     int32_t fr_size;

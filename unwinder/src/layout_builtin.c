@@ -60,7 +60,7 @@ static const fpi_layout layout_311 = {
     .ts_thread_id = 152, .ts_native_thread_id = 160, .ts_datastack_chunk = 296, .ts_datastack_top = 304,
     .ts_status = FPI_OFF_NONE, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
     .ts_current_exception = 96, .ts_exc_info = 120, .ts_exc_state = 320, .err_exc_value = 0,
-    .chunk_previous = 0, .chunk_size = 8, .chunk_data = FPI_CHUNK_HEADER,
+    .chunk_previous = 0, .chunk_size = 8, .chunk_top = 16, .chunk_data = FPI_CHUNK_HEADER,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
     .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 0, .fr_localsplus = 72,
     .fr_stackpointer = FPI_OFF_NONE,
@@ -89,7 +89,7 @@ static const fpi_layout layout_312 = {
     .ts_thread_id = 136, .ts_native_thread_id = 144, .ts_datastack_chunk = 232, .ts_datastack_top = 240,
     .ts_status = 24, .ts_holds_gil = FPI_OFF_NONE, .ts_gil_requested = FPI_OFF_NONE,
     .ts_current_exception = 96, .ts_exc_info = 104, .ts_exc_state = 256, .err_exc_value = 0,
-    .chunk_previous = 0, .chunk_size = 8, .chunk_data = FPI_CHUNK_HEADER,
+    .chunk_previous = 0, .chunk_size = 8, .chunk_top = 16, .chunk_data = FPI_CHUNK_HEADER,
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
     .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 16,
     .fr_localsplus = 72, .fr_stackpointer = FPI_OFF_NONE, .instr_is_prev = true,
@@ -155,6 +155,7 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     l->rt_main_thread = l->rt_interpreters_head + 24;
     l->chunk_previous = 0;
     l->chunk_size = 8;
+    l->chunk_top = 16;
     l->chunk_data = FPI_CHUNK_HEADER;
     l->instr_is_prev = false;
     l->owner_thread = OWNER_THREAD;

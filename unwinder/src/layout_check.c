@@ -9,7 +9,7 @@
 #include "fp_error.h"
 #include "layout.h"
 
-#define PTR 8
+#define PTR FPI_PTR_SIZE /* field widths a check asks room for */
 #define U32 4
 #define U8 1
 
@@ -120,6 +120,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     /* Data-stack chunks: copied with their header. */
     need(&c, "chunk_previous", l->chunk_previous, PTR, FPI_CHUNK_HEADER);
     need(&c, "chunk_size", l->chunk_size, PTR, FPI_CHUNK_HEADER);
+    need(&c, "chunk_top", l->chunk_top, PTR, FPI_CHUNK_HEADER);
 
     return c.failed ? FP_E_CORRUPT : FP_OK;
 }

@@ -12,7 +12,7 @@
 #include "walk.h"
 
 /* Bytes of a thread state the walker needs beyond its highest used field. */
-#define TS_FIELD_WIDTH 8
+#define TS_FIELD_WIDTH FPI_PTR_SIZE /* its widest field: a pointer */
 
 /* The smallest fp_options a caller can hold: every field up to pause_torn
  * (the first versioned layout). */
