@@ -301,7 +301,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
         bool cacheable = s->opts.cache_frames && s->opts.cache_code && pf->tlbc_index == 0 && !pf->popping;
         bool compared;
         fpi_frame_key key = {pf->addr, pf->code, pf->instr, ce->serial, pf->generator, pf->called_directly};
-        size_t at = s->resolve_pos++;
+        size_t at = fpi_frame_cache_next_position(&s->fc);
         const fpi_resolved_frame *hit = cacheable ? fpi_frame_cache_find(&s->fc, at, &key) : NULL;
         if (hit) {
             if ((rc = top_must_run(s, pf, ce, hit->visible, hit->at_call, hit->waits, i + 1 < n, stopped)) ||

@@ -50,11 +50,25 @@ typedef struct fpi_frame_cache {
     fpi_resolved_frame *recent;    /* by a frame's position in the sample: the last resolution met there */
     size_t recent_cap;
     fpi_spec_frame *spec;          /* FPI_SPEC_FRAME_SLOTS, NULL until first used */
+    size_t resolved_in_sample;     /* frames resolved so far in this sample: the next one's position */
     uint64_t hits, misses, spec_hits;
 } fpi_frame_cache;
 
 void fpi_frame_cache_init(fpi_frame_cache *fc);
 void fpi_frame_cache_free(fpi_frame_cache *fc);
+
+/* At the start of a sample: its first frame resolved is at position 0. */
+static inline void fpi_frame_cache_begin_sample(fpi_frame_cache *fc)
+{
+    fc->resolved_in_sample = 0;
+}
+
+/* The position of the frame being resolved among the frames the sample
+ * resolves (in the order it resolves them; counted here). */
+static inline size_t fpi_frame_cache_next_position(fpi_frame_cache *fc)
+{
+    return fc->resolved_in_sample++;
+}
 
 /* The resolved frame with exactly this key, or NULL.  `at` is the frame's
  * position among the frames the sample resolves: the entry last met there

@@ -48,7 +48,7 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     s->thread_state_ctx = &pt;
     sm->nthreads = nthreads;
     sm->nframes = nframes;
-    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next, .stopped = true};
+    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next, .stopped = true, .alone = true};
     *rc = fpi_walk_thread_once(s, sm, ii, &w);
     *next = w.next;
     if (*rc == FP_E_INCOMPLETE)
@@ -73,7 +73,6 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, const fpi
     int rc = FP_OK;
     *link_left = false;
     *link_now = 0;
-    s->rb_retry_on = true;
     for (unsigned attempt = 0; attempt < FPI_THREAD_WALK_ATTEMPTS; attempt++) {
         /* The read-backs the last attempt planned become the ones its
          * retry reads ahead (retry_read.c); this attempt's are recorded. */
@@ -101,6 +100,7 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, const fpi
             .link = link,
             .ts = ts,
             .spec_frames = attempt == 0 && !at->fresh && s->opts.cache_frames && s->opts.cache_code,
+            .alone = true,
             .next = *next,
         };
         fpi_thread_prefetch again;
@@ -114,6 +114,5 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, const fpi
         if (rc == FP_E_INCOMPLETE && w.link_moved && (*link_left = fpi_link_moved_from(s, link, ts, link_now)))
             break;
     }
-    s->rb_retry_on = false;
     return rc;
 }

@@ -151,7 +151,6 @@ struct fp_session {
     uint64_t none_obj;        /* None's address once an object of NoneType was read (its only, static, instance) */
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
-    size_t resolve_pos;       /* frames resolved so far in this sample (fpi_frame_cache_find's position) */
     const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
     /* Bumped by every sample and every walk's last read-back: a cached code
@@ -192,7 +191,6 @@ struct fp_session {
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
     fpi_readback_ahead rb_retry;     /* a torn attempt's read-backs, read with its retry (retry_read.c) */
-    bool rb_retry_on;                /* a thread walked on its own: rb_retry records and is taken from */
     uint8_t *retry_buf;              /* a retry's one read (retry_read.c) */
     size_t retry_cap;
     fpi_read_set retry_read;         /* ... its ranges */

@@ -221,6 +221,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         .cframe_addr = cframe,
         .top = top,
         .stopped = w->stopped || s->opts.blocking, /* alone, or with every other thread: the one place it is said */
+        .alone = w->alone,
         .generation_addr = l->interp_code_generation != FPI_OFF_NONE ? ii->addr + (uint64_t)l->interp_code_generation : 0,
         .generation = ii->generation,
         .generation_seen = ii->generation,

@@ -17,6 +17,8 @@ typedef struct fpi_thread_walk {
     bool spec_frames;               /* frames outside the data stack may start from the frame cache's proven bytes */
     bool stopped;                   /* the thread is stopped alone (pause_torn): the walk reads one instant of it
                                        (so does every walk of a blocking sample, which needs not say it) */
+    bool alone;                     /* walked on its own, not in a batch (retry.c): its read-backs are recorded
+                                     * for, and taken from, a retry's one read (s->rb_retry) */
     uint64_t next;                  /* out: its next link, once its thread state was read (else left as it was) */
     bool link_moved;                /* out: a read-back found the link naming another thread state, which a
                                      * retry through the same link would meet again */

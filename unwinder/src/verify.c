@@ -320,8 +320,10 @@ static int plan_generation(fp_session *s, const fpi_verify_want *ws, size_t coun
 
 /* Reads the planned ranges of s->readback (buf: offsets) into
  * s->verify_buf (used bytes), or finds them read with the sample's first
- * read, laid out alike (readback_ahead.c); *out is where they are. */
-static int read_planned(fp_session *s, size_t used, uint64_t native_id, const uint8_t **out)
+ * read, laid out alike (readback_ahead.c), or, for a thread walked
+ * `alone`, with its retry's one read (retry_read.c); *out is where they
+ * are. */
+static int read_planned(fp_session *s, size_t used, uint64_t native_id, bool alone, const uint8_t **out)
 {
     fpi_read_set *rs = &s->readback;
     const fp_iov *iov = rs->iov;
@@ -330,11 +332,11 @@ static int read_planned(fp_session *s, size_t used, uint64_t native_id, const ui
     bool clean = fpi_rb_ahead_clean(&s->rb_ahead, calls);
     const uint8_t *ahead = fpi_rb_ahead_take(&s->rb_ahead, iov, n, used, calls);
     /* A retry's read-backs were read with its one read (retry_read.c). */
-    if (!ahead && s->rb_retry_on)
+    if (!ahead && alone)
         ahead = fpi_rb_ahead_take(&s->rb_retry, iov, n, used, calls);
     if (ahead) {
         fpi_rb_ahead_note(&s->rb_ahead, iov, n, used, NULL, clean);
-        if (s->rb_retry_on)
+        if (alone)
             fpi_rb_ahead_note(&s->rb_retry, iov, n, used, NULL, true);
         *out = ahead;
         return FP_OK;
@@ -346,11 +348,11 @@ static int read_planned(fp_session *s, size_t used, uint64_t native_id, const ui
     fpi_read_set_place(rs, 0, nb);
     int rc = fpi_read_all(s, rs);
     fpi_rb_ahead_read_done(&s->rb_ahead, calls, s->reads.calls);
-    if (s->rb_retry_on)
+    if (alone)
         fpi_rb_ahead_read_done(&s->rb_retry, calls, s->reads.calls);
     if (rc == FP_OK) {
         fpi_rb_ahead_note(&s->rb_ahead, iov, n, used, nb, clean);
-        if (s->rb_retry_on)
+        if (alone)
             fpi_rb_ahead_note(&s->rb_retry, iov, n, used, nb, true);
     } else {
         fpi_rb_ahead_failed(&s->rb_ahead);
@@ -457,7 +459,7 @@ int fpi_verify_batch(fp_session *s, fpi_verify_want *ws, const fpi_walk_used *us
             used += hlen;
     const uint8_t *nb = NULL;
     if (!rc)
-        rc = read_planned(s, used, count ? ws[0].native_id : 0, &nb);
+        rc = read_planned(s, used, count ? ws[0].native_id : 0, count && ws[0].alone, &nb);
     size_t unconfirmed = fpi_code_confirm_finish(s, ncode, rc ? NULL : nb + code_at);
     if (rc) {
         *failed = SIZE_MAX; /* no walk found changed: the read-back itself failed */

@@ -26,6 +26,8 @@ typedef struct fpi_verify_want {
     bool last;                 /* the last read-back of the walk: keep what it proved (frame cache) */
     bool code_strict;          /* with last: a cached code object that changed tears the walk (fpi_verify_after_frames) */
     bool link_moved;           /* out: set when a read-back found the link naming another thread state */
+    bool alone;                /* fpi_thread_walk.alone: a read-back also recorded for, and taken from, a
+                                  retry's one read (s->rb_retry) */
     /* out, set by the last read-back: the top frame's instruction pointer
      * as that read-back found it, in a read of its own before everything
      * else it reads but the word naming the thread's top frame (the walk's

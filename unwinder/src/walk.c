@@ -33,7 +33,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     s->ncur_ts = 0;
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
-    s->resolve_pos = 0;
+    fpi_frame_cache_begin_sample(&s->fc);
     uint64_t runtime = s->info.runtime_addr;
     /* interpreters.head and main_thread sit a few words apart: one read. */
     uint8_t rt[RUNTIME_SPAN_MAX];
