@@ -53,5 +53,8 @@ int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config
     if (p->realtime == CLI_POLICY_UNSET && cfg->hold && cfg->rate_hz > 0)
         cfg->realtime = fps_realtime_check(p->realtime_refused, sizeof p->realtime_refused) == FP_OK;
     cfg->fault = p->fault;
+    /* Modes that hold the target still while it is read space their ticks
+     * in its own running time (fps_config.target_time). */
+    cfg->target_time = p->blocking || cfg->colocate_pid > 0;
     return 0;
 }

@@ -32,7 +32,7 @@ void cli_policy_init(cli_policy *p);
  * and returns -1 when it is neither drop-torn nor retry-quiet. */
 int cli_policy_fault(const char *cmd, const char *value, cli_policy *p);
 
-/* Sets lib->blocking, lib->pause_torn, cfg->fault, cfg->hold, cfg->realtime
+/* Sets lib->blocking, lib->pause_torn, cfg->fault, cfg->hold, cfg->target_time, cfg->realtime
  * and cfg->colocate_pid (1 when colocated: the caller puts the target's
  * pid there once known) from p, cfg->rate_hz already set.  A held thread
  * waits on the sampler's CPU, where a fair scheduler soon hands it that
@@ -53,7 +53,11 @@ int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config
     "                   thread whose walk tore anyway is held too and walked\n"      \
     "                   again and, torn again, stopped alone (ptrace) and\n"        \
     "                   resumed.  Which ticks are kept does not depend on the\n"    \
-    "                   stack\n"                                                       \
+    "                   stack.  On a schedule (record, bench --rate), ticks are\n"  \
+    "                   spaced in the target's own time: each comes later by\n"      \
+    "                   the time the samples before it held the target (here\n"     \
+    "                   and with --blocking), so that a deep stack, slower to\n"     \
+    "                   read, gets no extra ticks\n"                                  \
     "  --blocking       stop every thread (ptrace) for each sample and resume it:\n" \
     "                   exact by construction, the target paused for each sample\n"   \
     "  --no-colocate    sample from wherever the scheduler puts the sampler\n"       \

@@ -297,6 +297,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         prctl(PR_SET_TIMERSLACK, TIMER_SLACK_NS, 0, 0, 0);
     const int64_t t0 = fps_clock_ns();
     int64_t now = t0;
+    double held = 0; /* target_time: ns the attempts so far held the target; every tick comes that much later */
     for (uint64_t index = 0; st->stop_reason == FPS_STOP_NONE; index++) {
         if (q && fps_offload_stopped(q)) {
             st->stop_reason = FPS_STOP_CALLBACK;
@@ -308,18 +309,18 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
         if (paced && index > 0) {
             schedule_advance(&sc);
-            while (sc.at <= (double)(now - t0) && !(deadline > 0 && sc.at >= deadline)) {
+            while (sc.at + held <= (double)(now - t0) && !(deadline > 0 && sc.at + held >= deadline)) {
                 st->missed_ticks++;
                 schedule_advance(&sc);
             }
         }
-        if (deadline > 0 && (paced ? sc.at : (double)(now - t0)) >= deadline) {
+        if (deadline > 0 && (paced ? sc.at + held : (double)(now - t0)) >= deadline) {
             st->stop_reason = FPS_STOP_DURATION;
             break;
         }
         if (q && paced) /* the last attempt's time twice, and a margin: the callback thread's timer, not a wake-up */
-            fps_offload_expect(q, t0 + (int64_t)sc.at + 2 * last_cost + FPS_OFFLOAD_MARGIN_NS);
-        if (paced && fps_sleep_until(t0 + (int64_t)sc.at) != 0) {
+            fps_offload_expect(q, t0 + (int64_t)(sc.at + held) + 2 * last_cost + FPS_OFFLOAD_MARGIN_NS);
+        if (paced && fps_sleep_until(t0 + (int64_t)(sc.at + held)) != 0) {
             ret = FP_E_IO;
             st->stop_reason = FPS_STOP_FATAL;
             snprintf(st->first_fatal, sizeof st->first_fatal, "clock_nanosleep failed");
@@ -327,6 +328,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
         fps_outcome o = {.index = index};
         fp_sample *into = q ? fps_offload_next(q) : sm;
+        const int64_t hold_from = fps_clock_ns(); /* the target is held from here (colocate) */
         if (c->colocate_pid > 0) {
             if (c->hold)
                 fps_colocate_hold(&col, last);
@@ -346,6 +348,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
                 fps_colocate_release(&col);
         }
         now = fps_clock_ns();
+        if (paced && c->target_time)
+            held += (double)(now - hold_from);
         fp_session_get_read_stats(s, &after);
         o.reads = after.calls - before.calls;
         o.bytes = after.bytes - before.bytes;
@@ -396,12 +400,13 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
     if (sched_changed)
         restore_sched(&old_sched);
     st->elapsed_s = (double)(now - t0) / NS_PER_S;
+    st->held_s = held / NS_PER_S;
     if (paced) {
         /* The covered schedule ends at the first tick not sampled, or at
          * the deadline that stopped the run. */
         if (st->stop_reason != FPS_STOP_DURATION)
             schedule_advance(&sc);
-        const double span = st->stop_reason == FPS_STOP_DURATION ? deadline : sc.at;
+        const double span = st->stop_reason == FPS_STOP_DURATION ? deadline - held : sc.at;
         st->achieved_rate_hz = span > 0 ? (double)st->attempts / (span / NS_PER_S) : 0;
     } else {
         st->achieved_rate_hz = st->elapsed_s > 0 ? (double)st->attempts / st->elapsed_s : 0;

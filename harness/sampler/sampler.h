@@ -88,6 +88,13 @@ typedef struct fps_config {
     bool hold;         /* with colocate_pid: the followed thread is held on the sampler's CPU during each
                           attempt (fps_colocate_hold), so that it can run nowhere while it is read */
     int fault;         /* enum fps_fault: FPS_FAULT_NONE but in self-tests */
+    /* A paced run whose attempts hold the target still (a blocking
+     * session, colocate): each tick comes later by the time the attempts
+     * before it held the target, so that ticks are spaced in the target's
+     * own running time.  Spaced in wall time, a stack that takes longer to
+     * read (a deeper one) stretches the target's wall time under it and
+     * gets more ticks than its share of the program's time. */
+    bool target_time;
     /* The callback runs on a second thread (at SCHED_OTHER, kept off the
      * hold's CPU), in order, while the next attempt is taken: the sampling
      * thread sleeps again as soon as an attempt is handed over and, with
@@ -148,8 +155,9 @@ typedef struct fps_stats {
     uint64_t missed_ticks;
     double elapsed_s;        /* wall time of the run */
     /* Rate mode: attempts per second of the schedule the run covered (from
-     * the start to the deadline, or to the first tick it did not sample),
-     * so missed ticks lower it; otherwise attempts per second of elapsed_s. */
+     * the start to the deadline, or to the first tick it did not sample;
+     * with target_time, less the time the target was held), so missed
+     * ticks lower it; otherwise attempts per second of elapsed_s. */
     double achieved_rate_hz;
     uint64_t colocate_moves; /* colocate_pid: moves of the calling thread to another CPU */
     uint64_t colocate_unknown; /* ... attempts made where the followed thread's CPU was not known */
@@ -159,6 +167,7 @@ typedef struct fps_stats {
     uint64_t colocate_hold_refused; /* ... hold: attempts whose hold the kernel refused (the thread ran free) */
     uint64_t offload_wakes;  /* offload: attempts whose hand-over woke the callback thread (a paced run's
                                 thread wakes on its own timer, after the attempt it expects) */
+    double held_s;           /* target_time: the time the attempts held the target, by which the ticks moved */
     int stop_reason;         /* enum fps_stop */
     char first_fatal[FPS_ERRMSG_MAX]; /* the session's message of the fatal error, "" if none */
 } fps_stats;

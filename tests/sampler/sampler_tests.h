@@ -5,6 +5,7 @@
 
 /* test_sampler_runs.c */
 void test_count(void **state);
+void test_target_time(void **state);
 void test_rate(void **state);
 void test_realtime(void **state);
 void test_realtime_refused(void **state);

@@ -25,6 +25,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_classify),
         cmocka_unit_test_setup_teardown(test_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_target_time, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_missed_ticks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_stops, setup, teardown),

@@ -91,6 +91,59 @@ void test_rate(void **state)
     assert_counts_add_up(&st);
 }
 
+#define HELD_COUNT 60 /* attempts of the target-time run, each holding the target stopped (blocking) */
+
+typedef struct held_log {
+    uint64_t n;
+    int64_t t_ns[HELD_COUNT], cost_ns[HELD_COUNT];
+} held_log;
+
+static int log_held(void *ctx, const fps_outcome *o)
+{
+    held_log *h = ctx;
+    if (h->n < HELD_COUNT) {
+        h->t_ns[h->n] = o->t_ns;
+        h->cost_ns[h->n] = o->cost_ns;
+        h->n++;
+    }
+    return 0;
+}
+
+/* With target_time, a paced run's ticks are spaced in the target's running
+ * time: attempt i starts no earlier than tick i plus the time the attempts
+ * before it held the target (here each stops every thread: a blocking
+ * session), and the run reports that time.  Spaced in wall time (the
+ * mutant: the held time never added), attempt i starts at tick i. */
+void test_target_time(void **state)
+{
+    target *t = *state;
+    fp_options o;
+    fp_options_init(&o);
+    o.blocking = true;
+    fp_session *s = NULL;
+    assert_int_equal(fp_session_new(&o, &s), FP_OK);
+    if (fp_session_attach_pid(s, (int)t->pid))
+        fail_msg("attach: %s", fp_session_get_errmsg(s));
+    fps_config c = config(RATE_HZ, 0, HELD_COUNT);
+    c.target_time = true;
+    held_log h = {0};
+    fps_stats st;
+    assert_int_equal(fps_run(s, t->sm, &c, log_held, &h, &st), FP_OK);
+    fp_session_free(s);
+    assert_int_equal(h.n, HELD_COUNT);
+    assert_int_equal(st.missed_ticks, 0);
+    int64_t held = 0;
+    for (uint64_t i = 0; i < h.n; i++) {
+        if (h.t_ns[i] < (int64_t)i * PERIOD_NS + held)
+            fail_msg("attempt %llu started at %lld ns, before its tick in the target's time (%lld ns)",
+                     (unsigned long long)i, (long long)h.t_ns[i], (long long)((int64_t)i * PERIOD_NS + held));
+        held += h.cost_ns[i];
+    }
+    /* The run held the target at least as long as its attempts took. */
+    assert_true(st.held_s * 1e9 >= (double)held);
+    assert_true(held > 0);
+}
+
 #define RT_COUNT 20
 #define RT_HZ 1000.0
 
