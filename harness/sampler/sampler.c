@@ -328,7 +328,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         }
         fps_outcome o = {.index = index};
         fp_sample *into = q ? fps_offload_next(q) : sm;
-        const int64_t hold_from = fps_clock_ns(); /* the target is held from here (colocate) */
+        const int64_t hold_from = c->target_time ? fps_clock_ns() : 0; /* the target is held from here */
         if (c->colocate_pid > 0) {
             if (c->hold)
                 fps_colocate_hold(&col, last);

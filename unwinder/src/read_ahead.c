@@ -20,11 +20,9 @@
  * where the previous sample saw them, after all the thread states
  * (fpi_finish_thread_reads keeps them where the thread states still point
  * there).  Returns how many threads (0: none, fewer than `min`, or no
- * memory); *reads is how many reads follow `first`. */
-static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks,
-                                size_t *reads)
+ * memory). */
+static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks)
 {
-    *reads = 0;
     s->npf = 0;
     s->spec_bytes = 0;
     size_t n = 0;
@@ -99,7 +97,6 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
         k++;
     }
     rs->n = m;
-    *reads = m - first;
     return n;
 }
 
@@ -184,8 +181,7 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
  * those moved (a single thread gains nothing from a read of its own). */
 void fpi_prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stacks)
 {
-    size_t reads;
-    size_t n = plan_thread_reads(s, ii->addr, 0, 2, stacks, &reads);
+    size_t n = plan_thread_reads(s, ii->addr, 0, 2, stacks);
     if (n && ii->threads_head == s->pf[0].ts && fpi_read_all(s, &s->first_read) == FP_OK)
         fpi_finish_thread_reads(s, ii, n);
     else
@@ -212,8 +208,7 @@ long fpi_first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, f
     size_t k = 0;
     fixed[k++] = (fp_iov){rt_addr, rt, span};
     k += fpi_interp_iov(l, s->last_interp, fpi_gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
-    size_t reads;
-    size_t n = plan_thread_reads(s, s->last_interp, k, 1, true, &reads);
+    size_t n = plan_thread_reads(s, s->last_interp, k, 1, true);
     fpi_read_set *rs = &s->first_read;
     size_t ahead = 0, tlbc = 0;
     if (n) {

@@ -11,7 +11,6 @@
  * more (a walk retried, a read-back of its own) resolves afresh. */
 #include <string.h>
 
-#include "grow.h"
 #include "session.h"
 #include "tlbc_ahead.h"
 
