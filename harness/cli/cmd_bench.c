@@ -179,8 +179,8 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
                fp_session_get_reader_name(s), o->cache_code ? "true" : "false", st->achieved_rate_hz, mean, p50, p90,
                p99, mx, fps, reads_p50, reads_mean, bytes_p50, bytes_mean);
         if (c->rate_hz > 0)
-            printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu", c->rate_hz,
-                   st->achieved_rate_hz, (unsigned long long)st->missed_ticks);
+            printf(",\"rate_hz\":%.1f,\"achieved_rate_hz\":%.1f,\"missed_ticks\":%llu,\"held_s\":%.6f", c->rate_hz,
+                   st->achieved_rate_hz, (unsigned long long)st->missed_ticks, st->held_s);
         printf(",\"torn_walks\":%llu,\"paused_walks\":%llu,\"peak_rss_kib\":%ld", (unsigned long long)r->seen.torn,
                (unsigned long long)r->seen.paused, x->peak_rss_kib);
         if (c->colocate_pid > 0)
@@ -209,6 +209,8 @@ static void print_report(const bench_run *r, const bench_extra *x, const fps_sta
         if (c->rate_hz > 0)
             printf("schedule %.0f Hz: achieved %.1f Hz, missed ticks %llu\n", c->rate_hz, st->achieved_rate_hz,
                    (unsigned long long)st->missed_ticks);
+        if (c->rate_hz > 0 && c->target_time)
+            printf("ticks spaced in the target's own time: samples held it still %.3f s\n", st->held_s);
         printf("thread walks torn (the target changed under them; walked again): %llu\n",
                (unsigned long long)r->seen.torn);
         if (o->pause_torn)

@@ -171,6 +171,11 @@ void cli_record_summarize(const cli_record_opts *o, const cli_record_end *e, con
             ticks, st->attempts, st->achieved_rate_hz, o->sampling.rate_hz, st->missed_ticks,
             100.0 * share(st->missed_ticks, ticks),
             st->missed_ticks ? ": the sampler was late (a slow sample overran them; never caught up)" : "");
+    if (o->sampling.target_time)
+        fprintf(stderr,
+                "  ticks spaced in the target's own time: the samples held it still %.3f s of the %.2f s (%.2f %%),"
+                " by which the ticks after them came later\n",
+                st->held_s, st->elapsed_s, st->elapsed_s > 0 ? 100.0 * st->held_s / st->elapsed_s : 0.0);
     fprintf(stderr,
             "  samples: %" PRIu64 " taken whole, %" PRIu64 " with some threads torn, %" PRIu64
             " refused as torn (the target changed while they were read); a sample takes %.1f us on average\n",

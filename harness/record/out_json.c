@@ -186,6 +186,8 @@ static void summary(FILE *out, const fpr_profile *p, const fpr_run *run)
     jw_uint(&j, st->missed_ticks);
     jw_key(&j, "achieved_rate_hz");
     jw_number(&j, st->achieved_rate_hz);
+    jw_key(&j, "held_s");
+    jw_number(&j, st->held_s);
     jw_key(&j, "mean_sample_us");
     jw_number(&j, run->mean_sample_us);
     jw_key(&j, "torn_walks");

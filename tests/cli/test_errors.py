@@ -186,7 +186,8 @@ try:
         doc = {}
     ok = (r.returncode == 0 and doc.get("samples") == 20 and doc.get("fatal") == 0
           and doc.get("failed") == doc.get("transient") and doc.get("rate_hz") == 200
-          and 0 < doc.get("achieved_rate_hz", 0) <= 200 and isinstance(doc.get("missed_ticks"), int))
+          and 0 < doc.get("achieved_rate_hz", 0) <= 200 and isinstance(doc.get("missed_ticks"), int)
+          and 0 < doc.get("held_s", 0) < 1)  # the default holds the target for each sample (target time)
     check("bench --rate --json reports the schedule", ok, f"status {r.returncode}, {r.stdout!r} {r.stderr!r}")
     # A parked one-thread target: a handful of reads per sample, every one counted.
     ok = (1 <= doc.get("reads_p50", 0) <= 16 and doc.get("reads_mean", 0) >= 1

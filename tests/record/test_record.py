@@ -435,6 +435,10 @@ def check_json(name, path):
             problems.append(f"unknown record type {t}")
     if recs and recs[-1].get("thread_samples") != samples:
         problems.append(f"{samples} sample records, summary says {recs[-1].get('thread_samples')}")
+    # The default spaces ticks in the target's own time: its samples held the target, for less than the run.
+    held, elapsed = (recs[-1].get("held_s"), recs[-1].get("elapsed_s")) if recs else (None, None)
+    if not (isinstance(held, (int, float)) and isinstance(elapsed, (int, float)) and 0 < held < elapsed):
+        problems.append(f"summary's held_s {held!r} not in (0, elapsed_s {elapsed!r})")
     check(f"{name}: JSON Lines records consistent", not problems and samples > 0, "\n".join(problems[:20]))
 
 
