@@ -110,28 +110,49 @@ class Row(dict):
                          flags=profiler.flags, **kw)
 
 
-def profile_runs(ctx, interp, place, workload, profiler, n, label):
-    """(distributions, kept, ticks, dropped, torn, errors) of n runs of profiler."""
-    dists, kept, ticks, dropped, torn, errors = [], [], [], [], [], []
-    for i in range(n):
-        say(f"{label} {profiler.name} run {i + 1}/{n} ({time.monotonic() - ctx.started:.0f} s)")
-        try:
-            got, tick = profiler.runner(ctx, interp, place, workload, ctx.scale, profiler.flags)
-        except rp.ProfileError as e:
-            errors.append(str(e))
-            continue
-        except (OSError, ValueError, KeyError, IndexError) as e:   # an output it could not read: that run's error
-            errors.append(f"{type(e).__name__} reading its output: {e}")
-            continue
-        if got.kept == 0:
-            errors.append("no sample with a Python frame")
-            continue
-        dists.append(got.distribution())
-        kept.append(got.kept)
-        ticks.append(tick)
-        dropped.append(got.dropped)
-        torn.append(got.torn)
-    return dists, kept, ticks, dropped, torn, errors
+class Runs:
+    """What the runs of one profiler in one row gave: distributions, kept,
+    ticks, dropped, torn (one entry per run that gave a profile) and the
+    errors of the others."""
+
+    def __init__(self):
+        self.dists, self.kept, self.ticks, self.dropped, self.torn, self.errors = [], [], [], [], [], []
+
+
+def take_run(ctx, interp, place, workload, profiler, i, n, runs, label):
+    """Run i of n of profiler, into runs (a Runs)."""
+    say(f"{label} {profiler.name} run {i + 1}/{n} ({time.monotonic() - ctx.started:.0f} s)")
+    try:
+        got, tick = profiler.runner(ctx, interp, place, workload, ctx.scale, profiler.flags)
+    except rp.ProfileError as e:
+        runs.errors.append(str(e))
+        return
+    except (OSError, ValueError, KeyError, IndexError) as e:   # an output it could not read: that run's error
+        runs.errors.append(f"{type(e).__name__} reading its output: {e}")
+        return
+    if got.kept == 0:
+        runs.errors.append("no sample with a Python frame")
+        return
+    runs.dists.append(got.distribution())
+    runs.kept.append(got.kept)
+    runs.ticks.append(tick)
+    runs.dropped.append(got.dropped)
+    runs.torn.append(got.torn)
+
+
+def interleaved_runs(ctx, interp, place, workload, plan, label):
+    """{profiler name: Runs} of plan, [(profiler, n)], taken in rounds:
+    round i runs each profiler's run i in plan's order (the reference
+    first).  The machine's speed drifts over minutes (±25 % between runs of
+    the same fixed work was seen), and a workload whose shares depend on
+    it (timers, a JIT warming up) would otherwise give the reference runs
+    one distribution and a profiler's runs, taken after them, another."""
+    out = {p.name: Runs() for p, _ in plan}
+    for i in range(max((n for _, n in plan), default=0)):
+        for p, n in plan:
+            if i < n:
+                take_run(ctx, interp, place, workload, p, i, n, out[p.name], label)
+    return out
 
 
 def torn_share(kept, torn):
@@ -152,8 +173,11 @@ def case(ctx, table, ident, interp, workload):
             return [Row(workload, ident, p, verdict="n/a", reason=WORKLOAD_NA + why)
                     for p in table]
         ref = table[0]
-        refs, kept, ticks, dropped, torn, errors = profile_runs(ctx, interp, place, workload, ref, ctx.references,
-                                                               label)
+        plan = [(ref, ctx.references)] + [(p, ctx.mutant_runs if p.role == "mutant" else ctx.runs)
+                                          for p in table[1:] if not p.applies(interp)]
+        got = interleaved_runs(ctx, interp, place, workload, plan, label)
+        r = got[ref.name]
+        refs, kept, ticks, dropped, torn, errors = r.dists, r.kept, r.ticks, r.dropped, r.torn, r.errors
         if len(refs) < 2:
             return [Row(workload, ident, p, verdict="error",
                         reason="no reference: " + "; ".join(errors or ["fewer than 2 reference runs"]))
@@ -177,8 +201,8 @@ def case(ctx, table, ident, interp, workload):
             if why:
                 rows.append(Row(workload, ident, p, verdict="n/a", reason=why))
                 continue
-            n = ctx.mutant_runs if p.role == "mutant" else ctx.runs
-            dists, kept, ticks, dropped, torn, errors = profile_runs(ctx, interp, place, workload, p, n, label)
+            r = got[p.name]
+            dists, kept, ticks, dropped, torn, errors = r.dists, r.kept, r.ticks, r.dropped, r.torn, r.errors
             if not dists:
                 rows.append(Row(workload, ident, p, verdict="error", reason="; ".join(errors)))
                 continue

@@ -4,12 +4,13 @@ host's 3.11, at 0.4 of its work, recorded three times with `frameproof
 record --blocking` (the reference and its measured noise floor) and once
 with the mutant sampler `--inject-fault drop-torn` (drops every thread
 sample whose walk tore), which ci/accuracy real must judge beyond its
-bound.  Skipped, saying why, when 3.11 is not provisioned or the build has
-no such mutant.  asyncio, not gevent: its stacks change every few
-microseconds, so the mutant tears and drops in every run; on gevent the
-colocated sampler tore so rarely in some runs that the mutant dropped
-almost nothing.  Whether frameproof's default passes is left to the full
-run: one short run on a loaded machine is too noisy to be a test.
+bound; and that a row's runs are taken in rounds. Skipped, saying why, when
+3.11 is not provisioned or the build has no such mutant. asyncio, not
+gevent: its stacks change every few microseconds, so the mutant tears and
+drops in every run; on gevent the colocated sampler tore so rarely in some
+runs that the mutant dropped almost nothing. Whether frameproof's default
+passes is left to the full run: one short run on a loaded machine is too
+noisy to be a test.
 usage: test_accuracy_real.py FRAMEPROOF_BINARY"""
 import importlib.util
 import os
@@ -34,7 +35,38 @@ REFERENCES = 3       # three pairs: a steadier floor than one
 MUTANT = "mutant drop-torn"
 
 
+class FakeProfile:
+    kept, dropped, torn = 1, 0, 0
+
+    def distribution(self):
+        return {("f", "g"): 1.0}
+
+
+def run_order():
+    """The rows' runs come in rounds (reference, then each profiler), so that
+    a drift of the machine's speed reaches them alike: a run of one
+    profiler after another fails this."""
+    order = []
+
+    def runner_of(name):
+        def runner(ctx, interp, place, workload, scale, flags):
+            order.append(name)
+            return FakeProfile(), 1
+        return runner
+    plan = [(rp.Profiler(n, role, runner_of(n)), k) for n, role, k in
+            (("ref", "reference", 3), ("judged", "judged", 3), ("mutant", "mutant", 1))]
+    ctx = accuracy_real.parse_args([])
+    ctx.started = time.monotonic()
+    got = accuracy_real.interleaved_runs(ctx, None, None, "w", plan, "order:")
+    want = ["ref", "judged", "mutant", "ref", "judged", "ref", "judged"]
+    check("ci/accuracy real takes a row's runs in rounds (reference, then each profiler)", order == want,
+          f"{order} != {want}")
+    check("ci/accuracy real keeps each profiler's runs apart",
+          [len(got[n].dists) for n in ("ref", "judged", "mutant")] == [3, 3, 1], str(got))
+
+
 def main():
+    run_order()
     frameproof = os.path.abspath(sys.argv[1])
     name = f"{INTERPRETER} {WORKLOAD}: the verdict fails the {MUTANT} sampler"
     _, provisioned = rp.fpfacts.provisioned(rp.fpfacts.load())
