@@ -200,14 +200,21 @@ static bool followed(const fp_session *s, uint64_t addr)
     return false;
 }
 
-static int push_pending(fp_session *s, const fpi_pending_frame *pf)
+/* The next free entry of s->pending, zeroed, for the caller to fill in
+ * place and then count (++s->npending), or NULL when out of memory.  In
+ * place: a frame built in a local and copied in cost a deep stack's walk
+ * more than the rest of the chain's work (the copy's wide loads wait on
+ * the narrow stores that built it). */
+static fpi_pending_frame *next_pending(fp_session *s)
 {
     fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, FPI_PENDING_INITIAL);
-    if (!np)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
+    if (!np) {
+        (void)fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
+        return NULL;
+    }
     s->pending = np;
-    s->pending[s->npending++] = *pf;
-    return FP_OK;
+    memset(&np[s->npending], 0, sizeof np[s->npending]);
+    return &np[s->npending];
 }
 
 static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t chunk)
@@ -363,21 +370,21 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
             return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx: unknown owner %d", (unsigned long long)addr, owner);
-        fpi_pending_frame pf = {
-            .addr = addr,
-            .code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask,
-            .instr = fpi_load_u64(fr, l->fr_instr_ptr),
-            .tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0,
-            .stacktop = s->seen[s->nseen - 1].stacktop,
-            .top = addr == top,
-            .generator = owner == l->owner_generator,
-            .called_directly = above_is_python,
-            .popping = popping,
-            .funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) & ~l->executable_tag_mask : 0,
-        };
-        pf.slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf.stacktop, pf.slots);
-        if ((rc = push_pending(s, &pf)))
-            return rc;
+        fpi_pending_frame *pf = next_pending(s);
+        if (!pf)
+            return FP_E_NOMEM;
+        pf->addr = addr;
+        pf->code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask;
+        pf->instr = fpi_load_u64(fr, l->fr_instr_ptr);
+        pf->tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0;
+        pf->stacktop = s->seen[s->nseen - 1].stacktop;
+        pf->top = addr == top;
+        pf->generator = owner == l->owner_generator;
+        pf->called_directly = above_is_python;
+        pf->popping = popping;
+        pf->funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) & ~l->executable_tag_mask : 0;
+        pf->slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf->stacktop, pf->slots);
+        s->npending++;
         /* 3.11 marks a frame entered from C code on the frame itself. */
         above_is_python = l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == 0;
         last_is_entry = !above_is_python;
