@@ -34,10 +34,14 @@ READY_TIMEOUT_S = 30.0
 RUN_TIMEOUT_S = 600
 RU_WARMUP = 100                             # untimed RemoteUnwinder calls before the timed ones
 KILL_WAIT_S = 5
-TOOLS = ("frameproof", "frameproof --blocking", "RemoteUnwinder", "RemoteUnwinder cache_frames")
+# frameproof's default (colocated, the running thread held while read), --blocking, and the plain
+# sampler (neither colocated nor pausing): on a parked target, the walk's own cost without the
+# hold's system calls
+PLAIN = "frameproof --no-colocate --no-pause-torn"
+TOOLS = ("frameproof", "frameproof --blocking", PLAIN, "RemoteUnwinder", "RemoteUnwinder cache_frames")
 COLOCATED_CACHED = "RemoteUnwinder cache_frames --colocate"
 # colocation matters only on a running target
-LIVE_TOOLS = TOOLS[:2] + ("frameproof --colocate",) + TOOLS[2:] + (COLOCATED_CACHED,)
+LIVE_TOOLS = TOOLS + (COLOCATED_CACHED,)
 STRACE_RESULT = re.compile(r"= (-?\d+)(?: [A-Z]\w*.*)?$")
 
 live_targets = []                           # every target process started and not yet killed
@@ -143,9 +147,9 @@ def run_json(cmd, what):
 
 
 def frameproof_run(fp, pid, samples, mode):
-    """mode: "" (the default), "--blocking" or "--colocate"."""
+    """mode: "" (the default) or its flags ("--blocking", ...)."""
     cmd = [fp, "bench", "--pid", str(pid), "--samples", str(samples), "--json"]
-    cmd += [mode] if mode else ["--floor"]
+    cmd += mode.split() if mode else ["--floor"]
     d = run_json(cmd, "frameproof bench%s" % (" " + mode if mode else ""))
     return {"p50_us": d["p50_us"], "reads": d["reads_p50"], "bytes": d["bytes_p50"],
             "peak_rss_kib": d["peak_rss_kib"], "failed": d["failed"], "samples": d["samples"],
@@ -283,6 +287,53 @@ def table(results):
     return "\n".join(lines)
 
 
+def git_commit():
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def markdown(doc):
+    """The table of a bench.json (ci/render-docs renders the docs' copy
+    from docs/data/bench.json), under a line with its date, commit,
+    command and cores."""
+    return "%s on %s — `%s` — %d cores, %d rounds of %d samples (each figure the median of the rounds')\n\n%s\n" % (
+        doc["date"], doc.get("commit", "unknown"), doc["command"], doc["cores"], doc["rounds"], doc["samples"],
+        table(doc["results"]))
+
+
+# The speed targets: frameproof's default at most this many times CPython's cached unwinder, by shape.
+TARGET_RATIO = {"1×8": 1.0, "1×64": 1.0, "16×32": 1.0, "1×512": 2.0}
+
+
+def summary_markdown(doc):
+    """The README's lines of a bench.json: per shape of the reference
+    interpreter, frameproof's default, its plain sampler and CPython's
+    cached unwinder (p50 µs), the ratio and the target."""
+    lines = ["%s on %s: `%s` (%d cores; p50 µs per sample, the median of %d rounds of %d samples; the whole "
+             "table in [docs/speed.md](docs/speed.md))." % (doc["date"], doc.get("commit", "unknown"), doc["command"],
+                                                            doc["cores"], doc["rounds"], doc["samples"]),
+             "",
+             "| shape (threads × frames) | frameproof (default) | frameproof plain | CPython cached | "
+             "default ÷ cached | target |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for row in doc["results"]:
+        if row["interp"] != REFERENCE_ID:
+            continue
+        t = row["tools"]
+        fp, plain = t.get("frameproof", {}).get("p50_us"), t.get(PLAIN, {}).get("p50_us")
+        cached = t.get("RemoteUnwinder cache_frames", {}).get("p50_us")
+        ratio = fp / cached if fp and cached else None
+        target = TARGET_RATIO.get(row["shape"])
+        cell = "n/a" if ratio is None else ("%.2f" % ratio if target is None or ratio <= target else
+                                            "**%.2f**" % ratio)
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (row["shape"], fmt(fp), fmt(plain), fmt(cached), cell,
+                                                          "≤ %.1f" % target if target else "—"))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="ci/bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
@@ -332,13 +383,14 @@ def main(argv):
         kill_all_targets()
         for interp in prepared.values():
             interp.cleanup()
-    md = "%s — `%s` — %d cores\n\n%s\n" % (started, command, os.cpu_count(), table(results))
+    doc = {"date": started, "commit": git_commit(), "command": command, "cores": os.cpu_count(),
+           "rounds": args.rounds, "samples": args.samples, "manifest": manifest, "results": results}
+    md = markdown(doc)
     os.makedirs(args.report_dir, exist_ok=True)
     with open(os.path.join(args.report_dir, "bench.md"), "w", encoding="utf-8") as f:
         f.write(md)
     with open(os.path.join(args.report_dir, "bench.json"), "w", encoding="utf-8") as f:
-        json.dump({"date": started, "command": command, "cores": os.cpu_count(), "rounds": args.rounds,
-                   "samples": args.samples, "manifest": manifest, "results": results}, f, indent=1)
+        json.dump(doc, f, indent=1)
     print(md, end="")
     say("report in %s/bench.{md,json}" % os.path.relpath(args.report_dir))
     return 1 if failed else 0
