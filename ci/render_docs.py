@@ -37,6 +37,8 @@ RENDERERS = {
     "accuracy-real-summary": ("accuracy-real.json", "accuracy_real", "summary_markdown"),
     "accuracy-real-runs6": ("accuracy-real-runs6.json", "accuracy_real", "markdown"),
     "overhead": ("overhead.json", "overhead", "markdown"),
+    "bench": ("bench.json", "bench", "markdown"),
+    "bench-summary": ("bench.json", "bench", "summary_markdown"),
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
     "field": ("field.json", "field_table", "markdown"),
