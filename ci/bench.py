@@ -18,7 +18,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "facts"))
+sys.path.insert(0, os.path.join(REPO, "ci"))
 import fpfacts  # noqa: E402  (the shared facts: where the manifest lives)
+import result_file  # noqa: E402  (the commit a result file is stamped with)
 
 BENCH_TARGETS = os.path.join(REPO, "targets", "bench")
 TARGET_FILES = ("parked.py", "running.py", "remote_unwinder_bench.py")
@@ -287,14 +289,6 @@ def table(results):
     return "\n".join(lines)
 
 
-def git_commit():
-    try:
-        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def markdown(doc):
     """The table of a bench.json (ci/render-docs renders the docs' copy
     from docs/data/bench.json), under a line with its date, commit,
@@ -383,7 +377,7 @@ def main(argv):
         kill_all_targets()
         for interp in prepared.values():
             interp.cleanup()
-    doc = {"date": started, "commit": git_commit(), "command": command, "cores": os.cpu_count(),
+    doc = {"date": started, "commit": result_file.stamp()[0] or "unknown", "command": command, "cores": os.cpu_count(),
            "rounds": args.rounds, "samples": args.samples, "manifest": manifest, "results": results}
     md = markdown(doc)
     os.makedirs(args.report_dir, exist_ok=True)
