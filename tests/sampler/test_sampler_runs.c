@@ -131,7 +131,11 @@ void test_target_time(void **state)
     assert_int_equal(fps_run(s, t->sm, &c, log_held, &h, &st), FP_OK);
     fp_session_free(s);
     assert_int_equal(h.n, HELD_COUNT);
-    assert_int_equal(st.missed_ticks, 0);
+    /* A loaded machine may wake the sampler a whole period late, and the
+     * ticks it overslept are missed (CI saw 3): that only moves the later
+     * attempts later, which the check below allows, so the count is not
+     * asserted here (test_missed_ticks owns it). */
+    assert_true(st.missed_ticks < HELD_COUNT);
     int64_t held = 0;
     for (uint64_t i = 0; i < h.n; i++) {
         if (h.t_ns[i] < (int64_t)i * PERIOD_NS + held)
