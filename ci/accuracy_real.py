@@ -5,8 +5,6 @@ each interpreter, judged against `frameproof record --blocking` beside a
 measured noise floor (targets/accuracy/verdict.py) after one normalisation
 (targets/accuracy/leaves.py).  docs/accuracy-real.md explains the verdict."""
 import argparse
-import datetime
-import json
 import os
 import shlex
 import statistics
@@ -17,8 +15,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "targets", "accuracy"))
+sys.path.insert(0, HERE)
 import real_profilers as rp  # noqa: E402
 import verdict  # noqa: E402
+import result_file  # noqa: E402
 
 fpfacts = rp.fpfacts
 DEFAULT_IDS = ["3.11", "3.13", "3.14", "3.14+jit", "3.15", "3.15+jit"]
@@ -35,11 +35,6 @@ REFERENCE_TORN_PER_FLOOR = 0.25
 
 def say(msg):
     print("accuracy real: " + msg, file=sys.stderr, flush=True)
-
-
-def git_commit():
-    r = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return r.stdout.strip() or None
 
 
 def parse_args(argv):
@@ -118,6 +113,11 @@ class Runs:
     def __init__(self):
         self.dists, self.kept, self.ticks, self.dropped, self.torn, self.errors = [], [], [], [], [], []
 
+    def counts(self):
+        """The per-run figures a Row carries."""
+        return {"kept": self.kept, "ticks": self.ticks, "dropped": self.dropped, "torn": self.torn,
+                "errors": self.errors}
+
 
 def take_run(ctx, interp, place, workload, profiler, i, n, runs, label):
     """Run i of n of profiler, into runs (a Runs)."""
@@ -177,22 +177,20 @@ def case(ctx, table, ident, interp, workload):
                                           for p in table[1:] if not p.applies(interp)]
         got = interleaved_runs(ctx, interp, place, workload, plan, label)
         r = got[ref.name]
-        refs, kept, ticks, dropped, torn, errors = r.dists, r.kept, r.ticks, r.dropped, r.torn, r.errors
-        if len(refs) < 2:
+        if len(r.dists) < 2:
             return [Row(workload, ident, p, verdict="error",
-                        reason="no reference: " + "; ".join(errors or ["fewer than 2 reference runs"]))
+                        reason="no reference: " + "; ".join(r.errors or ["fewer than 2 reference runs"]))
                     for p in table]
-        top = verdict.top_leaves(refs, ctx.top)
-        refs = [verdict.coarsen(r, top) for r in refs]
+        top = verdict.top_leaves(r.dists, ctx.top)
+        refs = [verdict.coarsen(d, top) for d in r.dists]
         floor = verdict.floor(refs)
         # A stopped target cannot change while it is read: a walk torn under
         # --blocking was stopped inside a change of the target's own (a
         # greenlet switch) or misreads it, and is left out.
-        share = torn_share(kept, torn)
+        share = torn_share(r.kept, r.torn)
         exact = share <= REFERENCE_TORN_PER_FLOOR * floor
-        rows = [Row(workload, ident, ref, runs=len(refs), kept=kept, ticks=ticks, dropped=dropped, torn=torn,
-                    floor=floor, tvd_mean=floor, x_floor=1.0, verdict="reference" if exact else
-                    f"reference NOT EXACT: {share:.1%} of its thread samples torn", errors=errors)]
+        rows = [Row(workload, ident, ref, runs=len(refs), **r.counts(), floor=floor, tvd_mean=floor, x_floor=1.0,
+                    verdict="reference" if exact else f"reference NOT EXACT: {share:.1%} of its thread samples torn")]
         if not exact:
             say(f"{label} the reference left {share:.1%} of its thread samples out as torn (more than "
                 f"{REFERENCE_TORN_PER_FLOOR:g} x floor): its verdicts are void")
@@ -202,11 +200,10 @@ def case(ctx, table, ident, interp, workload):
                 rows.append(Row(workload, ident, p, verdict="n/a", reason=why))
                 continue
             r = got[p.name]
-            dists, kept, ticks, dropped, torn, errors = r.dists, r.kept, r.ticks, r.dropped, r.torn, r.errors
-            if not dists:
-                rows.append(Row(workload, ident, p, verdict="error", reason="; ".join(errors)))
+            if not r.dists:
+                rows.append(Row(workload, ident, p, verdict="error", reason="; ".join(r.errors)))
                 continue
-            dists = [verdict.coarsen(d, top) for d in dists]
+            dists = [verdict.coarsen(d, top) for d in r.dists]
             j = verdict.judge(dists, refs, floor)
             ok = verdict.passes(j["x_floor"], ctx.bound)
             v = {"judged": "pass" if ok else "FAIL", "mutant": "PASSES (no teeth)" if ok else "fails, as it must",
@@ -214,8 +211,8 @@ def case(ctx, table, ident, interp, workload):
             if not exact:
                 v += " (void: reference not exact)"
             worst = [["%s:%s" % k, a, b] for k, a, b in verdict.worst(dists[0], refs)]
-            rows.append(Row(workload, ident, p, runs=len(dists), kept=kept, ticks=ticks, dropped=dropped, torn=torn,
-                            floor=floor, verdict=v, errors=errors, worst=worst, **j))
+            rows.append(Row(workload, ident, p, runs=len(dists), **r.counts(), floor=floor, verdict=v, worst=worst,
+                            **j))
             say(f"{label} {p.name}: TVD {j['tvd_mean']:.4f}, floor {floor:.4f}, x floor {j['x_floor']:.2f}: {v}")
         return rows
     finally:
@@ -317,15 +314,14 @@ def main(argv=None):
                              reason=why) for p in table]
                 continue
             rows += case(args, table, ident, interp, workload)
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "commit": git_commit(), "command": "ci/accuracy real " + shlex.join(sys.argv[1:] if argv is None else argv),
+    commit, date = result_file.stamp()
+    doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(sys.argv[1:] if argv is None else argv),
            "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
            "references": args.references, "reference": " ".join(["frameproof record"] + table[0].flags),
            "bound": args.bound, "scale": args.scale, "top": args.top,
            "seconds": round(time.monotonic() - args.started), "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)
-    with open(os.path.join(args.report_dir, JSON_NAME), "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
+    result_file.write(os.path.join(args.report_dir, JSON_NAME), doc)
     table_md = markdown(doc)
     with open(os.path.join(args.report_dir, MD_NAME), "w", encoding="utf-8") as f:
         f.write(table_md)
