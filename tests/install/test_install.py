@@ -109,8 +109,12 @@ def main():
     check("frameproof installed", os.access(fp, os.X_OK), fp)
     check("scenario index installed",
           os.path.exists(os.path.join(root, "share", "frameproof", "scenarios", "index.json")))
-    check("ground-truth module installed",
-          os.path.exists(os.path.join(root, "share", "frameproof", "groundtruth", "fpgt.py")))
+    # fpgt.py and the private _fpgt_*.py modules it imports from its directory.
+    modules = ["fpgt.py"] + sorted(name for name in os.listdir(os.path.join(SOURCE, "targets", "groundtruth"))
+                                   if name.startswith("_fpgt_") and name.endswith(".py"))
+    missing = [name for name in modules
+               if not os.path.exists(os.path.join(root, "share", "frameproof", "groundtruth", name))]
+    check("ground-truth module installed", not missing, "missing: %s" % ", ".join(missing))
 
     # No absolute path of the checkout or the build directory in anything
     # installed; the check must catch a binary that holds one.
