@@ -1,6 +1,6 @@
 /* manifest.c — loads and validates interpreters.json:
  * {"interpreters":[{"id","version","free_threaded","debug","root","argv",
- * optional "jit" and "env"}]}. */
+ * optional "jit", "env" and "modules"}]}. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +44,7 @@ static void interp_free(cf_interp *in)
     free(in->id);
     free(in->version);
     free(in->root);
+    free(in->modules);
     if (in->argv) {
         for (size_t i = 0; i < in->argc; i++)
             free(in->argv[i]);
@@ -164,7 +165,10 @@ static int parse_entry(json_object *e, size_t idx, cf_interp *in, char *err, siz
             goto nomem;
         in->argc = i + 1;
     }
-    return parse_env(e, id, in, err, errlen);
+    char what[CF_REASON_LEN];
+    snprintf(what, sizeof what, "interpreter %s", id);
+    int rc = cf_json_names(e, "modules", what, &in->modules, err, errlen);
+    return rc ? rc : parse_env(e, id, in, err, errlen);
 nomem:
     snprintf(err, errlen, "out of memory");
     return CF_E_NOMEM;

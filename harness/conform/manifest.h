@@ -1,7 +1,8 @@
 /* manifest.h — the interpreter manifest (interpreters.json) read by
  * `frameproof conform`: {"interpreters": [{"id", "version", "free_threaded",
- * "debug", "root", "argv", and optionally "jit" (bool) and "env" (an object
- * of string values)}]}. */
+ * "debug", "root", "argv", and optionally "jit" (bool), "env" (an object
+ * of string values) and "modules" (the optional modules provisioning found
+ * importable, e.g. ["greenlet"])}]}. */
 #ifndef CF_MANIFEST_H
 #define CF_MANIFEST_H
 
@@ -31,6 +32,7 @@ typedef struct cf_interp {
     bool free_threaded;
     bool debug;
     bool jit;              /* "jit": provisioning saw sys._jit.is_enabled() True */
+    char *modules;         /* "modules", space-separated; NULL when the entry does not say */
     int major, minor;      /* parsed from version */
 } cf_interp;
 

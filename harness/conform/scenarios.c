@@ -1,7 +1,7 @@
 /* scenarios.c — loads targets/scenarios/index.json:
  * {"scenarios":[{"name","file","min_version","max_version","builds",
- *   "timeout","fast","description"}]}; also targets/live/index.json, whose
- * entries add "declaration". */
+ *   "timeout","fast","description", optional "modules"}]}; also
+ * targets/live/index.json, whose entries add "declaration". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,7 @@ static void scenario_free(cf_scenario *s)
     free(s->file);
     free(s->description);
     free(s->declaration);
+    free(s->modules);
     memset(s, 0, sizeof *s);
 }
 
@@ -95,6 +96,11 @@ static int parse_entry(json_object *e, cf_scenario *s, char *err, size_t errlen)
         return CF_E_FORMAT;
     }
     s->fast = cf_json_bool(e, "fast", false);
+    char what[CF_REASON_LEN];
+    snprintf(what, sizeof what, "scenario %s", name);
+    int rc = cf_json_names(e, "modules", what, &s->modules, err, errlen);
+    if (rc)
+        return rc;
     const char *decl = cf_json_str(e, "declaration", NULL);
     if (decl && !safe_relative(decl)) {
         snprintf(err, errlen, "scenario %s: unsafe \"declaration\"", name);
@@ -187,6 +193,21 @@ const char *cf_scenario_skip_reason(const cf_scenario *s, const cf_interp *in, c
     if (s->builds == CF_BUILDS_FT && !in->free_threaded) {
         snprintf(buf, len, "free-threaded builds only");
         return buf;
+    }
+    for (const char *p = s->modules; p && *p;) {
+        const size_t n = strcspn(p, " ");
+        if (!in->modules) {
+            snprintf(buf, len, "needs module %.*s, and the manifest does not say whether %s has it "
+                     "(targets/provision --check-only writes it)", (int)n, p, in->id ? in->id : "the interpreter");
+            return buf;
+        }
+        char name[CF_REASON_LEN];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        if (!cf_names_have(in->modules, name)) {
+            snprintf(buf, len, "needs module %s, not installed for this interpreter", name);
+            return buf;
+        }
+        p += n + (p[n] ? 1 : 0);
     }
     return NULL;
 }

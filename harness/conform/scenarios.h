@@ -23,6 +23,7 @@ typedef struct cf_scenario {
     int builds;            /* enum cf_builds */
     double timeout;        /* seconds */
     bool fast;
+    char *modules;         /* "modules": importable modules it needs, space-separated; NULL: none */
 } cf_scenario;
 
 typedef struct cf_index {

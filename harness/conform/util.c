@@ -1,5 +1,6 @@
 /* util.c — clocks, paths, directories, file tails and JSON files
  * for `frameproof conform`. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -333,6 +334,62 @@ json_object *cf_json_array(json_object *obj, const char *key)
     if (obj && json_object_object_get_ex(obj, key, &v) && json_object_is_type(v, json_type_array))
         return v;
     return NULL;
+}
+
+static bool is_name(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.'))
+            return false;
+    return true;
+}
+
+int cf_json_names(json_object *obj, const char *key, const char *what, char **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    json_object *v;
+    if (!obj || !json_object_object_get_ex(obj, key, &v))
+        return CF_OK;
+    if (!json_object_is_type(v, json_type_array)) {
+        snprintf(err, errlen, "%s: \"%s\" must be an array of names", what, key);
+        return CF_E_FORMAT;
+    }
+    size_t n = json_object_array_length(v), len = 1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        if (!json_object_is_type(e, json_type_string) || !is_name(json_object_get_string(e))) {
+            snprintf(err, errlen, "%s: \"%s\" must be an array of names", what, key);
+            return CF_E_FORMAT;
+        }
+        len += strlen(json_object_get_string(e)) + 1;
+    }
+    char *s = calloc(1, len);
+    if (!s) {
+        snprintf(err, errlen, "out of memory");
+        return CF_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            strcat(s, " ");
+        strcat(s, json_object_get_string(json_object_array_get_idx(v, i)));
+    }
+    *out = s;
+    return CF_OK;
+}
+
+bool cf_names_have(const char *names, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = names; p && *p;) {
+        const char *end = strchr(p, ' ');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return true;
+        p += len + (end ? 1 : 0);
+    }
+    return false;
 }
 
 json_object *cf_json_seconds(double value)

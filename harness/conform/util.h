@@ -52,6 +52,13 @@ double cf_json_double(json_object *obj, const char *key, double dflt);
 int cf_json_int32(json_object *v, int32_t null_value, int32_t *out);
 /* Returns the array under key, or NULL. */
 json_object *cf_json_array(json_object *obj, const char *key);
+/* The array of names under key (each a non-empty string of letters,
+ * digits, '_' and '.') joined by single spaces into *out (malloc'd; "" for
+ * an empty array), or *out NULL when key is absent; CF_E_FORMAT, with err
+ * naming what and key, for anything else. */
+int cf_json_names(json_object *obj, const char *key, const char *what, char **out, char *err, size_t errlen);
+/* True when name is one of the space-separated names. */
+bool cf_names_have(const char *names, const char *name);
 
 /* A number printed with millisecond precision (durations, timeouts). */
 json_object *cf_json_seconds(double value);

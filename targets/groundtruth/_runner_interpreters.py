@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 
-from _runner_scenarios import CHROOT_TARGETS, TARGETS
+from _runner_scenarios import CHROOT_TARGETS, TARGETS, load_index
 
 sys.path.insert(0, os.path.join(os.path.dirname(TARGETS), "facts"))
 import fpfacts  # noqa: E402  (the shared facts)
@@ -59,12 +59,23 @@ class Interpreter:
         return CHROOT_TARGETS + "/" + rel
 
     def probe(self):
+        """version, hexversion, free_threaded, debug, and modules: which
+        of the modules the scenarios' index entries need it imports."""
         if self.info is None:
-            code = ("import sys, json, sysconfig, platform; print(json.dumps("
+            needed = sorted({m for e in load_index() for m in e.get("modules", [])})
+            code = ("import importlib, sys, json, sysconfig, platform\n"
+                    "def importable(name):\n"
+                    "    try:\n"
+                    "        importlib.import_module(name)\n"
+                    "    except Exception:\n"
+                    "        return False\n"
+                    "    return True\n"
+                    "print(json.dumps("
                     "{'version': platform.python_version(), 'hexversion': "
                     "sys.hexversion, 'free_threaded': bool(sysconfig."
                     "get_config_var('Py_GIL_DISABLED')), 'debug': hasattr("
-                    "sys, 'gettotalrefcount')}))")
+                    "sys, 'gettotalrefcount'), 'modules': [m for m in %r "
+                    "if importable(m)]}))" % (needed,))
             out = subprocess.run(self.command(["-c", code]), check=True,
                                  stdout=subprocess.PIPE, timeout=60,
                                  env=self.environ(os.environ))

@@ -78,6 +78,9 @@ def applies(meta, info):
         return "GIL builds only"
     if builds == "ft" and not info["free_threaded"]:
         return "free-threaded builds only"
+    for name in meta.get("modules") or []:
+        if name not in info.get("modules", []):
+            return "needs module %s, not installed for this interpreter" % name
     return None
 
 

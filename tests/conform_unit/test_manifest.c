@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "conform.h"
+#include "util.h"
 #include "cu_helpers.h"
 #include "manifest.h"
 #include "scenarios.h"
@@ -127,6 +128,26 @@ static void test_env(void **state)
     cf_manifest_free(&m);
 }
 
+/* "modules": the names joined by spaces; absent is NULL (the manifest does
+ * not say), empty is "" (none installed). */
+static void test_modules(void **state)
+{
+    (void)state;
+    cf_manifest m = {0};
+    add_ok(&m, "{\"id\":\"a\",\"version\":\"3.11\",\"argv\":[\"p\"],\"modules\":[\"greenlet\",\"gevent\"]}");
+    add_ok(&m, "{\"id\":\"b\",\"version\":\"3.11\",\"argv\":[\"p\"],\"modules\":[]}");
+    add_ok(&m, "{\"id\":\"c\",\"version\":\"3.11\",\"argv\":[\"p\"]}");
+    assert_string_equal(m.items[0].modules, "greenlet gevent");
+    assert_true(cf_names_have(m.items[0].modules, "gevent"));
+    assert_true(cf_names_have(m.items[0].modules, "greenlet"));
+    assert_false(cf_names_have(m.items[0].modules, "green"));
+    assert_false(cf_names_have(m.items[0].modules, "greenlet gevent"));
+    assert_string_equal(m.items[1].modules, "");
+    assert_false(cf_names_have(m.items[1].modules, "greenlet"));
+    assert_null(m.items[2].modules);
+    cf_manifest_free(&m);
+}
+
 typedef struct bad_entry {
     const char *json, *err;
 } bad_entry;
@@ -150,6 +171,12 @@ static const bad_entry BAD[] = {
     {"{\"id\":\"3.13\",\"version\":\"3.13.1\",\"argv\":[\"p\"]}", "duplicate interpreter id \"3.13\""},
     {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":[\"PYTHON_JIT=1\"]}",
      "interpreter x: \"env\" must be an object"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"modules\":\"greenlet\"}",
+     "interpreter x: \"modules\" must be an array of names"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"modules\":[\"green let\"]}",
+     "interpreter x: \"modules\" must be an array of names"},
+    {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"modules\":[\"\"]}",
+     "interpreter x: \"modules\" must be an array of names"},
     {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":\"PYTHON_JIT=1\"}",
      "interpreter x: \"env\" must be an object"},
     {"{\"id\":\"x\",\"version\":\"3.15\",\"argv\":[\"p\"],\"env\":{\"PYTHON_JIT\":1}}",
@@ -246,8 +273,59 @@ static void test_empty_manifest(void **state)
 
 static const char *skip_on(const cf_scenario *s, int minor, bool ft, char *buf)
 {
-    cf_interp in = {.major = 3, .minor = minor, .free_threaded = ft};
+    cf_interp in = {.major = 3, .minor = minor, .free_threaded = ft, .modules = ""};
     return cf_scenario_skip_reason(s, &in, buf, REASON_LEN);
+}
+
+/* An index entry's "modules" is read as the manifest's is; anything but
+ * an array of names is refused with the scenario's name. */
+static void test_index_modules(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/cu-index-XXXXXX", path[PATH_LEN], err[ERR_LEN] = "";
+    write_manifest(path, sizeof path, dir,
+                   "{\"scenarios\":[{\"name\":\"g\",\"file\":\"g.py\",\"modules\":[\"greenlet\"]},"
+                   "{\"name\":\"p\",\"file\":\"p.py\"}]}");
+    cf_index ix;
+    assert_int_equal(cf_index_load(path, &ix, err, sizeof err), CF_OK);
+    assert_int_equal(ix.count, 2);
+    assert_string_equal(ix.items[0].modules, "greenlet");
+    assert_null(ix.items[1].modules);
+    cf_index_free(&ix);
+    unlink(path);
+    rmdir(dir);
+    strcpy(dir, "/tmp/cu-index-XXXXXX");
+    write_manifest(path, sizeof path, dir, "{\"scenarios\":[{\"name\":\"g\",\"file\":\"g.py\",\"modules\":[7]}]}");
+    assert_int_not_equal(cf_index_load(path, &ix, err, sizeof err), CF_OK);
+    assert_non_null(strstr(err, "scenario g: \"modules\" must be an array of names"));
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A scenario that needs modules applies where the manifest lists them all,
+ * after the version and build checks. */
+static void test_skip_modules(void **state)
+{
+    (void)state;
+    char buf[CF_REASON_LEN];
+    cf_scenario gl = {.name = "gl", .min_major = 3, .min_minor = 11, .builds = CF_BUILDS_GIL,
+                      .modules = "greenlet gevent"};
+    cf_interp both = {.id = "i", .major = 3, .minor = 11, .modules = "gevent x greenlet"};
+    assert_null(cf_scenario_skip_reason(&gl, &both, buf, sizeof buf));
+    cf_interp one = {.id = "i", .major = 3, .minor = 11, .modules = "greenlet"};
+    assert_string_equal(cf_scenario_skip_reason(&gl, &one, buf, sizeof buf),
+                        "needs module gevent, not installed for this interpreter");
+    cf_interp none = {.id = "i", .major = 3, .minor = 11, .modules = ""};
+    assert_string_equal(cf_scenario_skip_reason(&gl, &none, buf, sizeof buf),
+                        "needs module greenlet, not installed for this interpreter");
+    cf_interp unsaid = {.id = "i", .major = 3, .minor = 11};
+    assert_string_equal(cf_scenario_skip_reason(&gl, &unsaid, buf, sizeof buf),
+                        "needs module greenlet, and the manifest does not say whether i has it "
+                        "(targets/provision --check-only writes it)");
+    cf_interp old = {.id = "i", .major = 3, .minor = 10, .modules = "greenlet gevent"};
+    assert_string_equal(cf_scenario_skip_reason(&gl, &old, buf, sizeof buf), "needs Python >= 3.11");
+    cf_interp ft = {.id = "i", .major = 3, .minor = 13, .free_threaded = true};
+    assert_string_equal(cf_scenario_skip_reason(&gl, &ft, buf, sizeof buf), "GIL builds only");
 }
 
 static void test_skip_reason(void **state)
@@ -286,10 +364,13 @@ int main(void)
         cmocka_unit_test(test_parse_version),
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_env),
+        cmocka_unit_test(test_modules),
         cmocka_unit_test(test_bad_entries),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_empty_manifest),
         cmocka_unit_test(test_skip_reason),
+        cmocka_unit_test(test_skip_modules),
+        cmocka_unit_test(test_index_modules),
     };
     cmocka_set_message_output(CM_OUTPUT_TAP);
     return cmocka_run_group_tests_name("conform_unit_manifest", tests, NULL, NULL);
