@@ -1,12 +1,15 @@
 """ci/overhead.py — what sampling costs the target (see ci/overhead): a
 fixed amount of work (targets/bench/fixed_work.py, timed from inside) run
-alone and under `frameproof record` in each mode at each rate, the runs of
-one round alternating so that drift in the machine's speed falls on every
-mode alike; the slowdown of a mode is its median time over the median time
-alone, less one.  Also gives the share of ticks each mode kept (thread
+under `frameproof record` in each mode at each rate, each such run paired
+with a run of the same work alone right beside it (alone first in even
+rounds, second in odd ones), so that the machine's speed, which drifts by
+tens of per cent over minutes, is nearly the same for both halves of a
+pair; the slowdown of a mode is the median over its pairs of (time under
+record / time alone - 1), with the spread of those pairs beside it.  Also
+gives the share of the run the samples held the target (record's own
+held_s over its elapsed_s) and the share of ticks each mode kept (thread
 samples of the work's threads over ticks scheduled)."""
 import argparse
-import datetime
 import json
 import os
 import shutil
@@ -18,7 +21,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "facts"))
+sys.path.insert(0, HERE)
 import fpfacts  # noqa: E402
+import result_file  # noqa: E402
 
 WORK = os.path.join(ROOT, "targets", "bench", "fixed_work.py")
 MODES = {"default": [], "--no-hold": ["--no-hold"],
@@ -80,20 +85,42 @@ def run_recorded(fp, flags, rate, cmd):
     finally:
         os.unlink(out.name)
     return seconds_of(r.stdout), {"scheduled": summary["attempts"] + summary["missed_ticks"],
-                                  "missed": summary["missed_ticks"], "kept": summary["thread_samples"]}
+                                  "missed": summary["missed_ticks"], "kept": summary["thread_samples"],
+                                  "held": summary["held_s"] / summary["elapsed_s"] if summary["elapsed_s"] else 0.0}
+
+
+def pair(fp, flags, rate, cmd, alone_first):
+    """(seconds alone, seconds under record, record's info) of one pair."""
+    if alone_first:
+        alone = run_alone(cmd)
+        t, info = run_recorded(fp, flags, rate, cmd)
+    else:
+        t, info = run_recorded(fp, flags, rate, cmd)
+        alone = run_alone(cmd)
+    return alone, t, info
+
+
+def quartiles(values):
+    """(first quartile, third quartile) of values (inclusive method)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[2]
 
 
 def markdown(doc):
     """The table of an overhead.json document, with its date and command."""
     lines = [f"What record costs the target, {doc['date']} on {doc['commit']}: `{doc['command']}` "
-             f"({doc['rounds']} rounds, median of each; fixed work timed from inside)", "",
-             "| interpreter | rate | mode | work alone | under record | slowdown | ticks missed | "
-             "thread samples per tick |", "|---|---:|---|---:|---:|---:|---:|---:|"]
+             f"({doc['rounds']} pairs of runs per row, alone and under record side by side; fixed work timed "
+             "from inside; slowdown: the median pair, and the middle half of the pairs)", "",
+             "| interpreter | rate | mode | work alone | under record | slowdown | middle half | held | "
+             "ticks missed | thread samples per tick |", "|---|---:|---|---:|---:|---:|---|---:|---:|---:|"]
     for r in doc["rows"]:
         missed = 100.0 * r["ticks_missed"] / r["ticks_scheduled"] if r["ticks_scheduled"] else 0.0
-        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %.2f %% | %.3f |" % (
-            r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"], missed,
-            r["kept_per_tick"] or 0.0))
+        q1, q3 = r["slowdown_quartiles_pct"]
+        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %+.1f to %+.1f %% | %.1f %% | %.2f %% | %.3f |" % (
+            r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"], q1, q3,
+            r["held_pct"], missed, r["kept_per_tick"] or 0.0))
     return "\n".join(lines) + "\n"
 
 
@@ -121,36 +148,35 @@ def main():
         work = Work(have[ident])
         try:
             cmd = work.command(args.work, args.threads)
-            alone, under = [], {(m, r): [] for m in MODES for r in rates}
-            ticks = {(m, r): [] for m in MODES for r in rates}
+            keys = [(m, r) for r in rates for m in MODES]
+            alone, under, infos = ({k: [] for k in keys} for _ in range(3))
             for k in range(args.rounds):
                 say("overhead: %s round %d of %d" % (ident, k + 1, args.rounds))
-                alone.append(run_alone(cmd))
-                for rate in rates:
-                    for mode, flags in MODES.items():
-                        t, info = run_recorded(args.frameproof, flags, rate, cmd)
-                        under[(mode, rate)].append(t)
-                        ticks[(mode, rate)].append(info)
-            base = statistics.median(alone)
-            for (mode, rate), times in under.items():
-                infos = ticks[(mode, rate)]
-                sched = sum(i["scheduled"] for i in infos)
-                kept = sum(i["kept"] for i in infos)
+                for mode, rate in keys:
+                    a, t, info = pair(args.frameproof, MODES[mode], rate, cmd, alone_first=k % 2 == 0)
+                    alone[(mode, rate)].append(a)
+                    under[(mode, rate)].append(t)
+                    infos[(mode, rate)].append(info)
+            for key in keys:
+                mode, rate = key
+                slowdowns = [100.0 * (t / a - 1.0) for a, t in zip(alone[key], under[key])]
+                sched = sum(i["scheduled"] for i in infos[key])
+                kept = sum(i["kept"] for i in infos[key])
                 rows.append({"interpreter": ident, "mode": mode, "rate_hz": rate, "threads": args.threads,
-                             "alone_s": base, "median_s": statistics.median(times),
-                             "slowdown_pct": 100.0 * (statistics.median(times) / base - 1.0),
-                             "runs_s": times, "alone_runs_s": alone, "ticks_scheduled": sched,
-                             "ticks_missed": sum(i["missed"] for i in infos),
+                             "alone_s": statistics.median(alone[key]), "median_s": statistics.median(under[key]),
+                             "slowdown_pct": statistics.median(slowdowns),
+                             "slowdown_quartiles_pct": list(quartiles(slowdowns)), "pair_slowdowns_pct": slowdowns,
+                             "held_pct": 100.0 * statistics.median(i["held"] for i in infos[key]),
+                             "runs_s": under[key], "alone_runs_s": alone[key], "ticks_scheduled": sched,
+                             "ticks_missed": sum(i["missed"] for i in infos[key]),
                              "kept_per_tick": kept / (sched * args.threads) if sched else None})
         finally:
             work.close()
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "commit": commit,
-           "command": "ci/overhead " + " ".join(sys.argv[1:]), "rounds": args.rounds, "work": args.work, "rows": rows}
+    commit, date = result_file.stamp()
+    doc = {"date": date, "commit": commit, "command": "ci/overhead " + " ".join(sys.argv[1:]),
+           "rounds": args.rounds, "work": args.work, "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)
-    with open(os.path.join(args.report_dir, "overhead.json"), "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
+    result_file.write(os.path.join(args.report_dir, "overhead.json"), doc)
     print(markdown(doc), end="")
     return 0
 
