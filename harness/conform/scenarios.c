@@ -194,8 +194,9 @@ const char *cf_scenario_skip_reason(const cf_scenario *s, const cf_interp *in, c
         snprintf(buf, len, "free-threaded builds only");
         return buf;
     }
-    for (const char *p = s->modules; p && *p;) {
-        const size_t n = strcspn(p, " ");
+    const char *cursor = s->modules;
+    size_t n;
+    for (const char *p; (p = cf_names_next(&cursor, &n));) {
         if (!in->modules) {
             snprintf(buf, len, "needs module %.*s, and the manifest does not say whether %s has it "
                      "(targets/provision --check-only writes it)", (int)n, p, in->id ? in->id : "the interpreter");
@@ -207,7 +208,6 @@ const char *cf_scenario_skip_reason(const cf_scenario *s, const cf_interp *in, c
             snprintf(buf, len, "needs module %s, not installed for this interpreter", name);
             return buf;
         }
-        p += n + (p[n] ? 1 : 0);
     }
     return NULL;
 }

@@ -379,16 +379,23 @@ int cf_json_names(json_object *obj, const char *key, const char *what, char **ou
     return CF_OK;
 }
 
+const char *cf_names_next(const char **cursor, size_t *len)
+{
+    const char *p = *cursor;
+    if (!p || !*p)
+        return NULL;
+    *len = strcspn(p, " ");
+    *cursor = p + *len + (p[*len] ? 1 : 0);
+    return p;
+}
+
 bool cf_names_have(const char *names, const char *name)
 {
     const size_t n = strlen(name);
-    for (const char *p = names; p && *p;) {
-        const char *end = strchr(p, ' ');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
+    size_t len;
+    for (const char *p; (p = cf_names_next(&names, &len));)
         if (len == n && memcmp(p, name, n) == 0)
             return true;
-        p += len + (end ? 1 : 0);
-    }
     return false;
 }
 

@@ -57,6 +57,10 @@ json_object *cf_json_array(json_object *obj, const char *key);
  * an empty array), or *out NULL when key is absent; CF_E_FORMAT, with err
  * naming what and key, for anything else. */
 int cf_json_names(json_object *obj, const char *key, const char *what, char **out, char *err, size_t errlen);
+/* Steps through space-separated names (as cf_json_names joins them): the
+ * next name, its length in *len, *cursor moved past it; NULL when none is
+ * left (also for a NULL or empty list). */
+const char *cf_names_next(const char **cursor, size_t *len);
 /* True when name is one of the space-separated names. */
 bool cf_names_have(const char *names, const char *name);
 

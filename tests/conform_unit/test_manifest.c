@@ -148,6 +148,31 @@ static void test_modules(void **state)
     cf_manifest_free(&m);
 }
 
+/* cf_names_next steps through the names in order and stops at the end; a
+ * NULL or empty list has none. */
+static void test_names_next(void **state)
+{
+    (void)state;
+    const char *cursor = "greenlet gevent x";
+    size_t len = 0;
+    const char *p = cf_names_next(&cursor, &len);
+    assert_non_null(p);
+    assert_int_equal(len, 8);
+    assert_memory_equal(p, "greenlet", 8);
+    p = cf_names_next(&cursor, &len);
+    assert_int_equal(len, 6);
+    assert_memory_equal(p, "gevent", 6);
+    p = cf_names_next(&cursor, &len);
+    assert_int_equal(len, 1);
+    assert_memory_equal(p, "x", 1);
+    assert_null(cf_names_next(&cursor, &len));
+    assert_null(cf_names_next(&cursor, &len));
+    cursor = "";
+    assert_null(cf_names_next(&cursor, &len));
+    cursor = NULL;
+    assert_null(cf_names_next(&cursor, &len));
+}
+
 typedef struct bad_entry {
     const char *json, *err;
 } bad_entry;
@@ -365,6 +390,7 @@ int main(void)
         cmocka_unit_test(test_add),
         cmocka_unit_test(test_env),
         cmocka_unit_test(test_modules),
+        cmocka_unit_test(test_names_next),
         cmocka_unit_test(test_bad_entries),
         cmocka_unit_test(test_load),
         cmocka_unit_test(test_empty_manifest),
