@@ -5,6 +5,7 @@ each interpreter, judged against `frameproof record --blocking` beside a
 measured noise floor (targets/accuracy/verdict.py) after one normalisation
 (targets/accuracy/leaves.py).  docs/accuracy-real.md explains the verdict."""
 import argparse
+import json
 import os
 import shlex
 import statistics
@@ -71,6 +72,10 @@ def parse_args(argv):
                          "a lower rate stops the target less often in the reference's runs")
     ap.add_argument("--quick", action="store_true",
                     help=f"a smoke test: --scale {QUICK_SCALE}, one run of each profiler (not a verdict to quote)")
+    ap.add_argument("--merge", nargs="+", metavar="RESULT",
+                    help="run nothing: merge result files (accuracy-real.json) into one in --report-dir; "
+                         "a later file's rows replace the earlier ones of the same workload and interpreter, "
+                         "and the header names where each row came from (for rows re-run alone)")
     ap.add_argument("--frameproof", default=os.path.join(ROOT, "build", "frameproof"))
     ap.add_argument("--report-dir", default="accuracy-report")
     args = ap.parse_args(argv)
@@ -293,8 +298,89 @@ def summary_markdown(doc):
     return "\n".join(lines) + "\n"
 
 
+# Header fields that must agree for rows to be merged into one table.
+MERGE_SAME = ("rate_hz", "reference", "bound", "scale", "top")
+
+
+def merge(docs):
+    """One result from several (each a parsed accuracy-real.json, oldest
+    first): a later document's rows replace every row of the same (workload,
+    interpreter) before it, new cases go last.  "date" is the newest, "commit"
+    and "command" say which cases each document gave, "seconds" is the sum.
+    ValueError when the documents differ in a field of MERGE_SAME."""
+    base = docs[0]
+    for d in docs[1:]:
+        for key in MERGE_SAME:
+            if d.get(key) != base.get(key):
+                raise ValueError(f"cannot merge: {key} is {base.get(key)!r} in the first result, "
+                                 f"{d.get(key)!r} in one from {d.get('date')}")
+    cases, source = {}, {}
+    for i, d in enumerate(docs):
+        mine = {}
+        for r in d["rows"]:
+            mine.setdefault((r["workload"], r["interpreter"]), []).append(r)
+        for key, rows in mine.items():
+            cases[key] = rows
+            source[key] = i
+    doc = {k: v for k, v in base.items() if k != "rows"}
+    later = []
+    for i, d in enumerate(docs[1:], 1):
+        mine = [f"{w} {ip}" for (w, ip), j in source.items() if j == i]
+        if mine:
+            later.append((d, mine))
+    doc["date"] = max(d["date"] for d in docs)
+    doc["commit"] = f"{base['commit']} ({base['date']})" + "".join(
+        f"; the rows of {', '.join(mine)} from {d['commit']} ({d['date']})" for d, mine in later)
+    doc["command"] = base["command"] + "".join(f"; {d['command']}" for d, _ in later)
+    doc["seconds"] = sum(d.get("seconds", 0) for d in docs)
+    doc["rows"] = [r for key in sorted(cases, key=lambda k: _case_order(docs, k)) for r in cases[key]]
+    return doc
+
+
+def _case_order(docs, key):
+    """A case's place in the merged table: its place in the first document
+    that has it, cases new to a later document after the earlier ones."""
+    for i, d in enumerate(docs):
+        keys = list(dict.fromkeys((r["workload"], r["interpreter"]) for r in d["rows"]))
+        if key in keys:
+            return (i, keys.index(key))
+    return (len(docs), 0)
+
+
+def report(args, doc):
+    """Writes doc and its table to --report-dir, prints the table and each
+    failed row; the exit status (1 when a row failed)."""
+    os.makedirs(args.report_dir, exist_ok=True)
+    result_file.write(os.path.join(args.report_dir, JSON_NAME), doc)
+    table_md = markdown(doc)
+    with open(os.path.join(args.report_dir, MD_NAME), "w", encoding="utf-8") as f:
+        f.write(table_md)
+    print(table_md)
+    bad = [r for r in doc["rows"] if failed(r)]
+    for r in bad:
+        say(f"FAILED: {r['workload']} {r['interpreter']} {r['profiler']}: {r['verdict']} {r.get('reason', '')}")
+    return 1 if bad else 0
+
+
+def main_merge(args):
+    docs = []
+    for path in args.merge:
+        try:
+            with open(path, encoding="utf-8") as f:
+                docs.append(json.load(f))
+        except (OSError, ValueError) as e:
+            sys.exit(f"ci/accuracy real: --merge: {path}: {e}")
+    try:
+        doc = merge(docs)
+    except ValueError as e:
+        sys.exit(f"ci/accuracy real: --merge: {e}")
+    return report(args, doc)
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.merge:
+        return main_merge(args)
     if not os.access(args.frameproof, os.X_OK):
         sys.exit(f"ci/accuracy real: no frameproof binary at {args.frameproof} (build it first)")
     help_text = subprocess.run([args.frameproof, "record", "--help"], capture_output=True, text=True).stdout
@@ -320,16 +406,7 @@ def main(argv=None):
            "references": args.references, "reference": " ".join(["frameproof record"] + table[0].flags),
            "bound": args.bound, "scale": args.scale, "top": args.top,
            "seconds": round(time.monotonic() - args.started), "rows": rows}
-    os.makedirs(args.report_dir, exist_ok=True)
-    result_file.write(os.path.join(args.report_dir, JSON_NAME), doc)
-    table_md = markdown(doc)
-    with open(os.path.join(args.report_dir, MD_NAME), "w", encoding="utf-8") as f:
-        f.write(table_md)
-    print(table_md)
-    bad = [r for r in rows if failed(r)]
-    for r in bad:
-        say(f"FAILED: {r['workload']} {r['interpreter']} {r['profiler']}: {r['verdict']} {r.get('reason', '')}")
-    return 1 if bad else 0
+    return report(args, doc)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,39 @@ def run_order():
           [len(got[n].dists) for n in ("ref", "judged", "mutant")] == [3, 3, 1], str(got))
 
 
+def merged_results():
+    """--merge: a later result's rows replace every row of its (workload,
+    interpreter) in place, a new case goes last, the header says where each
+    came from, and results of a different rate are refused."""
+    def doc(date, commit, cases, **kw):
+        rows = [{"workload": w, "interpreter": i, "profiler": p, "role": "judged", "verdict": v}
+                for w, i, p, v in cases]
+        d = {"date": date, "commit": commit, "command": f"run {commit}", "rate_hz": 1000, "reference": "r",
+             "bound": 1.25, "scale": 1.0, "top": 20, "seconds": 10, "rows": rows}
+        d.update(kw)
+        return d
+    a = doc("2026-01-01 10:00 UTC", "aaa", [("t", "3.11", "x", "fail"), ("t", "3.11", "y", "fail"),
+                                             ("t", "3.13", "x", "pass")])
+    b = doc("2026-01-01 11:00 UTC", "bbb", [("t", "3.11", "x", "pass"), ("g", "3.14", "x", "pass")])
+    m = accuracy_real.merge([a, b])
+    got = [(r["workload"], r["interpreter"], r["profiler"], r["verdict"]) for r in m["rows"]]
+    want = [("t", "3.11", "x", "pass"), ("t", "3.13", "x", "pass"), ("g", "3.14", "x", "pass")]
+    check("--merge replaces a re-run case's rows in place and appends new cases", got == want, str(got))
+    check("--merge names the source of the re-run rows",
+          m["commit"] == "aaa (2026-01-01 10:00 UTC); the rows of t 3.11, g 3.14 from bbb (2026-01-01 11:00 UTC)"
+          and m["date"] == "2026-01-01 11:00 UTC" and m["command"] == "run aaa; run bbb" and m["seconds"] == 20,
+          str({k: m[k] for k in ("commit", "date", "command", "seconds")}))
+    try:
+        accuracy_real.merge([a, doc("2026-01-02 10:00 UTC", "ccc", [], rate_hz=100)])
+        refused = False
+    except ValueError:
+        refused = True
+    check("--merge refuses results taken at another rate", refused)
+
+
 def main():
     run_order()
+    merged_results()
     frameproof = os.path.abspath(sys.argv[1])
     name = f"{INTERPRETER} {WORKLOAD}: the verdict fails the {MUTANT} sampler"
     _, provisioned = rp.fpfacts.provisioned(rp.fpfacts.load())
