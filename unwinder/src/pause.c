@@ -19,7 +19,8 @@
 #include "proc_state.h"
 
 #define DETACH_GRACE_MS 500L  /* a thread that missed its stop gets this long again */
-#define SPIN_POLLS 256        /* polls that only yield the CPU before the first sleep (a stop takes microseconds) */
+#define SPIN_POLLS 256        /* polls that only yield the CPU before the first sleep (a stop takes microseconds);
+                                 none for a real-time caller (fpi_pause_spin_polls) */
 #define POLL_MIN_NS 10000L    /* then sleeps, the first this long, each next one twice as long ... */
 #define POLL_MAX_NS 1000000L  /* ... up to this (a first sleep of 1 ms made stops of 16 threads overrun 1 kHz ticks) */
 #define NS_PER_MS 1000000L
@@ -89,11 +90,22 @@ static void sleep_poll(long ns)
     nanosleep(&ts, NULL);
 }
 
+long fpi_pause_spin_polls(void)
+{
+    /* A caller at real-time priority: its sched_yield() never hands its CPU
+     * to the tracee (a thread of normal priority), which may need that very
+     * CPU to enter its stop — a thread a sampler holds on its own CPU always
+     * does — so it sleeps from the first poll instead of spinning. */
+    const int policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK; /* the flag rides on the policy */
+    return policy == SCHED_FIFO || policy == SCHED_RR ? 0 : SPIN_POLLS;
+}
+
 /* Waits up to timeout_ms for a seized thread's stop: 1 when it is stopped,
  * 0 when it is gone, -1 on time-out. */
 static int wait_stop(pause_task *t, long timeout_ms)
 {
     long sleep_ns = POLL_MIN_NS;
+    const long spin_polls = fpi_pause_spin_polls();
     for (long waited = 0, polls = 0; waited <= timeout_ms * NS_PER_MS; polls++) {
         int status;
         pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
@@ -111,7 +123,7 @@ static int wait_stop(pause_task *t, long timeout_ms)
                 return 1;
             }
         }
-        if (polls < SPIN_POLLS) {
+        if (polls < spin_polls) {
             sched_yield();
         } else {
             sleep_poll(sleep_ns);

@@ -30,4 +30,10 @@ typedef struct fpi_paused_thread {
 int fpi_pause_thread(int pid, long tid, fpi_paused_thread *t, char *err, size_t errlen);
 void fpi_resume_thread(fpi_paused_thread *t);
 
+/* How many polls of a wait for a stop only yield the CPU before the first
+ * sleep, for the calling thread: none at real-time priority (SCHED_FIFO or
+ * SCHED_RR, with SCHED_RESET_ON_FORK or without), whose sched_yield() never
+ * lets the tracee, of normal priority, run on its CPU. */
+long fpi_pause_spin_polls(void);
+
 #endif
