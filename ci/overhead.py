@@ -8,7 +8,12 @@ pair; the slowdown of a mode is the median over its pairs of (time under
 record / time alone - 1), with the spread of those pairs beside it.  Also
 gives the share of the run the samples held the target (record's own
 held_s over its elapsed_s) and the share of ticks each mode kept (thread
-samples of the work's threads over ticks scheduled)."""
+samples of the work's threads over ticks scheduled), and, from the kernel's
+account of the work's threads (fixed_work.py), the share of the work's time
+they waited for a CPU while ready to run, alone and under record — the
+time the sampler took from them, which drift does not move — and the
+median pair's change in the CPU time they ran (the caches a sampler
+disturbs)."""
 import argparse
 import json
 import os
@@ -28,6 +33,9 @@ import result_file  # noqa: E402
 WORK = os.path.join(ROOT, "targets", "bench", "fixed_work.py")
 MODES = {"default": [], "--no-hold": ["--no-hold"],
          "plain (--no-colocate --no-pause-torn)": ["--no-colocate", "--no-pause-torn"], "--blocking": ["--blocking"]}
+# ci/overhead --probe: parts of the default's tick alone (targets/bench/tick_probe.c).
+PROBE_MODES = {"probe: wake on its CPU": "wake", "probe: wake + hold": "hold",
+               "probe: wake + hold + 2 reads": "read"}
 DEFAULT_PYTHONS = ["3.11", "3.15"]
 DEFAULT_RATES = [1000, 10000]
 DEFAULT_ROUNDS = 5
@@ -57,10 +65,11 @@ class Work:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def seconds_of(stdout):
+def timing_of(stdout):
+    """fixed_work.py's line: seconds, threads, cpu_s, waited_s."""
     for line in stdout.splitlines():
         if line.startswith("{"):
-            return json.loads(line)["seconds"]
+            return json.loads(line)
     raise RuntimeError("the work printed no timing: %r" % stdout[-200:])
 
 
@@ -68,11 +77,11 @@ def run_alone(cmd):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     if r.returncode != 0:
         raise RuntimeError("the work failed alone: %s" % r.stderr[-300:])
-    return seconds_of(r.stdout)
+    return timing_of(r.stdout)
 
 
 def run_recorded(fp, flags, rate, cmd):
-    """(seconds of work, the `summary` record of record's json output)."""
+    """(the work's timing, the `summary` record of record's json output)."""
     out = tempfile.NamedTemporaryFile(prefix="fp-overhead-", suffix=".jsonl", delete=False)
     out.close()
     try:
@@ -84,20 +93,50 @@ def run_recorded(fp, flags, rate, cmd):
             summary = [json.loads(line) for line in f if '"summary"' in line][-1]
     finally:
         os.unlink(out.name)
-    return seconds_of(r.stdout), {"scheduled": summary["attempts"] + summary["missed_ticks"],
+    return timing_of(r.stdout), {"scheduled": summary["attempts"] + summary["missed_ticks"],
                                   "missed": summary["missed_ticks"], "kept": summary["thread_samples"],
                                   "held": summary["held_s"] / summary["elapsed_s"] if summary["elapsed_s"] else 0.0}
 
 
+def run_probed(probe, what, rate, cmd):
+    """(the work's timing, info) with tick_probe doing `what` on the work's
+    CPU at rate from just after the work starts until it ends."""
+    work = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen([probe, str(work.pid), str(rate), what], stderr=subprocess.PIPE, text=True)
+    out, err = work.communicate(timeout=RUN_TIMEOUT_S)
+    _, perr = p.communicate(timeout=RUN_TIMEOUT_S)
+    if work.returncode != 0:
+        raise RuntimeError("the work failed under the probe: %s" % err[-300:])
+    if p.returncode != 0:
+        raise RuntimeError("tick_probe %s failed: %s" % (what, perr[-300:]))
+    return timing_of(out), {"scheduled": 0, "missed": 0, "kept": 0, "held": 0.0}
+
+
 def pair(fp, flags, rate, cmd, alone_first):
-    """(seconds alone, seconds under record, record's info) of one pair."""
+    """(timing alone, timing under record or the probe, info) of one pair;
+    flags is record's, or ("probe", PATH, WHAT)."""
+    def under():
+        if flags and flags[0] == "probe":
+            return run_probed(flags[1], flags[2], rate, cmd)
+        return run_recorded(fp, flags, rate, cmd)
     if alone_first:
         alone = run_alone(cmd)
-        t, info = run_recorded(fp, flags, rate, cmd)
+        t, info = under()
     else:
-        t, info = run_recorded(fp, flags, rate, cmd)
+        t, info = under()
         alone = run_alone(cmd)
     return alone, t, info
+
+
+def waited_pct(timing):
+    """The share of the work's time its threads waited for a CPU, or None."""
+    w = timing.get("waited_s")
+    return None if w is None or not timing["seconds"] else 100.0 * w / (timing["seconds"] * timing["threads"])
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
 
 
 def quartiles(values):
@@ -114,13 +153,22 @@ def markdown(doc):
              f"({doc['rounds']} pairs of runs per row, alone and under record side by side; fixed work timed "
              "from inside; slowdown: the median pair, and the middle half of the pairs)", "",
              "| interpreter | rate | mode | work alone | under record | slowdown | middle half | held | "
-             "ticks missed | thread samples per tick |", "|---|---:|---|---:|---:|---:|---|---:|---:|---:|"]
+             "waited alone | waited under record | CPU time | ticks missed | thread samples per tick |",
+             "|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|"]
+
+    def pct(v, fmt="%.1f %%"):
+        return "—" if v is None else fmt % v
     for r in doc["rows"]:
         missed = 100.0 * r["ticks_missed"] / r["ticks_scheduled"] if r["ticks_scheduled"] else 0.0
         q1, q3 = r["slowdown_quartiles_pct"]
-        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %+.1f to %+.1f %% | %.1f %% | %.2f %% | %.3f |" % (
-            r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"], q1, q3,
-            r["held_pct"], missed, r["kept_per_tick"] or 0.0))
+        sampled = bool(r["ticks_scheduled"])   # the probe's rows take no samples
+        lines.append("| %s | %d Hz | %s | %.3f s | %.3f s | %+.1f %% | %+.1f to %+.1f %% | %s | %s | %s | %s | "
+                     "%s | %s |" % (
+                         r["interpreter"], r["rate_hz"], r["mode"], r["alone_s"], r["median_s"], r["slowdown_pct"],
+                         q1, q3, pct(r["held_pct"] if sampled else None), pct(r.get("waited_alone_pct"), "%.2f %%"),
+                         pct(r.get("waited_pct"), "%.2f %%"), pct(r.get("cpu_slowdown_pct"), "%+.1f %%"),
+                         pct(missed if sampled else None, "%.2f %%"),
+                         pct(r["kept_per_tick"] if sampled else None, "%.3f")))
     return "\n".join(lines) + "\n"
 
 
@@ -133,6 +181,9 @@ def main():
     ap.add_argument("--work", type=int, default=DEFAULT_WORK_ROUNDS, help="rounds of work per run "
                     "(default %(default)s)")
     ap.add_argument("--threads", type=int, default=1, help="threads doing the work (default %(default)s)")
+    ap.add_argument("--probe", action="store_true",
+                    help="add rows of tick_probe (targets/bench/tick_probe.c) doing parts of the default's tick "
+                         "on the work's CPU, without frameproof: waking there, and the hold, and two reads")
     ap.add_argument("--frameproof", default=os.path.join(ROOT, "build", "frameproof"))
     ap.add_argument("--report-dir", default=os.path.join(ROOT, "overhead-report"))
     args = ap.parse_args()
@@ -143,31 +194,43 @@ def main():
     if missing:
         sys.exit("ci/overhead: not provisioned (no entry in %s): %s" % (manifest, ", ".join(missing)))
     rates = args.rate or DEFAULT_RATES
+    modes = dict(MODES)
+    if args.probe:
+        probe = os.path.join(os.path.dirname(os.path.abspath(args.frameproof)), "targets", "tick_probe")
+        if not os.access(probe, os.X_OK):
+            sys.exit("ci/overhead: --probe: no %s (it is built beside frameproof)" % probe)
+        modes.update({name: ("probe", probe, what) for name, what in PROBE_MODES.items()})
     rows = []
     for ident in ids:
         work = Work(have[ident])
         try:
             cmd = work.command(args.work, args.threads)
-            keys = [(m, r) for r in rates for m in MODES]
+            keys = [(m, r) for r in rates for m in modes]
             alone, under, infos = ({k: [] for k in keys} for _ in range(3))
             for k in range(args.rounds):
                 say("overhead: %s round %d of %d" % (ident, k + 1, args.rounds))
                 for mode, rate in keys:
-                    a, t, info = pair(args.frameproof, MODES[mode], rate, cmd, alone_first=k % 2 == 0)
+                    a, t, info = pair(args.frameproof, modes[mode], rate, cmd, alone_first=k % 2 == 0)
                     alone[(mode, rate)].append(a)
                     under[(mode, rate)].append(t)
                     infos[(mode, rate)].append(info)
             for key in keys:
                 mode, rate = key
-                slowdowns = [100.0 * (t / a - 1.0) for a, t in zip(alone[key], under[key])]
+                slowdowns = [100.0 * (t["seconds"] / a["seconds"] - 1.0) for a, t in zip(alone[key], under[key])]
+                cpu = [100.0 * (t["cpu_s"] / a["cpu_s"] - 1.0) for a, t in zip(alone[key], under[key])
+                       if t.get("cpu_s") and a.get("cpu_s")]
                 sched = sum(i["scheduled"] for i in infos[key])
                 kept = sum(i["kept"] for i in infos[key])
                 rows.append({"interpreter": ident, "mode": mode, "rate_hz": rate, "threads": args.threads,
-                             "alone_s": statistics.median(alone[key]), "median_s": statistics.median(under[key]),
+                             "alone_s": statistics.median(a["seconds"] for a in alone[key]),
+                             "median_s": statistics.median(t["seconds"] for t in under[key]),
                              "slowdown_pct": statistics.median(slowdowns),
                              "slowdown_quartiles_pct": list(quartiles(slowdowns)), "pair_slowdowns_pct": slowdowns,
                              "held_pct": 100.0 * statistics.median(i["held"] for i in infos[key]),
-                             "runs_s": under[key], "alone_runs_s": alone[key], "ticks_scheduled": sched,
+                             "waited_alone_pct": median_or_none(waited_pct(a) for a in alone[key]),
+                             "waited_pct": median_or_none(waited_pct(t) for t in under[key]),
+                             "cpu_slowdown_pct": statistics.median(cpu) if cpu else None,
+                             "runs": under[key], "alone_runs": alone[key], "ticks_scheduled": sched,
                              "ticks_missed": sum(i["missed"] for i in infos[key]),
                              "kept_per_tick": kept / (sched * args.threads) if sched else None})
         finally:
