@@ -16,7 +16,8 @@ import compare  # noqa: E402
 import fpfacts  # noqa: E402
 
 WORKLOAD_SCRIPT = os.path.join(ROOT, "targets", "accuracy", "workloads.py")
-WORKLOADS = {"alternating": 1, "nested": 1, "shared_leaf": 1, "generator": 1, "threads": 4}  # name: threads
+WORKLOADS = {"alternating": 1, "nested": 1, "shared_leaf": 1, "generator": 1, "threads": 4,
+             "syscalls": 1}  # name: threads
 TARGET_TVD = 0.02
 DEFAULT_SAMPLES = 100000
 DEFAULT_RATE = 5000

@@ -34,17 +34,22 @@ int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config
     else if (p->fault != FPS_FAULT_NONE &&
              (p->colocate == CLI_POLICY_ON || p->pause_torn == CLI_POLICY_ON || p->hold == CLI_POLICY_ON))
         clash = "--inject-fault takes plain reads: not with --colocate, --hold or --pause-torn";
-    else if (p->hold == CLI_POLICY_ON && (p->blocking || p->colocate == CLI_POLICY_OFF))
-        clash = "--hold holds the thread on the sampler's CPU: not with --blocking or --no-colocate";
+    else if (p->hold == CLI_POLICY_ON && p->colocate == CLI_POLICY_OFF)
+        clash = "--hold holds the thread on the sampler's CPU: not with --no-colocate";
     if (clash) {
         fprintf(stderr, "frameproof %s: %s\n", cmd, clash);
         return -1;
     }
-    /* Stopping every thread makes the default's two halves moot; a
+    /* Stopping every thread leaves no torn walk to stop alone, but not
+     * the hold: a stop asked of a thread running on another CPU lands
+     * microseconds later, at once if the thread enters the kernel
+     * meanwhile, so stops from afar fall on system calls more often than
+     * time spent there warrants; a held thread, preempted by the sampler
+     * on its own CPU at the tick, stops where the tick found it.  A
      * fault's bias shows only in plain reads. */
-    const bool plain = p->blocking || p->fault != FPS_FAULT_NONE;
+    const bool plain = p->fault != FPS_FAULT_NONE;
     lib->blocking = p->blocking;
-    lib->pause_torn = plain ? false : p->pause_torn != CLI_POLICY_OFF;
+    lib->pause_torn = plain || p->blocking ? false : p->pause_torn != CLI_POLICY_OFF;
     cfg->colocate_pid = p->colocate == CLI_POLICY_ON || (!plain && p->colocate == CLI_POLICY_UNSET) ? 1 : 0;
     cfg->hold = cfg->colocate_pid > 0 && p->hold != CLI_POLICY_OFF;
     cfg->offload = cfg->hold; /* the held thread waits for the read only, not for the profile's bookkeeping */

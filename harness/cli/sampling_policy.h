@@ -1,6 +1,7 @@
 /* sampling_policy.h — how `record` and `bench` turn their flags into a
  * sampling policy (sampler.h): by default the unbiased one (colocated,
- * a torn thread stopped alone); --blocking stops every thread; the
+ * a torn thread stopped alone); --blocking holds the running thread the
+ * same way and stops every thread; the
  * --no-* flags and the self-test faults take plain reads. */
 #ifndef CLI_SAMPLING_POLICY_H
 #define CLI_SAMPLING_POLICY_H
@@ -58,8 +59,11 @@ int cli_policy_apply(const char *cmd, cli_policy *p, fp_options *lib, fps_config
     "                   the time the samples before it held the target (here\n"     \
     "                   and with --blocking), so that a deep stack, slower to\n"     \
     "                   read, gets no extra ticks\n"                                  \
-    "  --blocking       stop every thread (ptrace) for each sample and resume it:\n" \
-    "                   exact by construction, the target paused for each sample\n"   \
+    "  --blocking       stop every thread (ptrace) for each sample and resume it,\n" \
+    "                   the running thread held on the sampler's CPU first (as\n"   \
+    "                   the default does; --no-colocate: stopped from afar, the\n"  \
+    "                   stop landing late, at once at a system call): exact by\n"  \
+    "                   construction, the target paused for each sample\n"          \
     "  --no-colocate    sample from wherever the scheduler puts the sampler\n"       \
     "  --no-hold        move the sampler to the CPU the thread last ran on\n"      \
     "                   instead of holding it there (the scheduler may run it\n"    \

@@ -28,9 +28,15 @@ Workloads (the names of the `ci/accuracy` table):
                works to produce each one (1:2)
   threads      four threads (the main one included), each splitting its
                time between leaf_a and leaf_b in a different ratio
+  syscalls     crunch() works for a fiftieth of a unit, then syscall()
+               makes one short system call (getppid): a stop asked from
+               another CPU lands at the next system call when that comes
+               first, so a sampler that stops the target from afar shows
+               syscall() far above its share of the time
 """
 import functools
 import json
+import os
 import random
 import sys
 import threading
@@ -191,6 +197,29 @@ def generator(acc, rng, deadline):
     consume(acc, rng, deadline)
 
 
+# -- syscalls -------------------------------------------------------------
+SYSCALL_PIECE = 1 / 50   # crunch()'s weight in units: 20 us at the default unit
+
+
+def crunch(acc, n):
+    t = now()
+    for _ in range(n):
+        pass
+    acc.add("crunch", now() - t)
+
+
+def syscall(acc):
+    t = now()
+    os.getppid()
+    acc.add("syscall", now() - t)
+
+
+def syscalls(acc, rng, deadline):
+    while now() < deadline:
+        crunch(acc, iterations(rng, SYSCALL_PIECE))
+        syscall(acc)
+
+
 # -- threads --------------------------------------------------------------
 def mixed(acc, rng, deadline, share):
     while now() < deadline:
@@ -200,7 +229,8 @@ def mixed(acc, rng, deadline, share):
             b1(acc, iterations(rng, 1))
 
 
-WORKLOADS = {"alternating": alternating, "nested": nested, "shared_leaf": shared_leaf, "generator": generator}
+WORKLOADS = {"alternating": alternating, "nested": nested, "shared_leaf": shared_leaf, "generator": generator,
+             "syscalls": syscalls}
 
 
 def run(acc, body, rng, deadline):

@@ -5,7 +5,9 @@ samples at 1 kHz), must come within QUICK_BOUND of the workload's own
 accounting by total variation distance (the reference run, ci/accuracy,
 takes 10^5 samples per case for the 0.02 target); and the comparison must
 fail the same profile with its innermost frames dropped or its two
-branches swapped.
+branches swapped.  On the syscalls workload `--blocking` must come within
+the bound too, and `--blocking --no-colocate`, whose stops from another
+CPU fall on system calls, must not.
 usage: test_accuracy.py FRAMEPROOF_BINARY"""
 import importlib.util
 import os
@@ -44,6 +46,30 @@ def swap_branches(samples):
     return [(tid, tuple(swap.get(n, n) for n in names)) for tid, names in samples]
 
 
+def blocking_instant(entry):
+    """--blocking holds the running thread on the sampler's CPU before it
+    stops it, so that the stop lands where the tick found the thread; a
+    stop asked from another CPU lands at the thread's next system call
+    when that comes before the kernel's interruption does, and
+    `--blocking --no-colocate` (the stop from afar) must show syscall()
+    beyond the bound: the check's teeth."""
+    for flags, must_pass in ((["--blocking"], True), (["--blocking", "--no-colocate"], False)):
+        t = accuracy.Target(entry)
+        name = f"{entry['id']} syscalls {' '.join(flags)}: " + \
+            ("within" if must_pass else "beyond") + f" {QUICK_BOUND} of the truth"
+        try:
+            samples, err = accuracy.frameproof_case(Args, t, "syscalls", SECONDS, SEED, "fixed", flags,
+                                                    os.path.join(t.dir, "profile"))
+            if err:
+                check(name, False, err)
+                continue
+            r = compare.compare(samples, compare.load_truth(t.truth))
+            ok = r["samples"] > 0 and (r["tvd"] <= QUICK_BOUND) == must_pass
+            check(name, ok, f"TVD {r['tvd']:.4f} over {r['samples']} samples; worst {r['worst']}")
+        finally:
+            t.close()
+
+
 def main():
     facts = fpfacts.load()
     _, provisioned = fpfacts.provisioned(facts)
@@ -66,6 +92,8 @@ def main():
                 r = compare.compare(samples, truth)
                 check(name, r["tvd"] <= QUICK_BOUND and r["samples"] > 0,
                       f"TVD {r['tvd']:.4f} over {r['samples']} samples (floor {r['floor']:.4f}); worst {r['worst']}")
+                if workload == "syscalls" and schedule == "fixed":
+                    blocking_instant(t.entry)
                 if workload == "alternating" and schedule == "fixed":
                     for what, mutate in (("innermost frames dropped", drop_leaf), ("branches swapped", swap_branches)):
                         m = compare.compare(mutate(samples), truth)

@@ -498,7 +498,7 @@ def errors(provisioned):
                           (("--inject-fault", "retry-quiet", "--colocate"), "--inject-fault takes plain reads"),
                           (("--inject-fault", "drop-torn", "--hold"), "--inject-fault takes plain reads"),
                           (("--hold", "--no-colocate"), "--hold holds the thread on the sampler's CPU"),
-                          (("--hold", "--blocking"), "--hold holds the thread on the sampler's CPU")):
+                          (("--hold", "--blocking", "--no-colocate"), "--hold holds the thread on the sampler's CPU")):
         r = record("--pid", 1, *flags)
         check(f"error: {' '.join(flags)}", *one_line_error(r, 2, needle))
     ft = provisioned.get("3.13t")
