@@ -16,15 +16,16 @@ system call to end) changes the program it profiles, and that is its
 bias too.  The share each profiled run measured inside itself is kept
 beside it.  A profiler passes a run when every share is within BOUND of
 the truth (relative), or within three standard deviations of sampling
-noise when that is wider.  frameproof's default must pass every run;
-the drop-torn mutant must fail (the check's teeth: MUST_FAIL); the other
-mutant, the reference of `ci/accuracy real` and every other profiler are
-reported, so that a biased reference shows.
+noise when that is wider.  frameproof's default and the reference of
+`ci/accuracy real` must pass every run; the drop-torn mutant (the
+default's teeth) and the reference stopping the target from another CPU
+(the reference's teeth: its stops land on select's system call) must fail
+(MUST_FAIL); the other mutant and every other profiler are reported.
 
 usage: ci/accuracy inside [--python ID]... [--runs N] [--scale S]
        [--bound B] [--frameproof PATH] [--report-dir DIR]
-Exit status 1 when frameproof's default fails a run, drop-torn passes, or
-no run could be made."""
+Exit status 1 when frameproof's default or the reference fails a run, a
+mutant of MUST_FAIL passes, or no run could be made."""
 import argparse
 import datetime
 import json
@@ -56,7 +57,12 @@ TRUTH_RUNS = 3        # runs without a profiler whose mean inside shares are the
 # a torn sample to a later instant; whether that lands in these two
 # functions more or less often is not fixed, so it is reported, and the
 # verdict of ci/accuracy real is the one that must catch it.
-MUST_FAIL = {"mutant drop-torn"}
+# The reference of ci/accuracy real must pass as the default must: its
+# stacks are exact, and this is the check of its instants; its stop asked
+# from another CPU (rp.reference_from_afar) lands on select's system call
+# too often and must fail.
+MUST_FAIL = {"mutant drop-torn", "frameproof --blocking from afar"}
+MUST_PASS_ROLES = ("judged", "reference")
 
 
 def say(msg):
@@ -141,7 +147,7 @@ def one_run(ctx, interp, place, profiler):
 def verdict_of(name, role, runs, passed):
     if not runs:
         return "error"
-    if role == "judged":
+    if role in MUST_PASS_ROLES:
         return "pass" if passed == len(runs) else "FAIL"
     if role == "mutant" and passed < len(runs):
         return "fails, as it must" if name in MUST_FAIL else "fails"
@@ -185,7 +191,7 @@ def main(argv):
                 else:
                     rows.append({"interpreter": ident, "profiler": "none (the truth)", "role": "truth",
                                  "truth": true_shares, "truth_runs": true_runs, "verdict": "truth"})
-            for p in rp.profiler_table(help_text):
+            for p in rp.profiler_table(help_text) + [rp.reference_from_afar(help_text)]:
                 reason = why or p.applies(interp)
                 if reason:
                     rows.append({"interpreter": ident, "profiler": p.name, "role": p.role, "verdict": "n/a",
@@ -214,8 +220,8 @@ def main(argv):
                 say(f"{ident} {p.name}: " + "; ".join(", ".join(f"{f['share']:.3f} vs {f['truth']:.3f}"
                                                                  for f in r["functions"]) for r in out_runs) +
                     f": {row['verdict']}")
-                if p.role == "judged" and row["verdict"] != "pass" or row["verdict"] in ("PASSES (no teeth)",) or \
-                        (p.role == "judged" and errors):
+                if p.role in MUST_PASS_ROLES and (row["verdict"] != "pass" or errors) or \
+                        row["verdict"] == "PASSES (no teeth)":
                     bad.append(f"{ident} {p.name}: {row['verdict']} {'; '.join(errors)}")
         finally:
             place.close()

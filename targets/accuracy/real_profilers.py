@@ -254,6 +254,21 @@ def austin_applies(interp):
     return None
 
 
+def reference_from_afar(help_text):
+    """The reference with its stop asked from another CPU (--no-colocate):
+    the stop lands when the kernel's interruption reaches the thread, or
+    at its next system call when that comes first, which over-weights
+    stacks that make system calls.  The mutant of ci/accuracy inside's
+    check of the reference (not a row of ci/accuracy real: there it would
+    fail only on rows rich in system calls)."""
+    p = Profiler("frameproof --blocking from afar", "mutant", run_frameproof,
+                 ["--blocking", "--realtime", "--no-colocate"])
+    gone = missing_flags(help_text, p.flags)
+    if gone:
+        p.applies = lambda interp: "this frameproof build has no " + " ".join(gone)
+    return p
+
+
 def profiler_table(help_text):
     """Every profiler of the verdict, the reference first."""
     modes = frameproof_modes(help_text)
