@@ -100,12 +100,13 @@ long fpi_pause_spin_polls(void)
     return policy == SCHED_FIFO || policy == SCHED_RR ? 0 : SPIN_POLLS;
 }
 
-/* Waits up to timeout_ms for a seized thread's stop: 1 when it is stopped,
- * 0 when it is gone, -1 on time-out. */
-static int wait_stop(pause_task *t, long timeout_ms)
+/* Waits up to timeout_ms for a seized thread's stop, yielding the CPU on
+ * the first spin_polls polls (fpi_pause_spin_polls, asked once per stop
+ * by the caller, not once per thread): 1 when it is stopped, 0 when it is
+ * gone, -1 on time-out. */
+static int wait_stop(pause_task *t, long timeout_ms, long spin_polls)
 {
     long sleep_ns = POLL_MIN_NS;
-    const long spin_polls = fpi_pause_spin_polls();
     for (long waited = 0, polls = 0; waited <= timeout_ms * NS_PER_MS; polls++) {
         int status;
         pid_t r = waitpid((pid_t)t->tid, &status, __WALL | WNOHANG);
@@ -182,9 +183,10 @@ static int stop_all(fp_pause *p, char *err, size_t errlen)
         /* Every thread is interrupted before any is waited for: a thread
          * that must be scheduled to enter its stop then finds the CPUs of
          * those already stopped free. */
+        const long spin_polls = fpi_pause_spin_polls();
         for (size_t i = 0; i < p->n; i++) {
             pause_task *t = &p->t[i];
-            if (t->interrupted && !t->stopped && wait_stop(t, FP_PAUSE_STOP_TIMEOUT_MS) < 0)
+            if (t->interrupted && !t->stopped && wait_stop(t, FP_PAUSE_STOP_TIMEOUT_MS, spin_polls) < 0)
                 return fpi_msg(err, errlen, FP_E_IO, "thread %ld of process %d: not stopped within %ld ms", t->tid,
                                p->pid, FP_PAUSE_STOP_TIMEOUT_MS);
         }
@@ -199,7 +201,7 @@ static void resume_task(pause_task *t)
         return;
     /* Gone, or still running, it is not detached: a running tracee cannot
      * be, and the kernel releases it when this process exits. */
-    if (t->stopped || wait_stop(t, DETACH_GRACE_MS) == 1)
+    if (t->stopped || wait_stop(t, DETACH_GRACE_MS, fpi_pause_spin_polls()) == 1)
         ptrace(PTRACE_DETACH, (pid_t)t->tid, NULL, (void *)(intptr_t)t->pending_sig);
     t->seized = t->stopped = t->interrupted = false;
 }
@@ -275,7 +277,7 @@ int fpi_pause_thread(int pid, long tid, fpi_paused_thread *t, char *err, size_t 
     if (ptrace(PTRACE_INTERRUPT, (pid_t)tid, NULL, NULL) != 0)
         rc = fpi_msg(err, errlen, errno == ESRCH ? FP_E_PROCESS_GONE : FP_E_IO, "cannot interrupt thread %ld: %s",
                      tid, strerror(errno));
-    else if ((rc = wait_stop(t, FPI_PAUSE_THREAD_TIMEOUT_MS)) == 0)
+    else if ((rc = wait_stop(t, FPI_PAUSE_THREAD_TIMEOUT_MS, fpi_pause_spin_polls())) == 0)
         rc = fpi_msg(err, errlen, FP_E_PROCESS_GONE, "thread %ld of process %d: exited while being stopped", tid, pid);
     else if (rc < 0)
         rc = fpi_msg(err, errlen, FP_E_IO, "thread %ld of process %d: not stopped within %ld ms", tid, pid,
