@@ -333,18 +333,20 @@ def merge(docs):
         f"; the rows of {', '.join(mine)} from {d['commit']} ({d['date']})" for d, mine in later)
     doc["command"] = base["command"] + "".join(f"; {d['command']}" for d, _ in later)
     doc["seconds"] = sum(d.get("seconds", 0) for d in docs)
-    doc["rows"] = [r for key in sorted(cases, key=lambda k: _case_order(docs, k)) for r in cases[key]]
+    order = _case_order(docs)
+    doc["rows"] = [r for key in sorted(cases, key=order.__getitem__) for r in cases[key]]
     return doc
 
 
-def _case_order(docs, key):
-    """A case's place in the merged table: its place in the first document
-    that has it, cases new to a later document after the earlier ones."""
+def _case_order(docs):
+    """{case: its place in the merged table}: its place in the first
+    document that has it, cases new to a later document after the earlier
+    ones."""
+    order = {}
     for i, d in enumerate(docs):
-        keys = list(dict.fromkeys((r["workload"], r["interpreter"]) for r in d["rows"]))
-        if key in keys:
-            return (i, keys.index(key))
-    return (len(docs), 0)
+        for j, key in enumerate(dict.fromkeys((r["workload"], r["interpreter"]) for r in d["rows"])):
+            order.setdefault(key, (i, j))
+    return order
 
 
 def report(args, doc):
