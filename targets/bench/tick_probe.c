@@ -71,6 +71,7 @@ static unsigned long heap_of(pid_t pid)
     return start;
 }
 
+/* A failed system call: what, and errno's message. */
 static int fail(const char *what)
 {
     fprintf(stderr, "tick_probe: %s: %s\n", what, strerror(errno));
@@ -100,8 +101,10 @@ int main(int argc, char **argv)
         nanosleep(&ms, NULL); /* launched an instant ago: not yet the interpreter */
     }
     const int cpu = cpu_of(pid);
-    if (cpu < 0 || cpu >= CPU_SETSIZE)
-        return fail("the target's CPU");
+    if (cpu < 0 || cpu >= CPU_SETSIZE) { /* errno says nothing of a line that did not parse */
+        fprintf(stderr, "tick_probe: process %d: no CPU in /proc/%d/stat (gone?)\n", (int)pid, (int)pid);
+        return 1;
+    }
     if (mode == MODE_READ && !heap) {
         fprintf(stderr, "tick_probe: process %d has no heap after %d ms\n", (int)pid, START_WAIT_MS);
         return 1;
