@@ -15,6 +15,7 @@ time the sampler took from them, which drift does not move — and the
 median pair's change in the CPU time they ran (the caches a sampler
 disturbs)."""
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -112,18 +113,23 @@ def run_probed(probe, what, rate, cmd):
     return timing_of(out), {"scheduled": 0, "missed": 0, "kept": 0, "held": 0.0}
 
 
-def pair(fp, flags, rate, cmd, alone_first):
-    """(timing alone, timing under record or the probe, info) of one pair;
-    flags is record's, or ("probe", PATH, WHAT)."""
-    def under():
-        if flags and flags[0] == "probe":
-            return run_probed(flags[1], flags[2], rate, cmd)
-        return run_recorded(fp, flags, rate, cmd)
+def runners(fp, probe):
+    """{mode: runner(rate, cmd) -> (the work's timing, info)}: record with
+    each mode's flags, and with probe (tick_probe's path, or None) its
+    rows too."""
+    out = {name: functools.partial(run_recorded, fp, flags) for name, flags in MODES.items()}
+    if probe:
+        out.update({name: functools.partial(run_probed, probe, what) for name, what in PROBE_MODES.items()})
+    return out
+
+
+def pair(runner, rate, cmd, alone_first):
+    """(timing alone, timing under runner, info) of one pair."""
     if alone_first:
         alone = run_alone(cmd)
-        t, info = under()
+        t, info = runner(rate, cmd)
     else:
-        t, info = under()
+        t, info = runner(rate, cmd)
         alone = run_alone(cmd)
     return alone, t, info
 
@@ -145,6 +151,27 @@ def quartiles(values):
         return values[0], values[0]
     q = statistics.quantiles(values, n=4, method="inclusive")
     return q[0], q[2]
+
+
+def row(ident, mode, rate, threads, alone, under, infos):
+    """The result row of one (mode, rate): alone, under and infos the
+    pairs' timings and infos, in the same order."""
+    slowdowns = [100.0 * (t["seconds"] / a["seconds"] - 1.0) for a, t in zip(alone, under)]
+    cpu = [100.0 * (t["cpu_s"] / a["cpu_s"] - 1.0) for a, t in zip(alone, under) if t.get("cpu_s") and a.get("cpu_s")]
+    sched = sum(i["scheduled"] for i in infos)
+    kept = sum(i["kept"] for i in infos)
+    return {"interpreter": ident, "mode": mode, "rate_hz": rate, "threads": threads,
+            "alone_s": statistics.median(a["seconds"] for a in alone),
+            "median_s": statistics.median(t["seconds"] for t in under),
+            "slowdown_pct": statistics.median(slowdowns),
+            "slowdown_quartiles_pct": list(quartiles(slowdowns)), "pair_slowdowns_pct": slowdowns,
+            "held_pct": 100.0 * statistics.median(i["held"] for i in infos),
+            "waited_alone_pct": median_or_none(waited_pct(a) for a in alone),
+            "waited_pct": median_or_none(waited_pct(t) for t in under),
+            "cpu_slowdown_pct": statistics.median(cpu) if cpu else None,
+            "runs": under, "alone_runs": alone, "ticks_scheduled": sched,
+            "ticks_missed": sum(i["missed"] for i in infos),
+            "kept_per_tick": kept / (sched * threads) if sched else None}
 
 
 def markdown(doc):
@@ -194,12 +221,12 @@ def main():
     if missing:
         sys.exit("ci/overhead: not provisioned (no entry in %s): %s" % (manifest, ", ".join(missing)))
     rates = args.rate or DEFAULT_RATES
-    modes = dict(MODES)
+    probe = None
     if args.probe:
         probe = os.path.join(os.path.dirname(os.path.abspath(args.frameproof)), "targets", "tick_probe")
         if not os.access(probe, os.X_OK):
             sys.exit("ci/overhead: --probe: no %s (it is built beside frameproof)" % probe)
-        modes.update({name: ("probe", probe, what) for name, what in PROBE_MODES.items()})
+    modes = runners(args.frameproof, probe)
     rows = []
     for ident in ids:
         work = Work(have[ident])
@@ -210,29 +237,12 @@ def main():
             for k in range(args.rounds):
                 say("overhead: %s round %d of %d" % (ident, k + 1, args.rounds))
                 for mode, rate in keys:
-                    a, t, info = pair(args.frameproof, modes[mode], rate, cmd, alone_first=k % 2 == 0)
+                    a, t, info = pair(modes[mode], rate, cmd, alone_first=k % 2 == 0)
                     alone[(mode, rate)].append(a)
                     under[(mode, rate)].append(t)
                     infos[(mode, rate)].append(info)
-            for key in keys:
-                mode, rate = key
-                slowdowns = [100.0 * (t["seconds"] / a["seconds"] - 1.0) for a, t in zip(alone[key], under[key])]
-                cpu = [100.0 * (t["cpu_s"] / a["cpu_s"] - 1.0) for a, t in zip(alone[key], under[key])
-                       if t.get("cpu_s") and a.get("cpu_s")]
-                sched = sum(i["scheduled"] for i in infos[key])
-                kept = sum(i["kept"] for i in infos[key])
-                rows.append({"interpreter": ident, "mode": mode, "rate_hz": rate, "threads": args.threads,
-                             "alone_s": statistics.median(a["seconds"] for a in alone[key]),
-                             "median_s": statistics.median(t["seconds"] for t in under[key]),
-                             "slowdown_pct": statistics.median(slowdowns),
-                             "slowdown_quartiles_pct": list(quartiles(slowdowns)), "pair_slowdowns_pct": slowdowns,
-                             "held_pct": 100.0 * statistics.median(i["held"] for i in infos[key]),
-                             "waited_alone_pct": median_or_none(waited_pct(a) for a in alone[key]),
-                             "waited_pct": median_or_none(waited_pct(t) for t in under[key]),
-                             "cpu_slowdown_pct": statistics.median(cpu) if cpu else None,
-                             "runs": under[key], "alone_runs": alone[key], "ticks_scheduled": sched,
-                             "ticks_missed": sum(i["missed"] for i in infos[key]),
-                             "kept_per_tick": kept / (sched * args.threads) if sched else None})
+            rows += [row(ident, mode, rate, args.threads, alone[(mode, rate)], under[(mode, rate)],
+                         infos[(mode, rate)]) for mode, rate in keys]
         finally:
             work.close()
     commit, date = result_file.stamp()
