@@ -71,6 +71,11 @@ static void summarize_rereads(const cli_record_opts *o, const cli_record_end *e)
     if (o->sampling.colocate_pid > 0 && o->sampling.hold)
         fprintf(stderr, "; that thread held there while read on %" PRIu64 " ticks (refused by the kernel on %" PRIu64 ")\n",
                 e->st->colocate_holds, e->st->colocate_hold_refused);
+    if (e->st->colocate_unguarded)
+        fprintf(stderr,
+                "  warning: %" PRIu64 " holds had no guard to give the thread its CPU affinity back had frameproof "
+                "died mid-hold (%s)\n",
+                e->st->colocate_unguarded, e->st->colocate_guard_error);
     if (o->policy.realtime_refused[0])
         fprintf(stderr,
                 "  note: real-time priority was refused (%s), so a held thread could take the sampler's CPU back "

@@ -27,6 +27,7 @@ int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen)
 int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, size_t msglen)
 {
     memset(c, 0, sizeof *c);
+    c->guard = (fps_hold_guard){.set = NULL, .pid = -1, .fd = -1};
     c->mover = mover < 0 ? 0 : mover;
     c->stat_fd = -1;
     c->cpu = -1;
@@ -38,10 +39,14 @@ int fps_colocate_start_mover(fps_colocation *c, int pid, int mover, char *msg, s
         return FP_E_INVALID_ARG;
     }
     c->pid = pid;
+    int rc = fps_hold_guard_open(&c->guard, pid, msg, msglen);
+    if (rc != FP_OK)
+        return rc;
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(c->mover, sizeof set, &set) != 0) {
         snprintf(msg, msglen, "cannot read the sampler's CPU affinity: %s", strerror(errno));
+        fps_hold_guard_close(&c->guard);
         return FP_E_IO;
     }
     memcpy(c->old_mask, &set, sizeof c->old_mask);
@@ -177,34 +182,43 @@ void fps_colocate_follow_tid(fps_colocation *c, uint64_t tid)
 }
 
 /* Holds thread tid on c->hold_cpu (see fps_colocate_hold); false when
- * the kernel refused or FPS_HOLD_MAX threads are held already. */
+ * the kernel refused or FPS_HOLD_MAX threads are held already.  The
+ * thread is listed in the guard's set before it is narrowed. */
 static bool hold_thread(fps_colocation *c, uint64_t tid)
 {
-    for (size_t i = 0; i < c->nheld; i++)
-        if (c->held_tid[i] == tid)
+    fps_held_set *h = c->guard.set;
+    for (size_t i = 0; i < h->n; i++)
+        if (h->tid[i] == tid)
             return true;
+    if (c->guard.pid < 0 && fps_hold_guard_watch(&c->guard, c->guard_error, sizeof c->guard_error) != FP_OK)
+        c->unguarded++;
     cpu_set_t old, one;
     CPU_ZERO(&old);
     CPU_ZERO(&one);
     CPU_SET(c->hold_cpu, &one);
-    if (c->nheld == FPS_HOLD_MAX || sched_getaffinity((pid_t)tid, sizeof old, &old) != 0 ||
-        !CPU_ISSET(c->hold_cpu, &old) || sched_setaffinity((pid_t)tid, sizeof one, &one) != 0)
+    if (h->n == FPS_HOLD_MAX || sched_getaffinity((pid_t)tid, sizeof old, &old) != 0 || !CPU_ISSET(c->hold_cpu, &old))
         return false;
-    memcpy(c->held_mask[c->nheld], &old, sizeof c->held_mask[0]);
-    c->held_tid[c->nheld++] = tid;
+    memcpy(h->mask[h->n], &old, sizeof h->mask[0]);
+    h->tid[h->n] = tid;
+    __atomic_store_n(&h->n, h->n + 1, __ATOMIC_RELEASE); /* listed, with its mask, before it is narrowed */
+    if (sched_setaffinity((pid_t)tid, sizeof one, &one) != 0) {
+        __atomic_store_n(&h->n, h->n - 1, __ATOMIC_RELEASE);
+        return false;
+    }
     return true;
 }
 
-/* Gives the held threads their affinity back. */
+/* Gives the held threads their affinity back, then empties the guard's set. */
 static void unhold_all(fps_colocation *c)
 {
-    for (size_t i = 0; i < c->nheld; i++) {
+    fps_held_set *h = c->guard.set;
+    for (size_t i = 0; i < h->n; i++) {
         cpu_set_t old;
         CPU_ZERO(&old);
-        memcpy(&old, c->held_mask[i], sizeof c->held_mask[0]);
-        (void)sched_setaffinity((pid_t)c->held_tid[i], sizeof old, &old); /* a thread gone needs nothing back */
+        memcpy(&old, h->mask[i], sizeof h->mask[0]);
+        (void)sched_setaffinity((pid_t)h->tid[i], sizeof old, &old); /* a thread gone needs nothing back */
     }
-    c->nheld = 0;
+    __atomic_store_n(&h->n, 0, __ATOMIC_RELEASE);
 }
 
 void fps_colocate_hold(fps_colocation *c, const fp_sample *last)
@@ -328,4 +342,5 @@ void fps_colocate_stop(fps_colocation *c)
     c->have_old = false;
     c->aside = false;
     c->cpu = -1;
+    fps_hold_guard_close(&c->guard);
 }

@@ -20,9 +20,8 @@
 #include <stdint.h>
 
 #include "frameproof/frameproof.h"
+#include "hold_guard.h"
 
-#define FPS_COLOCATE_MAX_CPUS 1024 /* CPUs a colocated run can follow a thread onto (CPU ids below this) */
-#define FPS_HOLD_MAX 16            /* threads held at once in one attempt (the followed one and those that tore) */
 #define FPS_COLOCATE_RECHECK_NS 1000000 /* recheck_ns's default: the followed thread's CPU read again at least this often */
 
 typedef struct fps_colocation {
@@ -45,9 +44,10 @@ typedef struct fps_colocation {
     int hold_cpu;          /* hold: the CPU the mover is pinned to and the held threads are held on, or -1 */
     int home_cpu;          /* the last hold's CPU, where the next hold goes (the held thread ran on there), or -1 */
     bool aside;            /* between holds the mover's affinity is its own less home_cpu */
-    size_t nheld;          /* threads held there (fps_colocate_hold) */
-    uint64_t held_tid[FPS_HOLD_MAX];
-    unsigned char held_mask[FPS_HOLD_MAX][FPS_COLOCATE_MAX_CPUS / 8]; /* their affinity before the hold */
+    fps_hold_guard guard;  /* the threads held there (guard.set->n, ->tid, ->mask: their affinity before the
+                              hold), given back by a guard process if the caller dies mid-hold (hold_guard.h) */
+    uint64_t unguarded;    /* holds made without a guard: its process could not be started (guard_error says why) */
+    char guard_error[128];
     uint64_t holds;        /* attempts made with the followed thread held */
     uint64_t hold_refused; /* attempts whose followed thread the kernel refused to hold (a CPU outside its
                               cpuset, a thread gone) */
@@ -56,8 +56,9 @@ typedef struct fps_colocation {
 } fps_colocation;
 
 /* Starts following process pid from the calling thread, whose affinity
- * it keeps for fps_colocate_stop.  FP_OK, or FP_E_INVALID_ARG (pid < 1)
- * or FP_E_IO (the affinity cannot be read) with the reason in msg. */
+ * it keeps for fps_colocate_stop.  FP_OK, or FP_E_INVALID_ARG (pid < 1),
+ * FP_E_IO (the affinity cannot be read) or FP_E_NOMEM (no record of held
+ * threads) with the reason in msg. */
 int fps_colocate_start(fps_colocation *c, int pid, char *msg, size_t msglen);
 
 /* The same, moving task `mover` (a reader in another process, such as a
@@ -112,7 +113,10 @@ void fps_colocate_retry_hook(void *ctx, uint64_t native_id);
  * preempted.  A thread running on another CPU is taken off it before the
  * call returns.  Either way the hold stops it at whatever instant the call
  * lands, set by the schedule, not by its stack.  Each thread's affinity
- * is read first and given back by fps_colocate_release.  Best effort: a
+ * is read first and given back by fps_colocate_release — or, should the
+ * caller die before, by the guard process the first hold starts
+ * (hold_guard.h; one that cannot be started leaves the holds unguarded,
+ * counted in c->unguarded).  Best effort: a
  * refusal (a CPU outside the thread's cpuset, a thread gone) leaves it
  * free, counted in c->hold_refused, and the next hold starts from the CPU
  * the mover wakes on.  While held, the narrowed mask is what another
@@ -133,7 +137,8 @@ void fps_colocate_release(fps_colocation *c);
  * again as soon as the mover sleeps. */
 void fps_colocate_release_stay(fps_colocation *c);
 
-/* Gives the mover its affinity back and closes what it opened. */
+/* Gives the mover its affinity back and closes what it opened (the guard
+ * process ends). */
 void fps_colocate_stop(fps_colocation *c);
 
 #endif

@@ -392,6 +392,8 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         st->colocate_escapes = col.escapes;
         st->colocate_holds = col.holds;
         st->colocate_hold_refused = col.hold_refused;
+        st->colocate_unguarded = col.unguarded;
+        snprintf(st->colocate_guard_error, sizeof st->colocate_guard_error, "%s", col.unguarded ? col.guard_error : "");
         fp_session_set_retry_hook(s, caller_hook, caller_hook_ctx);
         fps_colocate_stop(&col);
     }

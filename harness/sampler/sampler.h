@@ -165,6 +165,9 @@ typedef struct fps_stats {
     uint64_t colocate_escapes; /* ... walks of a thread standing mid-update on the sampler's CPU: the sampler left it */
     uint64_t colocate_holds; /* ... hold: attempts made with the followed thread held on the sampler's CPU */
     uint64_t colocate_hold_refused; /* ... hold: attempts whose hold the kernel refused (the thread ran free) */
+    uint64_t colocate_unguarded; /* ... hold: holds made with no guard process to give the thread its affinity
+                                    back should the sampler die (hold_guard.h: it could not be started) */
+    char colocate_guard_error[128]; /* ... why not ("" when it ran) */
     uint64_t offload_wakes;  /* offload: attempts whose hand-over woke the callback thread (a paced run's
                                 thread wakes on its own timer, after the attempt it expects) */
     double held_s;           /* target_time: the time the attempts held the target, by which the ticks moved */

@@ -12,6 +12,9 @@ usage: test_snapshot.py FRAMEPROOF_BINARY CAPTURE_IMAGES_SCRIPT
    no thread is stopped or traced, the target keeps running (its heartbeat
    counter advances) and the output path holds either nothing or a complete
    image; most signals must land while the target is held;
+   bench (its default: the running thread held on its CPU while read)
+   killed by SIGKILL mid-run: every thread's CPU affinity is as before
+   (its guard process gives a held thread its own back);
 3. failures (no such pid, not Python, unwritable output) are one-line errors
    and leave the target running;
 4. bench --pause-torn on a target whose threads switch call chains without
@@ -51,6 +54,9 @@ BUSY_THREADS = 150
 KILL_DELAYS = (0.0, 0.0005, 0.001, 0.002, 0.004, 0.008)
 HELD_WAIT_S = 10.0
 KILL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)
+# bench killed mid-hold: kills, and when the first comes (each next 10 ms later).
+HOLD_KILLS = 8
+HOLD_KILL_AFTER_S = 0.3
 # How long the kernel may take to detach after the tracer died.
 DETACH_GRACE_S = 2.0
 HEARTBEAT_WAIT_S = 5.0
@@ -347,6 +353,54 @@ def killed_mid_blocking_sampling(tmp):
           held_at_signal * 2 >= trials)
 
 
+def affinities(pid):
+    """{tid: its CPU affinity} of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            out[int(tid)] = frozenset(os.sched_getaffinity(int(tid)))
+        except OSError:
+            pass   # exited meanwhile
+    return out
+
+
+def killed_mid_hold(tmp):
+    """bench's default holds the target's running thread on its CPU by
+    narrowing that thread's affinity while it reads; killed by SIGKILL
+    mid-hold, its guard process (harness/sampler/hold_guard.c) gives the
+    thread its affinity back: every thread's affinity is as before each
+    kill (test_colocate_hold_guard is the check's mutant, a hold without
+    a guard left narrowed)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        skip("bench killed mid-hold", "one CPU: nothing to narrow")
+        return
+    proc, beat = start_busy(tmp)
+    narrowed_at_kill = 0
+    try:
+        before = affinities(proc.pid)
+        for i in range(HOLD_KILLS):
+            bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--samples", "100000000"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=default_signals)
+            time.sleep(HOLD_KILL_AFTER_S + 0.01 * i)
+            now = affinities(proc.pid)
+            narrowed_at_kill += any(len(m) == 1 and len(before.get(t, m)) > 1 for t, m in now.items())
+            bench.kill()
+            bench.communicate(timeout=TIMEOUT)
+            deadline = time.monotonic() + DETACH_GRACE_S
+            while affinities(proc.pid) != before and time.monotonic() < deadline:
+                time.sleep(0.01)
+            after = affinities(proc.pid)
+            changed = sorted(t for t in before if after.get(t, before[t]) != before[t])
+            check(f"bench killed by SIGKILL {HOLD_KILL_AFTER_S + 0.01 * i:g} s into sampling: every thread's CPU "
+                  "affinity as before", not changed and heartbeat_advances(beat),
+                  f"threads with another affinity: {changed[:5]}")
+    finally:
+        proc.kill()
+        proc.wait()
+    check(f"bench killed mid-hold: a thread was held when the kill was sent ({narrowed_at_kill} of {HOLD_KILLS})",
+          narrowed_at_kill >= 1)
+
+
 def pause_torn_sampling(tmp):
     """bench --pause-torn stops a thread whose walks keep tearing, alone,
     walks it and resumes it: the target's threads all keep moving while it
@@ -426,7 +480,7 @@ def main():
     cap = load_capture_module()
     with tempfile.TemporaryDirectory(prefix="fp-snapshot-") as tmp:
         for part in (lambda: parked_interpreters(cap, tmp), lambda: killed_mid_capture(tmp),
-                     lambda: killed_mid_blocking_sampling(tmp), lambda: failures(tmp),
+                     lambda: killed_mid_blocking_sampling(tmp), lambda: killed_mid_hold(tmp), lambda: failures(tmp),
                      lambda: pause_torn_sampling(tmp), lambda: keep_failed(cap, tmp)):
             try:
                 part()

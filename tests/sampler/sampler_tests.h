@@ -24,6 +24,7 @@ void test_colocate_run(void **state);
 void test_colocate_escapes(void **state);
 void test_paused_returning_top(void **state);
 void test_colocate_hold(void **state);
+void test_colocate_hold_guard(void **state);
 void test_colocate_follows_gil_holder(void **state);
 void test_colocate_mover(void **state);
 

@@ -40,6 +40,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_colocate_mover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_escapes, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_colocate_hold, setup_spin, teardown),
+        cmocka_unit_test_setup_teardown(test_colocate_hold_guard, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_offload_run, setup_spin, teardown),
         cmocka_unit_test_setup_teardown(test_offload_strings, setup_codegen, teardown),
         cmocka_unit_test_setup_teardown(test_paused_returning_top, setup_returning, teardown),

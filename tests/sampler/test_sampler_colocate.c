@@ -4,6 +4,8 @@
 #include "sampler_fixture.h"
 #include "sampler_tests.h"
 
+#include <limits.h>
+
 /* Thread tid of pid's /proc stat line into buf, or NULL when it is gone;
  * returns where the fields after "(comm)" start (at the space before them). */
 static const char *stat_after_comm(pid_t pid, uint64_t tid, char *buf, size_t len)
@@ -236,8 +238,8 @@ void test_colocate_hold(void **state)
     assert_true(get_mask_of((pid_t)holder, &worker_before));
     assert_true(get_mask_of(t->pid, &main_before));
     fps_colocate_hold(&col, t->sm);
-    assert_int_equal(col.nheld, 1);
-    assert_int_equal(col.held_tid[0], holder);
+    assert_int_equal(col.guard.set->n, 1);
+    assert_int_equal(col.guard.set->tid[0], holder);
     assert_int_equal(col.holds, 1);
     assert_int_equal(col.hold_refused, 0);
     assert_true(get_mask(&m));
@@ -249,15 +251,15 @@ void test_colocate_hold(void **state)
     assert_int_equal(only_cpu(&m), col.hold_cpu);
     assert_int_equal(last_cpu(t->pid, holder), col.hold_cpu);
     fps_colocate_retry_hook(&col, (uint64_t)t->pid); /* the main thread tore: held too */
-    assert_int_equal(col.nheld, 2);
+    assert_int_equal(col.guard.set->n, 2);
     assert_true(get_mask_of(t->pid, &m));
     assert_int_equal(only_cpu(&m), col.hold_cpu);
     assert_int_equal(mask_count(&m), 1);
     fps_colocate_retry_hook(&col, holder); /* held already: once */
-    assert_int_equal(col.nheld, 2);
+    assert_int_equal(col.guard.set->n, 2);
     const int held_on = col.hold_cpu;
     fps_colocate_release(&col);
-    assert_int_equal(col.nheld, 0);
+    assert_int_equal(col.guard.set->n, 0);
     assert_true(get_mask_of((pid_t)holder, &m));
     assert_memory_equal(&m, &worker_before, sizeof m);
     assert_true(get_mask_of(t->pid, &m));
@@ -285,6 +287,68 @@ void test_colocate_hold(void **state)
     assert_memory_equal(&m, &worker_before, sizeof m);
     assert_true(get_mask(&m));
     assert_memory_equal(&m, &own_before, sizeof m);
+}
+
+/* In a child process: holds the target's spinning thread and dies by
+ * SIGKILL mid-hold; with guarded false no guard is started (a stand-in
+ * for a sampler without one: the check's teeth). */
+static _Noreturn void hold_and_die(target *t, bool guarded)
+{
+    fps_colocation col;
+    char msg[128];
+    if (fps_colocate_start(&col, (int)t->pid, msg, sizeof msg) != FP_OK)
+        _exit(3);
+    if (!guarded)
+        col.guard.pid = INT_MAX; /* taken for a running guard: none is started */
+    fps_colocate_hold(&col, t->sm);
+    if (col.guard.set->n != 1)
+        _exit(4);
+    raise(SIGKILL);
+    _exit(5);
+}
+
+/* The holder's mask once it equals want, or after HOLD_GUARD_WAIT_MS. */
+#define HOLD_GUARD_WAIT_MS 2000
+static bool mask_becomes(pid_t task, const cpu_mask *want)
+{
+    cpu_mask m;
+    for (int ms = 0; ms < HOLD_GUARD_WAIT_MS; ms++) {
+        if (get_mask_of(task, &m) && memcmp(&m, want, sizeof m) == 0)
+            return true;
+        usleep(1000);
+    }
+    return false;
+}
+
+/* A sampler killed mid-hold leaves the held thread narrowed to one CPU
+ * unless its guard process gives it back: with the guard the thread's
+ * affinity is its own again moments after the kill; without one (the
+ * mutant) it stays narrowed. */
+void test_colocate_hold_guard(void **state)
+{
+    target *t = *state;
+    cpu_mask own, before, m;
+    assert_true(get_mask(&own));
+    if (mask_count(&own) < 2)
+        skip();
+    uint64_t holder = spinning_holder(t);
+    assert_true(get_mask_of((pid_t)holder, &before));
+    for (int guarded = 1; guarded >= 0; guarded--) {
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0)
+            hold_and_die(t, guarded);
+        int status = 0;
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        if (guarded) {
+            assert_true(mask_becomes((pid_t)holder, &before));
+        } else {
+            assert_true(get_mask_of((pid_t)holder, &m));
+            assert_int_equal(mask_count(&m), 1); /* left narrowed */
+            assert_int_equal(syscall(SYS_sched_setaffinity, (pid_t)holder, sizeof before.w, before.w), 0);
+        }
+    }
 }
 
 /* The thread followed is the last sample's GIL holder (a worker spinning
