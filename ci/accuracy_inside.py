@@ -42,6 +42,7 @@ import real_profilers as rp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import accuracy_real  # noqa: E402
+import result_file  # noqa: E402
 
 DEFAULT_IDS = ["3.11", "3.13", "3.14", "3.15"]
 # (MODULE:QUALNAME timed inside, the key leaves.py gives its timer's frame)
@@ -156,19 +157,6 @@ def verdict_of(name, role, runs, passed):
     return "within bound" if passed == len(runs) else "beyond bound"
 
 
-def public_args(argv):
-    """argv without the options that name this machine's paths."""
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a in ("--frameproof", "--report-dir"):
-            skip = True
-        elif not a.startswith(("--frameproof=", "--report-dir=")):
-            out.append(a)
-    return out
-
-
 def main(argv):
     args = parse(argv)
     args.started = time.monotonic()
@@ -228,7 +216,7 @@ def main(argv):
     result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
                                        text=True).stdout.strip(),
-              "command": " ".join(["ci/accuracy", "inside"] + public_args(argv)),
+              "command": " ".join(["ci/accuracy", "inside"] + result_file.public_args(argv)),
               "functions": [spec for spec, _ in FUNCTIONS], "rate_hz": RATE, "bound": args.bound,
               "noise_sigmas": NOISE_SIGMAS, "scale": args.scale, "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)

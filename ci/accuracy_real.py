@@ -403,7 +403,7 @@ def main(argv=None):
                 continue
             rows += case(args, table, ident, interp, workload)
     commit, date = result_file.stamp()
-    doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(sys.argv[1:] if argv is None else argv),
+    doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(result_file.public_args(sys.argv[1:] if argv is None else argv)),
            "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
            "references": args.references, "reference": " ".join(["frameproof record"] + table[0].flags),
            "bound": args.bound, "scale": args.scale, "top": args.top,

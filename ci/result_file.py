@@ -1,6 +1,7 @@
 """ci/result_file.py — what the ci/ scripts that write a result file for
 docs/data share: the commit and date a result is stamped with, and how the
-file is written (ci/render_docs.py renders the docs' tables from it)."""
+file is written (ci/render_docs.py renders the docs' tables from it), and
+the command it names, without this machine's paths."""
 import datetime
 import json
 import subprocess
@@ -22,3 +23,21 @@ def write(path, doc):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+
+
+# Options whose value is a path on the machine that ran: left out of the
+# command a result file names (the docs are rendered from it).
+PATH_OPTIONS = ("--frameproof", "--report-dir")
+
+
+def public_args(argv):
+    """argv without the options of PATH_OPTIONS and their values."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a in PATH_OPTIONS:
+            skip = True
+        elif not a.startswith(tuple(o + "=" for o in PATH_OPTIONS)):
+            out.append(a)
+    return out
