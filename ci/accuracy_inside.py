@@ -160,6 +160,7 @@ def verdict_of(name, role, runs, passed):
 def main(argv):
     args = parse(argv)
     args.started = time.monotonic()
+    commit = result_file.stamp()[0]   # the code the run starts on, not a commit made while it runs
     help_text = subprocess.run([args.frameproof, "record", "--help"], capture_output=True, text=True).stdout
     rows, bad = [], []
     for ident, interp, why in interpreters(args.python or DEFAULT_IDS):
@@ -214,8 +215,7 @@ def main(argv):
         finally:
             place.close()
     result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-              "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                       text=True).stdout.strip(),
+              "commit": commit,
               "command": " ".join(["ci/accuracy", "inside"] + result_file.public_args(argv)),
               "functions": [spec for spec, _ in FUNCTIONS], "rate_hz": RATE, "bound": args.bound,
               "noise_sigmas": NOISE_SIGMAS, "scale": args.scale, "rows": rows}

@@ -394,6 +394,9 @@ def main(argv=None):
                      f"{', '.join(p.name for p in table)})")
         table = [table[0]] + [p for p in table[1:] if p.name in args.profiler]
     args.started = time.monotonic()
+    # The commit of the checkout when the run starts: a commit made while
+    # it runs is not the code it ran.
+    commit = result_file.stamp()[0]
     rows = []
     for ident, interp, why in interpreters(args):
         for workload in args.workload or list(rp.REAL_WORKLOADS):
@@ -402,7 +405,7 @@ def main(argv=None):
                              reason=why) for p in table]
                 continue
             rows += case(args, table, ident, interp, workload)
-    commit, date = result_file.stamp()
+    date = result_file.stamp(commit)[1]
     doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(result_file.public_args(sys.argv[1:] if argv is None else argv)),
            "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
            "references": args.references, "reference": " ".join(["frameproof record"] + table[0].flags),
