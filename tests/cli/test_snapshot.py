@@ -54,9 +54,9 @@ BUSY_THREADS = 150
 KILL_DELAYS = (0.0, 0.0005, 0.001, 0.002, 0.004, 0.008)
 HELD_WAIT_S = 10.0
 KILL_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGKILL)
-# bench killed mid-hold: kills, and when the first comes (each next 10 ms later).
+# bench killed mid-hold: kills, the first as soon as a hold is seen, each next this much later.
 HOLD_KILLS = 8
-HOLD_KILL_AFTER_S = 0.3
+HOLD_KILL_STEP_S = 0.001
 # How long the kernel may take to detach after the tracer died.
 DETACH_GRACE_S = 2.0
 HEARTBEAT_WAIT_S = 5.0
@@ -381,9 +381,15 @@ def killed_mid_hold(tmp):
         for i in range(HOLD_KILLS):
             bench = subprocess.Popen([FP, "bench", "--pid", str(proc.pid), "--samples", "100000000"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=default_signals)
-            time.sleep(HOLD_KILL_AFTER_S + 0.01 * i)
-            now = affinities(proc.pid)
-            narrowed_at_kill += any(len(m) == 1 and len(before.get(t, m)) > 1 for t, m in now.items())
+            # The main thread (the one held: the busy target's GIL holder
+            # or main thread) seen narrowed once: bench is sampling, however
+            # long it took to start (a sanitizer build is slow to).
+            deadline = time.monotonic() + HELD_WAIT_S
+            while len(os.sched_getaffinity(proc.pid)) == len(before[proc.pid]) and bench.poll() is None and \
+                    time.monotonic() < deadline:
+                pass
+            time.sleep(HOLD_KILL_STEP_S * i)
+            narrowed_at_kill += len(os.sched_getaffinity(proc.pid)) == 1
             bench.kill()
             bench.communicate(timeout=TIMEOUT)
             deadline = time.monotonic() + DETACH_GRACE_S
@@ -391,8 +397,8 @@ def killed_mid_hold(tmp):
                 time.sleep(0.01)
             after = affinities(proc.pid)
             changed = sorted(t for t in before if after.get(t, before[t]) != before[t])
-            check(f"bench killed by SIGKILL {HOLD_KILL_AFTER_S + 0.01 * i:g} s into sampling: every thread's CPU "
-                  "affinity as before", not changed and heartbeat_advances(beat),
+            check(f"bench killed by SIGKILL {HOLD_KILL_STEP_S * i * 1000:g} ms after a hold was seen: every "
+                  "thread's CPU affinity as before", not changed and heartbeat_advances(beat),
                   f"threads with another affinity: {changed[:5]}")
     finally:
         proc.kill()
