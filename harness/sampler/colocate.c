@@ -190,7 +190,9 @@ static bool hold_thread(fps_colocation *c, uint64_t tid)
     for (size_t i = 0; i < h->n; i++)
         if (h->tid[i] == tid)
             return true;
-    if (c->guard.pid < 0 && fps_hold_guard_watch(&c->guard, c->guard_error, sizeof c->guard_error) != FP_OK)
+    if (c->guard.pid < 0 && !c->guard_error[0]) /* started once; a failure is not retried on every hold */
+        (void)fps_hold_guard_watch(&c->guard, c->guard_error, sizeof c->guard_error);
+    if (c->guard.pid < 0)
         c->unguarded++;
     cpu_set_t old, one;
     CPU_ZERO(&old);

@@ -41,7 +41,7 @@ typedef struct fps_hold_guard {
 int fps_hold_guard_open(fps_hold_guard *g, int pid, char *msg, size_t msglen);
 
 /* Starts the guard process if none runs: FP_OK, or FP_E_IO (no pipe, no
- * fork) with the reason in msg.  It holds no descriptor of the caller's
+ * fork) or FP_E_INVALID_ARG (g not opened) with the reason in msg.  It holds no descriptor of the caller's
  * but its pipe, ignores the signals a terminal or a kill of a process
  * group sends, and never touches a thread that is not one of the target's. */
 int fps_hold_guard_watch(fps_hold_guard *g, char *msg, size_t msglen);
