@@ -261,8 +261,13 @@ def reference_from_afar(help_text):
     stacks that make system calls.  The mutant of ci/accuracy inside's
     check of the reference (not a row of ci/accuracy real: there it would
     fail only on rows rich in system calls)."""
-    p = Profiler("frameproof --blocking from afar", "mutant", run_frameproof,
-                 ["--blocking", "--realtime", "--no-colocate"])
+    return needs_flags(Profiler("frameproof --blocking from afar", "mutant", run_frameproof,
+                                ["--blocking", "--realtime", "--no-colocate"]), help_text)
+
+
+def needs_flags(p, help_text):
+    """p, which does not apply when help_text (`record --help`) lacks one
+    of its flags."""
     gone = missing_flags(help_text, p.flags)
     if gone:
         p.applies = lambda interp: "this frameproof build has no " + " ".join(gone)
@@ -289,9 +294,4 @@ def profiler_table(help_text):
         Profiler("cpython RemoteUnwinder", "field", run_remote_unwinder, [], remote_unwinder_applies),
         Profiler("austin", "field", run_austin, [], austin_applies),
     ]
-    for p in table:
-        if p.runner is run_frameproof:
-            gone = missing_flags(help_text, p.flags)
-            if gone:
-                p.applies = lambda interp, gone=gone: "this frameproof build has no " + " ".join(gone)
-    return table
+    return [needs_flags(p, help_text) if p.runner is run_frameproof else p for p in table]
