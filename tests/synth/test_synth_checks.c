@@ -32,8 +32,8 @@ void test_corruptions(void **state)
                 assert_non_null(strstr(fp_session_get_errmsg(b.s), "cycle"));
                 /* found on its second lap, not after max_depth frames (and
                  * as many reads where they lie outside the data stack) */
-                if (b.s->nseen > CYCLE_FOUND_WITHIN)
-                    fail_msg("%s: the cycle was found after %zu frames", id, b.s->nseen);
+                if (b.s->chain.nseen > CYCLE_FOUND_WITHIN)
+                    fail_msg("%s: the cycle was found after %zu frames", id, b.s->chain.nseen);
             }
             if (c == C_RETURNED_CALLER || c == C_CACHE_LOOKALIKE_CALLER || c == C_ARITHMETIC_CALLER ||
                 c == C_SEND_CALLER_3_11 || c == C_RESUME_CALLER)

@@ -42,23 +42,23 @@ static bool batch_append(void **arr, size_t *len, size_t *cap, const void *items
     return true;
 }
 
-/* Keeps the walk just collected (s->chunks, s->seen, s->pending, the
+/* Keeps the walk just collected (ch: its chunks, frames followed and found; the
  * thread state copy in want) for the interpreter's batched read-back. */
-int fpi_batch_defer(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
+int fpi_batch_defer(fp_session *s, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
 {
     fpi_walk_batch *b = s->batch;
     fpi_deferred_walk d = {
         .want = *want,
         .thread = (size_t)(th - sm->threads),
-        .chunks = b->nchunks, .nchunks = s->nchunks,
-        .seen = b->nseen, .nseen = s->nseen,
-        .pending = b->npending, .npending = s->npending,
+        .chunks = b->nchunks, .nchunks = ch->nchunks,
+        .seen = b->nseen, .nseen = ch->nseen,
+        .pending = b->npending, .npending = ch->npending,
     };
     size_t tslen = s->ts_read_len, tsused = b->n * tslen;
-    if (!batch_append((void **)&b->chunks, &b->nchunks, &b->chunks_cap, s->chunks, s->nchunks, sizeof *s->chunks) ||
-        !batch_append((void **)&b->seen, &b->nseen, &b->seen_cap, s->seen, s->nseen, sizeof *s->seen) ||
-        !batch_append((void **)&b->pending, &b->npending, &b->pending_cap, s->pending, s->npending,
-                      sizeof *s->pending) ||
+    if (!batch_append((void **)&b->chunks, &b->nchunks, &b->chunks_cap, ch->chunks, ch->nchunks, sizeof *ch->chunks) ||
+        !batch_append((void **)&b->seen, &b->nseen, &b->seen_cap, ch->seen, ch->nseen, sizeof *ch->seen) ||
+        !batch_append((void **)&b->pending, &b->npending, &b->pending_cap, ch->pending, ch->npending,
+                      sizeof *ch->pending) ||
         !batch_append((void **)&b->ts, &tsused, &b->ts_cap, want->tsbuf, tslen, 1) ||
         !batch_append((void **)&b->walks, &b->n, &b->cap, &d, 1, sizeof d))
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: keeping %zu walks for one read-back", b->n + 1);

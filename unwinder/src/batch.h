@@ -41,9 +41,9 @@ typedef struct fpi_walk_batch {
 
 /* Is a batch collecting walks (a thread's walk defers its read-back)? */
 bool fpi_batch_collecting(const fp_session *s);
-/* Keeps the walk just collected (s->chunks, s->seen, s->pending, the
- * thread state copy in want) for the batch's read-back. */
-int fpi_batch_defer(fp_session *s, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
+/* Keeps the walk just collected (ch, and the thread state copy in want)
+ * for the batch's read-back. */
+int fpi_batch_defer(fp_session *s, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
 void fpi_walk_batch_free(fpi_walk_batch *b);
 
 #endif

@@ -6,6 +6,7 @@
  * checked, and a chain that cannot be followed whole is an error of the
  * thread, never a shorter stack.  Nothing here resolves a frame
  * (emit.c) or reads one back (verify.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "chain.h"
@@ -36,14 +37,14 @@ static const uint8_t *old_chunk_ahead(const fp_session *s, const fpi_thread_pref
 }
 
 /* Copies the live part of the thread's data-stack chunks into
- * s->stack_buf: the newest chunk up to datastack_top, older ones up to the
+ * ch->stack_buf: the newest chunk up to datastack_top, older ones up to the
  * top they saved when a newer chunk was pushed (the rest of a chunk holds
  * dead frames).  `pre` (may be NULL) is the live part of the newest chunk
  * already read for this sample. */
-int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_thread_prefetch *pre)
+int fpi_copy_chunks(fp_session *s, fpi_chain *ch, uint64_t chunk, uint64_t top, const fpi_thread_prefetch *pre)
 {
     const fpi_layout *l = &s->layout;
-    s->nchunks = 0;
+    ch->nchunks = 0;
     size_t used = 0;
     if (chunk && top && top < chunk)
         return fpi_err(&s->err, FP_E_CORRUPT, "data-stack top 0x%llx: below its chunk at 0x%llx",
@@ -88,34 +89,34 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
             return fpi_err(&s->err, FP_E_LIMIT, "data stack: larger than %u bytes", FPI_MAX_STACK_COPY);
         /* The last frame's fr_size bytes may pass the live part's end
          * (frame_bytes): the buffer reaches that far. */
-        uint8_t *nb = fpi_grow(s->stack_buf, &s->stack_cap, used + (size_t)want + (size_t)l->fr_size, 1,
+        uint8_t *nb = fpi_grow(ch->stack_buf, &ch->stack_cap, used + (size_t)want + (size_t)l->fr_size, 1,
                                FPI_STACK_COPY_INITIAL);
-        fpi_chunk_copy *nc = fpi_grow(s->chunks, &s->chunks_cap, s->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
+        fpi_chunk_copy *nc = fpi_grow(ch->chunks, &ch->chunks_cap, ch->nchunks + 1, sizeof *nc, CHUNK_LIST_INITIAL);
         if (nb)
-            s->stack_buf = nb;
+            ch->stack_buf = nb;
         if (nc)
-            s->chunks = nc;
+            ch->chunks = nc;
         if (!nb || !nc)
             return fpi_err(&s->err, FP_E_NOMEM, "out of memory: copying %zu bytes of data-stack chunks",
                            used + (size_t)want);
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
-            memcpy(s->stack_buf + used, (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->chunkbuf, (size_t)want);
+            memcpy(ch->stack_buf + used, (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->chunkbuf, (size_t)want);
         else if (ahead && want <= ahead_len)
-            memcpy(s->stack_buf + used, ahead, (size_t)want);
+            memcpy(ch->stack_buf + used, ahead, (size_t)want);
         else
-            rc = fpi_read(s, chunk, s->stack_buf + used, (size_t)want);
+            rc = fpi_read(s, chunk, ch->stack_buf + used, (size_t)want);
         if (rc)
             return fpi_err_code(&s->err, rc, "cannot copy data-stack chunk at 0x%llx (%llu bytes)",
                           (unsigned long long)chunk, (unsigned long long)want);
         if (live_part) {
-            size = fpi_load_u64(s->stack_buf + used, l->chunk_size);
+            size = fpi_load_u64(ch->stack_buf + used, l->chunk_size);
             if (size < want || size > FPI_MAX_CHUNK_BYTES)
                 return fpi_err(&s->err, FP_E_CORRUPT, "data-stack chunk at 0x%llx: size %llu below its top",
                               (unsigned long long)chunk, (unsigned long long)size);
         }
-        prev = fpi_load_u64(s->stack_buf + used, l->chunk_previous);
-        s->chunks[s->nchunks++] = (fpi_chunk_copy){chunk, want, size, used, chunk + want};
+        prev = fpi_load_u64(ch->stack_buf + used, l->chunk_previous);
+        ch->chunks[ch->nchunks++] = (fpi_chunk_copy){chunk, want, size, used, chunk + want};
         used += (size_t)want;
         chunk = prev;
     }
@@ -127,7 +128,7 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
 /* Returns a pointer to the frame at addr, of which the walk reads the
  * header (fr_localsplus bytes: layout_check.c): from the chunk copy when
  * the header lies inside one's live part, else fr_size bytes read directly
- * into s->frame_buf.  A frame's locals and stack may end before fr_size (a
+ * into ch->frame_buf.  A frame's locals and stack may end before fr_size (a
  * function with neither, 3.11: `while True: pass`, whose frame ends 8
  * bytes short of sizeof(_PyInterpreterFrame) at the data stack's top).  A
  * frame inside a chunk but beyond its live part is dead: the walk followed
@@ -144,7 +145,7 @@ int fpi_copy_chunks(fp_session *s, uint64_t chunk, uint64_t top, const fpi_threa
  * the frame was cleared: its code object may be freed).  Refused, it left
  * out every stop of a thread in that instruction, which a program that
  * makes many generators passes through often. */
-static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_frames, bool stopped, size_t *chunk,
+static int frame_bytes(fp_session *s, fpi_chain *ch, uint64_t addr, bool is_top, bool spec_frames, bool stopped, size_t *chunk,
                        const uint8_t **out, bool *outside, bool *popping)
 {
     size_t fsize = (size_t)s->layout.fr_size, pre = fpi_outside_prefix(&s->layout);
@@ -154,12 +155,12 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_fram
     /* The search starts at *chunk, the chunk of the frame before: a chain's
      * frames lie in its chunks newest first (a scan from the first chunk
      * for every frame was quadratic in a deep stack's chunks). */
-    for (size_t k = 0; k < s->nchunks; k++) {
-        size_t i = (*chunk + k) % s->nchunks;
-        const fpi_chunk_copy *c = &s->chunks[i];
+    for (size_t k = 0; k < ch->nchunks; k++) {
+        size_t i = (*chunk + k) % ch->nchunks;
+        const fpi_chunk_copy *c = &ch->chunks[i];
         if (addr >= c->remote + FPI_CHUNK_HEADER && addr < c->remote + c->size &&
             c->remote + c->size - addr >= hdr) {
-            *out = s->stack_buf + c->local + (addr - c->remote);
+            *out = ch->stack_buf + c->local + (addr - c->remote);
             *chunk = i;
             return FP_OK;
         }
@@ -184,49 +185,49 @@ static int frame_bytes(fp_session *s, uint64_t addr, bool is_top, bool spec_fram
         *out = proven + pre;
         return FP_OK;
     }
-    int rc = fpi_read(s, addr - pre, s->frame_buf, pre + fsize);
+    int rc = fpi_read(s, addr - pre, ch->frame_buf, pre + fsize);
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read frame at 0x%llx", (unsigned long long)addr);
-    *out = s->frame_buf + pre;
+    *out = ch->frame_buf + pre;
     return FP_OK;
 }
 
 /* Has the walk followed the frame at addr already? */
-static bool followed(const fp_session *s, uint64_t addr)
+static bool followed(const fpi_chain *ch, uint64_t addr)
 {
-    for (size_t i = 0; i < s->nseen; i++)
-        if (s->seen[i].addr == addr)
+    for (size_t i = 0; i < ch->nseen; i++)
+        if (ch->seen[i].addr == addr)
             return true;
     return false;
 }
 
-/* The next free entry of s->pending, zeroed, for the caller to fill in
- * place and then count (++s->npending), or NULL when out of memory.  In
+/* The next free entry of ch->pending, zeroed, for the caller to fill in
+ * place and then count (++ch->npending), or NULL when out of memory.  In
  * place: a frame built in a local and copied in cost a deep stack's walk
  * more than the rest of the chain's work (the copy's wide loads wait on
  * the narrow stores that built it). */
-static fpi_pending_frame *next_pending(fp_session *s)
+static fpi_pending_frame *next_pending(fp_session *s, fpi_chain *ch)
 {
-    fpi_pending_frame *np = fpi_grow(s->pending, &s->pending_cap, s->npending + 1, sizeof *np, FPI_PENDING_INITIAL);
+    fpi_pending_frame *np = fpi_grow(ch->pending, &ch->pending_cap, ch->npending + 1, sizeof *np, FPI_PENDING_INITIAL);
     if (!np) {
-        (void)fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", s->npending + 1);
+        (void)fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording %zu frames", ch->npending + 1);
         return NULL;
     }
-    s->pending = np;
-    memset(&np[s->npending], 0, sizeof np[s->npending]);
-    return &np[s->npending];
+    ch->pending = np;
+    memset(&np[ch->npending], 0, sizeof np[ch->npending]);
+    return &np[ch->npending];
 }
 
-static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t chunk)
+static int push_seen(fp_session *s, fpi_chain *ch, uint64_t addr, const uint8_t *fr, int32_t chunk)
 {
     const fpi_layout *l = &s->layout;
-    fpi_seen_frame *ns = fpi_grow(s->seen, &s->seen_cap, s->nseen + 1, sizeof *ns, FPI_PENDING_INITIAL);
+    fpi_seen_frame *ns = fpi_grow(ch->seen, &ch->seen_cap, ch->nseen + 1, sizeof *ns, FPI_PENDING_INITIAL);
     if (!ns)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", s->nseen + 1);
-    s->seen = ns;
-    fpi_seen_fields(l, addr, fr, chunk, &s->seen[s->nseen++]);
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: recording frame %zu of a walk", ch->nseen + 1);
+    ch->seen = ns;
+    fpi_seen_fields(l, addr, fr, chunk, &ch->seen[ch->nseen++]);
     if (chunk != FPI_OUTSIDE_CHUNKS) /* top down: the last one met in a chunk is its lowest */
-        s->chunks[chunk].lowest = addr;
+        ch->chunks[chunk].lowest = addr;
     return FP_OK;
 }
 
@@ -234,16 +235,16 @@ static int push_seen(fp_session *s, uint64_t addr, const uint8_t *fr, int32_t ch
  * leaves the function it called (call_sites.c), into out (3.14+: stack
  * references, without their tag bits); false when they do not lie in this
  * walk's copy of the frame's chunk. */
-static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int32_t depth, uint64_t out[2])
+static bool slots_at_depth(const fp_session *s, const fpi_chain *ch, size_t chunk, uint64_t addr, int32_t depth, uint64_t out[2])
 {
     const fpi_layout *l = &s->layout;
-    if (l->fr_localsplus == FPI_OFF_NONE || depth < 0 || chunk >= s->nchunks)
+    if (l->fr_localsplus == FPI_OFF_NONE || depth < 0 || chunk >= ch->nchunks)
         return false;
-    const fpi_chunk_copy *c = &s->chunks[chunk];
+    const fpi_chunk_copy *c = &ch->chunks[chunk];
     uint64_t at = addr + (uint64_t)l->fr_localsplus + FPI_PTR_SIZE * (uint64_t)depth, end = c->remote + c->size;
     if (at < addr || at < c->remote || at > end || end - at < 2u * FPI_PTR_SIZE)
         return false;
-    const uint8_t *p = s->stack_buf + c->local + (at - c->remote);
+    const uint8_t *p = ch->stack_buf + c->local + (at - c->remote);
     out[0] = fpi_load_u64(p, 0) & ~l->executable_tag_mask;
     out[1] = fpi_load_u64(p, FPI_PTR_SIZE) & ~l->executable_tag_mask;
     return true;
@@ -254,16 +255,16 @@ static bool slots_at_depth(const fp_session *s, size_t chunk, uint64_t addr, int
  * stops there): the root, whose first frame lies ROOT_CHUNK_SKIP bytes
  * past its header.  False when the walk passed that frame, or when no
  * chunk holds a frame at all. */
-static bool data_stack_below_walk(const fp_session *s)
+static bool data_stack_below_walk(const fpi_chain *ch)
 {
-    if (s->nchunks == 0)
+    if (ch->nchunks == 0)
         return false;
-    const fpi_chunk_copy *root = &s->chunks[s->nchunks - 1];
+    const fpi_chunk_copy *root = &ch->chunks[ch->nchunks - 1];
     if (root->lowest == root->remote + FPI_CHUNK_HEADER + ROOT_CHUNK_SKIP)
         return false;
-    for (size_t i = 0; i < s->nchunks; i++) {
-        uint64_t first = FPI_CHUNK_HEADER + (i == s->nchunks - 1 ? ROOT_CHUNK_SKIP : 0u);
-        if (s->chunks[i].size > first)
+    for (size_t i = 0; i < ch->nchunks; i++) {
+        uint64_t first = FPI_CHUNK_HEADER + (i == ch->nchunks - 1 ? ROOT_CHUNK_SKIP : 0u);
+        if (ch->chunks[i].size > first)
             return true;
     }
     return false;
@@ -287,15 +288,15 @@ static bool data_stack_below_walk(const fp_session *s)
  * frames of the data stack below it; a chain greenlet has cut for a switch
  * (its frames' links rewritten, the outermost Python frame's set to NULL)
  * ends at a Python frame.  Both are refused. */
-static bool ends_at_switched_stack_bottom(const fp_session *s, bool last_is_entry, bool last_outside)
+static bool ends_at_switched_stack_bottom(const fpi_chain *ch, bool last_is_entry, bool last_outside)
 {
-    return last_is_entry && last_outside && !data_stack_below_walk(s);
+    return last_is_entry && last_outside && !data_stack_below_walk(ch);
 }
 
 /* Phase 1: follow the chain from the thread's top frame, recording every
  * frame followed (for the read-back check) and every Python frame (entry
  * and shim frames are skipped). */
-int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames,
+int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top, uint64_t base_frame, bool spec_frames,
                       bool stopped)
 {
     const fpi_layout *l = &s->layout;
@@ -313,8 +314,8 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
      * after max_depth frames and as many reads. */
     uint64_t cycle_mark = 0;
     uint64_t cycle_power = 1, cycle_steps = 0;
-    s->npending = 0;
-    s->nseen = 0;
+    ch->npending = 0;
+    ch->nseen = 0;
     while (addr) {
         if (addr == cycle_mark)
             return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
@@ -325,7 +326,7 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
             cycle_steps = 0;
         }
         if (depth >= s->opts.max_depth) {
-            if (followed(s, addr)) /* a loop longer than Brent's check could close in max_depth frames */
+            if (followed(ch, addr)) /* a loop longer than Brent's check could close in max_depth frames */
                 return fpi_err(&s->err, FP_E_CORRUPT, "frame chain of thread %llu: a cycle at 0x%llx",
                               (unsigned long long)th->native_id, (unsigned long long)addr);
             return fpi_err(&s->err, FP_E_LIMIT, "thread %llu: deeper than %u frames",
@@ -339,15 +340,15 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
         }
         const uint8_t *fr = NULL;
         bool outside = false, popping = false;
-        int rc = frame_bytes(s, addr, depth == 0, spec_frames, stopped, &chunk, &fr, &outside, &popping);
+        int rc = frame_bytes(s, ch, addr, depth == 0, spec_frames, stopped, &chunk, &fr, &outside, &popping);
         if (rc)
             return rc;
-        if ((rc = push_seen(s, addr, fr, outside ? FPI_OUTSIDE_CHUNKS : (int32_t)chunk)))
+        if ((rc = push_seen(s, ch, addr, fr, outside ? FPI_OUTSIDE_CHUNKS : (int32_t)chunk)))
             return rc;
         /* 3.11: a generator's frame on a running chain is executing; one
          * that is suspended was read after it left the chain (its previous
          * link is gone, and the chain would end at it). */
-        int16_t gstate = s->seen[s->nseen - 1].gen_state;
+        int16_t gstate = ch->seen[ch->nseen - 1].gen_state;
         if (gstate >= 0 && gstate != l->gen_state_executing)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: generator frame 0x%llx of thread %llu is not executing (state %d): it left the "
@@ -370,21 +371,21 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
         }
         if (owner != l->owner_thread && owner != l->owner_generator)
             return fpi_err(&s->err, FP_E_CORRUPT, "frame 0x%llx: unknown owner %d", (unsigned long long)addr, owner);
-        fpi_pending_frame *pf = next_pending(s);
+        fpi_pending_frame *pf = next_pending(s, ch);
         if (!pf)
             return FP_E_NOMEM;
         pf->addr = addr;
         pf->code = fpi_load_u64(fr, l->fr_executable) & ~l->executable_tag_mask;
         pf->instr = fpi_load_u64(fr, l->fr_instr_ptr);
         pf->tlbc_index = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0;
-        pf->stacktop = s->seen[s->nseen - 1].stacktop;
+        pf->stacktop = ch->seen[ch->nseen - 1].stacktop;
         pf->top = addr == top;
         pf->generator = owner == l->owner_generator;
         pf->called_directly = above_is_python;
         pf->popping = popping;
         pf->funcobj = l->fr_funcobj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_funcobj) & ~l->executable_tag_mask : 0;
-        pf->slots_known = !outside && above_is_python && slots_at_depth(s, chunk, addr, pf->stacktop, pf->slots);
-        s->npending++;
+        pf->slots_known = !outside && above_is_python && slots_at_depth(s, ch, chunk, addr, pf->stacktop, pf->slots);
+        ch->npending++;
         /* 3.11 marks a frame entered from C code on the frame itself. */
         above_is_python = l->fr_is_entry == FPI_OFF_NONE || fpi_load_u8(fr, l->fr_is_entry) == 0;
         last_is_entry = !above_is_python;
@@ -398,8 +399,8 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
      * the cost: a thread whose whole Python stack is one generator resumed
      * from C (a thread started on a C callable that iterates it) is never
      * sampled on 3.11. */
-    if (l->gen_state_before_frame != FPI_OFF_NONE && s->npending > 0 && s->pending[s->npending - 1].generator &&
-        s->pending[s->npending - 1].addr == last)
+    if (l->gen_state_before_frame != FPI_OFF_NONE && ch->npending > 0 && ch->pending[ch->npending - 1].generator &&
+        ch->pending[ch->npending - 1].addr == last)
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                        "torn: thread %llu's walk ended at generator frame 0x%llx (3.11: an unlinked generator frame)",
                        (unsigned long long)th->native_id, (unsigned long long)last);
@@ -413,7 +414,7 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
                        "cut while it was read)",
                        (unsigned long long)th->native_id, (unsigned long long)last);
     if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame &&
-        !ends_at_switched_stack_bottom(s, last_is_entry, last_outside))
+        !ends_at_switched_stack_bottom(ch, last_is_entry, last_outside))
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                       "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at "
                       "0x%llx, %s)",
@@ -422,4 +423,12 @@ int fpi_collect_chain(fp_session *s, fp_thread *th, uint64_t top, uint64_t base_
                       : !last_outside ? "an interpreter-owned frame inside the data stack"
                                       : "with frames of the data stack below it");
     return FP_OK;
+}
+
+void fpi_chain_free(fpi_chain *c)
+{
+    free(c->stack_buf);
+    free(c->chunks);
+    free(c->seen);
+    free(c->pending);
 }

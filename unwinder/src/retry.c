@@ -48,7 +48,7 @@ static bool walk_thread_paused(fp_session *s, fp_sample *sm, fpi_interp_info *ii
     s->thread_state_ctx = &pt;
     sm->nthreads = nthreads;
     sm->nframes = nframes;
-    fpi_thread_walk w = {.link = link, .ts = ts, .next = *next, .stopped = true, .alone = true};
+    fpi_thread_walk w = {.link = link, .ts = ts, .chain = &s->chain, .next = *next, .stopped = true, .alone = true};
     *rc = fpi_walk_thread_once(s, sm, ii, &w);
     *next = w.next;
     if (*rc == FP_E_INCOMPLETE)
@@ -99,6 +99,7 @@ int fpi_walk_thread(fp_session *s, fp_sample *sm, fpi_interp_info *ii, const fpi
         fpi_thread_walk w = {
             .link = link,
             .ts = ts,
+            .chain = &s->chain,
             .spec_frames = attempt == 0 && !at->fresh && s->opts.cache_frames && s->opts.cache_code,
             .alone = true,
             .next = *next,

@@ -127,10 +127,7 @@ void fp_session_free(fp_session *s)
     if (!s)
         return;
     fp_session_detach(s);
-    free(s->stack_buf);
-    free(s->chunks);
-    free(s->pending);
-    free(s->seen);
+    fpi_chain_free(&s->chain);
     free(s->verify_buf);
     free(s->verify_at);
     fpi_walk_batch_free(s->batch);

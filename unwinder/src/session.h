@@ -17,6 +17,7 @@
 #include "readback_ahead.h"
 #include "tlbc_ahead.h"
 #include "typed_load.h"
+#include "walk_record.h"
 
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_CODE_FINGERPRINT_WORDS 8
@@ -59,51 +60,6 @@ typedef struct fpi_code_cache {
     uint64_t next_serial;
     fpi_code_entry *retired;   /* replaced during a sample, freed at the next */
 } fpi_code_cache;
-
-/* A copied data-stack chunk: its live part, from the header up to the
- * thread's datastack_top (newest chunk) or the chunk's saved top (older
- * chunks).  Frames between the live end and the chunk's end are dead. */
-typedef struct fpi_chunk_copy {
-    uint64_t remote;          /* address of the chunk header */
-    uint64_t size;            /* bytes copied (header included): the live part */
-    uint64_t alloc;           /* the chunk's allocated size */
-    size_t local;             /* offset in the session's stack buffer */
-    uint64_t lowest;          /* the lowest frame the walk followed in it (remote + size: none yet) */
-} fpi_chunk_copy;
-
-/* Every frame a walk followed, with the fields that decide the stack; the
- * read-back check (verify.c) requires them unchanged. */
-typedef struct fpi_seen_frame {
-    uint64_t addr;
-    uint64_t previous, executable, instr;
-    uint32_t tlbc_index;
-    uint8_t owner;
-    uint8_t is_entry;         /* 3.11: entered from C code */
-    int16_t gen_state;        /* 3.11, a generator's frame outside the data stack: gi_frame_state; else -1 */
-    int32_t chunk;            /* the walk's chunk copy holding it (fpi_walk_used.chunks), or
-                                 FPI_OUTSIDE_CHUNKS: read on its own */
-    int32_t stacktop;         /* its saved stack depth (fpi_frame_depth) */
-} fpi_seen_frame;
-
-#define FPI_OUTSIDE_CHUNKS (-1)
-#define FPI_STACKTOP_RUNNING (-1)  /* 3.11-3.13 stacktop of a frame its evaluation is running (3.14+ debug
-                                      builds: a NULL stack pointer) */
-#define FPI_DEPTH_UNKNOWN INT32_MIN /* 3.14+: a stack pointer that does not point into the frame's slots */
-
-/* A frame found on the chain, before its code object is resolved. */
-typedef struct fpi_pending_frame {
-    uint64_t addr, code, instr;
-    int32_t tlbc_index;
-    int32_t stacktop;         /* its saved stack depth (fpi_frame_depth) */
-    bool top;                 /* the frame the thread names as its top */
-    bool generator;
-    bool called_directly;     /* the frame above it is a Python frame its own instruction pushed */
-    bool popping;             /* a stopped thread's top frame at its data stack's top, taken for one it is
-                                 popping (chain.c); emit.c accepts it only at RETURN_GENERATOR */
-    bool slots_known;         /* 3.11-3.13: `slots` were in the walk's copy */
-    uint64_t funcobj;         /* 3.11-3.13: its function object (0: not known) */
-    uint64_t slots[2];        /* the two stack slots at its saved depth (a CALL's callable) */
-} fpi_pending_frame;
 
 /* A thread as the last sample saw it: where the next sample's first read
  * looks for it (read_ahead.c). */
@@ -172,16 +128,8 @@ struct fp_session {
     bool have_generation;
     size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
     fp_read_stats reads;      /* what the samples read (fpi_read, fpi_readv) */
-    uint8_t frame_buf[FPI_MAX_STRUCT_READ];
-    /* per-thread scratch, reused */
-    uint8_t *stack_buf;
-    size_t stack_cap;
-    fpi_chunk_copy *chunks;
-    size_t nchunks, chunks_cap;
-    fpi_pending_frame *pending;   /* the current thread's chain */
-    size_t npending, pending_cap;
-    fpi_seen_frame *seen;        /* every frame of the current thread's walk */
-    size_t nseen, seen_cap;
+    fpi_chain chain;             /* the storage every thread walk records into, reused; a walk's stages
+                                    reach it only through the walk (fpi_thread_walk.chain) */
     uint8_t *verify_buf;         /* read-back copies (verify.c) */
     size_t verify_cap;
     fpi_read_set readback;       /* a read-back's ranges (verify.c) */

@@ -19,8 +19,9 @@
 #define SPEC_CHUNK_MARGIN 1024u
 
 /* Remembers where the thread just walked (the last one remembered) had its
- * newest chunk and _PyCFrame: the next sample's first read takes them. */
-static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
+ * newest chunk (ch's chunks) and _PyCFrame: the next sample's first read
+ * takes them. */
+static void remember_stack(fp_session *s, const fpi_chain *ch, uint64_t ts, uint64_t cframe)
 {
     if (s->ncur_ts == 0 || s->cur_ts[s->ncur_ts - 1].ts != ts)
         return;
@@ -28,13 +29,13 @@ static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
     m->cframe = cframe;
     m->chunk = m->chunk_read = 0;
     m->nold = 0;
-    if (s->nchunks == 0)
+    if (ch->nchunks == 0)
         return;
-    for (size_t i = 1; i < s->nchunks && m->nold < FPI_SPEC_OLD_CHUNKS; i++, m->nold++) {
-        m->old[m->nold] = s->chunks[i].remote;
-        m->old_len[m->nold] = s->chunks[i].size;
+    for (size_t i = 1; i < ch->nchunks && m->nold < FPI_SPEC_OLD_CHUNKS; i++, m->nold++) {
+        m->old[m->nold] = ch->chunks[i].remote;
+        m->old_len[m->nold] = ch->chunks[i].size;
     }
-    const fpi_chunk_copy *c = &s->chunks[0];
+    const fpi_chunk_copy *c = &ch->chunks[0];
     uint64_t cap = c->alloc < FPI_MAX_CHUNK_BYTES ? c->alloc : FPI_MAX_CHUNK_BYTES;
     m->chunk = c->remote;
     m->chunk_read = c->size + SPEC_CHUNK_MARGIN < cap ? c->size + SPEC_CHUNK_MARGIN : cap;
@@ -42,18 +43,18 @@ static void remember_stack(fp_session *s, uint64_t ts, uint64_t cframe)
 
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
-static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top, uint64_t base_frame,
-                       fpi_verify_want *want, bool spec_frames)
+static int walk_frames(fp_session *s, fpi_chain *ch, fp_sample *sm, fp_thread *th, uint64_t top,
+                       uint64_t base_frame, fpi_verify_want *want, bool spec_frames)
 {
-    int rc = fpi_collect_chain(s, th, top, base_frame, spec_frames, want->stopped);
+    int rc = fpi_collect_chain(s, ch, th, top, base_frame, spec_frames, want->stopped);
     if (!rc && fpi_batch_collecting(s))
-        return fpi_batch_defer(s, sm, th, want); /* read back with the interpreter's other threads */
+        return fpi_batch_defer(s, ch, sm, th, want); /* read back with the interpreter's other threads */
     /* Two read-backs: a copy torn by a thread switching chains between its
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
      * with the reads); where the callee check refuses such a mixture, the
      * second only for a walk with a link it did not compare (verify.c). */
-    fpi_walk_used used = {s->chunks, s->nchunks, s->seen, s->nseen};
+    fpi_walk_used used = {ch->chunks, ch->nchunks, ch->seen, ch->nseen};
     size_t failed;
     unsigned first = fpi_verify_reads_first(&s->layout);
     for (unsigned i = 0; !rc && i < first; i++) {
@@ -62,9 +63,9 @@ static int walk_frames(fp_session *s, fp_sample *sm, fp_thread *th, uint64_t top
     }
     if (rc)
         return rc;
-    fpi_take_top_instr(s->pending, s->npending, &used, want);
+    fpi_take_top_instr(ch->pending, ch->npending, &used, want);
     fpi_frames_mark mark = fpi_frames_mark_now(s);
-    rc = fpi_emit_frames(s, sm, th, s->pending, s->npending, want->stopped);
+    rc = fpi_emit_frames(s, sm, th, ch->pending, ch->npending, want->stopped);
     fpi_owed owed = rc ? FPI_OWED_NONE : fpi_frames_owe(s, mark);
     if (owed != FPI_OWED_NONE)
         rc = fpi_verify_after_frames(s, want, &used, 1, owed == FPI_OWED_CODE);
@@ -226,13 +227,14 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         .generation = ii->generation,
         .generation_seen = ii->generation,
     };
+    fpi_chain *ch = w->chain;
     if (frameless)
-        s->nchunks = 0;
+        ch->nchunks = 0;
     else
-        rc = fpi_copy_chunks(s, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
+        rc = fpi_copy_chunks(s, ch, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc) {
-        remember_stack(s, ts, cframe);
-        rc = walk_frames(s, sm, th, top, base, &want, w->spec_frames);
+        remember_stack(s, ch, ts, cframe);
+        rc = walk_frames(s, ch, sm, th, top, base, &want, w->spec_frames);
     }
     w->link_moved = want.link_moved;
     if (want.generation_seen != want.generation) {

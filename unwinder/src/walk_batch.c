@@ -142,6 +142,7 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
         fpi_thread_walk w = {.link = link,
                              .ts = ts,
                              .pre = &s->pf[k],
+                             .chain = &s->chain,
                              .spec_frames = s->opts.cache_frames && s->opts.cache_code};
         rc = fpi_walk_thread_once(s, sm, ii, &w);
         link = ts + (uint64_t)l->ts_next;
