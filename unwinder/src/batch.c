@@ -1,5 +1,5 @@
 /* batch.c — the store of an interpreter's walks awaiting one read-back:
- * while s->batch is on, a thread's walk (thread.c) appends its chunk
+ * a thread's walk handed a batch (fpi_thread_walk.batch) appends its chunk
  * copies, followed frames, recorded frames and thread-state copy here
  * instead of reading them back itself. */
 #include <stdlib.h>
@@ -9,11 +9,6 @@
 #include "grow.h"
 
 #define BATCH_INITIAL 16u
-
-bool fpi_batch_collecting(const fp_session *s)
-{
-    return s->batch && s->batch->on;
-}
 
 void fpi_walk_batch_free(fpi_walk_batch *b)
 {
@@ -44,9 +39,8 @@ static bool batch_append(void **arr, size_t *len, size_t *cap, const void *items
 
 /* Keeps the walk just collected (ch: its chunks, frames followed and found; the
  * thread state copy in want) for the interpreter's batched read-back. */
-int fpi_batch_defer(fp_session *s, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
+int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
 {
-    fpi_walk_batch *b = s->batch;
     fpi_deferred_walk d = {
         .want = *want,
         .thread = (size_t)(th - sm->threads),

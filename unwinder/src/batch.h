@@ -22,7 +22,6 @@ typedef struct fpi_deferred_walk {
 } fpi_deferred_walk;
 
 typedef struct fpi_walk_batch {
-    bool on;                        /* walk_frames defers instead of reading back */
     fpi_deferred_walk *walks;
     size_t n, cap;
     fpi_chunk_copy *chunks;
@@ -39,11 +38,9 @@ typedef struct fpi_walk_batch {
     size_t used_cap;
 } fpi_walk_batch;
 
-/* Is a batch collecting walks (a thread's walk defers its read-back)? */
-bool fpi_batch_collecting(const fp_session *s);
 /* Keeps the walk just collected (ch, and the thread state copy in want)
- * for the batch's read-back. */
-int fpi_batch_defer(fp_session *s, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
+ * in b for its read-back. */
+int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
 void fpi_walk_batch_free(fpi_walk_batch *b);
 
 #endif

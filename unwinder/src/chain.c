@@ -29,11 +29,11 @@ bool fpi_live_span(uint64_t chunk, uint64_t top)
 
 /* The bytes of the thread's older chunk `i` (0: the one below the newest)
  * if the sample's first read took them at `chunk`, else NULL. */
-static const uint8_t *old_chunk_ahead(const fp_session *s, const fpi_thread_prefetch *pre, unsigned i, uint64_t chunk)
+static const uint8_t *old_chunk_ahead(const fpi_thread_prefetch *pre, unsigned i, uint64_t chunk)
 {
     if (!pre || i >= pre->spec_nold || pre->spec_old[i] != chunk || pre->spec_old_len[i] < FPI_CHUNK_HEADER)
         return NULL;
-    return (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->spec_old_buf[i];
+    return pre->chunk_bytes + pre->spec_old_buf[i];
 }
 
 /* Copies the live part of the thread's data-stack chunks into
@@ -55,7 +55,7 @@ int fpi_copy_chunks(fp_session *s, fpi_chain *ch, uint64_t chunk, uint64_t top, 
         bool live_part = n == 0 && fpi_live_span(chunk, top);
         uint8_t hdr[FPI_CHUNK_HEADER];
         uint64_t want = 0, size = 0, prev = 0;
-        const uint8_t *ahead = n > 0 ? old_chunk_ahead(s, pre, n - 1, chunk) : NULL; /* read with the first read */
+        const uint8_t *ahead = n > 0 ? old_chunk_ahead(pre, n - 1, chunk) : NULL; /* read with the first read */
         size_t ahead_len = ahead ? pre->spec_old_len[n - 1] : 0;
         if (!live_part) {
             int rc = FP_OK;
@@ -101,7 +101,7 @@ int fpi_copy_chunks(fp_session *s, fpi_chain *ch, uint64_t chunk, uint64_t top, 
                            used + (size_t)want);
         int rc = FP_OK;
         if (live_part && pre && pre->chunklen == want && pre->chunk == chunk && pre->top == top)
-            memcpy(ch->stack_buf + used, (pre->own_buf ? s->retry_buf : s->chunk_bufs) + pre->chunkbuf, (size_t)want);
+            memcpy(ch->stack_buf + used, pre->chunk_bytes + pre->chunkbuf, (size_t)want);
         else if (ahead && want <= ahead_len)
             memcpy(ch->stack_buf + used, ahead, (size_t)want);
         else

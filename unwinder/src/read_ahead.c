@@ -100,6 +100,17 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
     return n;
 }
 
+/* Points the kept read-ahead threads at the buffers their offsets count
+ * from, once nothing grows them in this sample: the walks read the bytes
+ * through the prefetch alone. */
+static void bind_bytes(fp_session *s)
+{
+    for (size_t i = 0; i < s->npf; i++) {
+        s->pf[i].ts_bytes = s->ts_bufs;
+        s->pf[i].chunk_bytes = s->chunk_bufs;
+    }
+}
+
 /* With the n planned thread states read: keeps the prefix whose `next`
  * links still match (the walk reads anything else itself) and reads, in
  * one more batched read, each one's current frame from its _PyCFrame
@@ -154,8 +165,10 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
             m++; /* its read is planned below, once the buffer has grown */
         }
     }
-    if (m == 0)
+    if (m == 0) {
+        bind_bytes(s);
         return;
+    }
     uint8_t *cb = fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, FPI_STACK_COPY_INITIAL);
     if (cb)
         s->chunk_bufs = cb;
@@ -169,10 +182,12 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
         for (size_t i = 0; i < valid; i++)
             if (pf[i].chunkbuf >= s->spec_bytes)
                 pf[i].chunklen = 0;
+        bind_bytes(s);
         return;
     }
     for (size_t i = 0; i < valid; i++)
         pf[i].has_cframe_top = pf[i].cframe != 0;
+    bind_bytes(s);
 }
 
 /* Reads ahead, in one batched read, the thread states this interpreter had

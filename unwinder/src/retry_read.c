@@ -56,7 +56,7 @@ bool fpi_retry_read(fp_session *s, uint64_t ts, fpi_thread_prefetch *pre)
     if (!fpi_read_set_reserve(rs, RETRY_IOV_FIXED))
         return false;
     fp_iov *iov = rs->iov;
-    *pre = (fpi_thread_prefetch){.ts = ts, .tsbuf = 0, .own_buf = true};
+    *pre = (fpi_thread_prefetch){.ts = ts, .tsbuf = 0, .ts_bytes = nb, .chunk_bytes = nb};
     size_t n = 0, at = tslen;
     /* The thread state first, then its chunks oldest first: the order of
      * the sample's first read (read_ahead.c, plan_thread_reads). */

@@ -86,7 +86,8 @@ typedef struct fpi_thread_prefetch {
     size_t chunkbuf, chunklen;/* offset/length in chunk_bufs (len 0: none) */
     uint64_t cframe, cframe_top; /* 3.11/3.12: the thread's _PyCFrame and its current frame */
     bool has_cframe_top;      /* cframe_top was read with the chunk */
-    bool own_buf;             /* a retry's: the offsets are into retry_buf (retry_read.c) */
+    const uint8_t *ts_bytes;  /* what tsbuf counts from, once read (read_ahead.c: ts_bufs; retry_read.c: its buffer) */
+    const uint8_t *chunk_bytes; /* ... and chunkbuf, spec_chunkbuf, spec_old_buf (chunk_bufs; the retry's buffer) */
 } fpi_thread_prefetch;
 
 struct fp_session {

@@ -43,12 +43,13 @@ static void remember_stack(fp_session *s, const fpi_chain *ch, uint64_t ts, uint
 
 /* Collects the chain, reads back everything it used (verify.c), then
  * resolves the frames. */
-static int walk_frames(fp_session *s, fpi_chain *ch, fp_sample *sm, fp_thread *th, uint64_t top,
-                       uint64_t base_frame, fpi_verify_want *want, bool spec_frames)
+static int walk_frames(fp_session *s, const fpi_thread_walk *w, fp_sample *sm, fp_thread *th, uint64_t top,
+                       uint64_t base_frame, fpi_verify_want *want)
 {
-    int rc = fpi_collect_chain(s, ch, th, top, base_frame, spec_frames, want->stopped);
-    if (!rc && fpi_batch_collecting(s))
-        return fpi_batch_defer(s, ch, sm, th, want); /* read back with the interpreter's other threads */
+    fpi_chain *ch = w->chain;
+    int rc = fpi_collect_chain(s, ch, th, top, base_frame, w->spec_frames, want->stopped);
+    if (!rc && w->batch)
+        return fpi_batch_defer(s, w->batch, ch, sm, th, want); /* read back with the interpreter's other threads */
     /* Two read-backs: a copy torn by a thread switching chains between its
      * reads, read back torn the same way, must also be read so a second
      * time (each more read asks the thread to switch twice more in step
@@ -116,7 +117,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
     uint8_t buf[FPI_MAX_STRUCT_READ];
     int rc = FP_OK;
     if (pre)
-        memcpy(buf, (pre->own_buf ? s->retry_buf : s->ts_bufs) + pre->tsbuf, s->ts_read_len);
+        memcpy(buf, pre->ts_bytes + pre->tsbuf, s->ts_read_len);
     else
         rc = fpi_read(s, ts, buf, s->ts_read_len);
     if (rc)
@@ -234,7 +235,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         rc = fpi_copy_chunks(s, ch, fpi_load_u64(buf, l->ts_datastack_chunk), fpi_load_u64(buf, l->ts_datastack_top), pre);
     if (!rc) {
         remember_stack(s, ch, ts, cframe);
-        rc = walk_frames(s, ch, sm, th, top, base, &want, w->spec_frames);
+        rc = walk_frames(s, w, sm, th, top, base, &want);
     }
     w->link_moved = want.link_moved;
     if (want.generation_seen != want.generation) {

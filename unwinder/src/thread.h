@@ -14,7 +14,9 @@ typedef struct fpi_thread_walk {
     uint64_t link;                  /* the pointer that led to the thread state */
     uint64_t ts;                    /* the thread state */
     const fpi_thread_prefetch *pre; /* its bytes, read ahead or by a retry's read (NULL: the walk reads them) */
-    fpi_chain *chain;               /* where it records its chain (walk_record.h): what a batch keeps of it */
+    fpi_chain *chain;               /* where it records its chain (walk_record.h) */
+    struct fpi_walk_batch *batch;   /* non-NULL: the walk is kept there for the interpreter's one read-back
+                                     * (batch.c) instead of being read back and resolved alone */
     bool spec_frames;               /* frames outside the data stack may start from the frame cache's proven bytes */
     bool stopped;                   /* the thread is stopped alone (pause_torn): the walk reads one instant of it
                                        (so does every walk of a blocking sample, which needs not say it) */

@@ -131,7 +131,6 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
     size_t nthreads0 = sm->nthreads, nframes0 = sm->nframes, ncur0 = s->ncur_ts;
     uint64_t ts = ii->threads_head, link = ii->addr + (uint64_t)l->interp_threads_head;
     int rc = FP_OK;
-    b->on = true;
     for (size_t k = 0; !rc && ts; k++) {
         if (k >= s->npf || s->pf[k].ts != ts) {
             rc = FP_E_INCOMPLETE; /* not read ahead (or more threads than the list had) */
@@ -143,12 +142,12 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
                              .ts = ts,
                              .pre = &s->pf[k],
                              .chain = &s->chain,
+                             .batch = b,
                              .spec_frames = s->opts.cache_frames && s->opts.cache_code};
         rc = fpi_walk_thread_once(s, sm, ii, &w);
         link = ts + (uint64_t)l->ts_next;
         ts = w.next;
     }
-    b->on = false;
     if (!rc)
         rc = verify_batch(s, torn_ts);
     fpi_frames_mark mark = fpi_frames_mark_now(s);
