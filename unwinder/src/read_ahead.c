@@ -1,5 +1,5 @@
 /* read_ahead.c — a sample's reads before its walks, planned from what the
- * last sample saw (s->last_ts): the first read takes the runtime's words,
+ * last sample saw (s->seen_last): the first read takes the runtime's words,
  * the first interpreter's, its thread states, their newest chunks and
  * _PyCFrames and older chunks, then the last sample's read-backs
  * (readback_ahead.c) and thread-local bytecode words (tlbc_ahead.c), in
@@ -14,7 +14,7 @@
 #include "read_ahead.h"
 
 /* Plans the read-ahead of the thread states interpreter `interp` had in the
- * previous sample: s->pf and the ranges from `first` on of s->first_read
+ * previous sample: s->ahead.pf and the ranges from `first` on of s->ahead.first_read
  * (its first `first` left for the caller to fill, its n set past the
  * last planned); with `stacks`, also each one's newest chunk and _PyCFrame
  * where the previous sample saw them, after all the thread states
@@ -23,44 +23,45 @@
  * memory). */
 static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks)
 {
-    s->npf = 0;
-    s->spec_bytes = 0;
+    s->ahead.npf = 0;
+    s->ahead.spec_bytes = 0;
     size_t n = 0;
-    for (size_t i = 0; i < s->nlast_ts; i++)
-        if (s->last_ts[i].interp == interp)
+    for (size_t i = 0; i < s->seen_last.nlast; i++)
+        if (s->seen_last.last[i].interp == interp)
             n++;
     if (n < min || n == 0 || n > s->opts.max_threads)
         return 0; /* nothing to gain, or nothing known */
-    fpi_thread_prefetch *pf = fpi_grow(s->pf, &s->pf_cap, n, sizeof *pf, n);
+    fpi_thread_prefetch *pf = fpi_grow(s->ahead.pf, &s->ahead.pf_cap, n, sizeof *pf, n);
     if (!pf)
         return 0;
-    s->pf = pf;
+    s->ahead.pf = pf;
     size_t tslen = s->ts_read_len;
-    uint8_t *tb = fpi_grow(s->ts_bufs, &s->ts_bufs_cap, n * tslen, 1, n * tslen);
+    uint8_t *tb = fpi_grow(s->ahead.ts_bufs, &s->ahead.ts_bufs_cap, n * tslen, 1, n * tslen);
     if (!tb)
         return 0;
-    s->ts_bufs = tb;
+    s->ahead.ts_bufs = tb;
     size_t spec = 0; /* bytes of chunks to read ahead */
-    for (size_t i = 0; stacks && i < s->nlast_ts; i++) {
-        const fpi_thread_memo *t = &s->last_ts[i];
+    for (size_t i = 0; stacks && i < s->seen_last.nlast; i++) {
+        const fpi_thread_memo *t = &s->seen_last.last[i];
         uint64_t bytes = t->chunk_read;
         for (unsigned j = 0; j < t->nold; j++)
             bytes += t->old_len[j];
         if (t->interp == interp && spec + bytes <= FPI_MAX_STACK_COPY)
             spec += (size_t)bytes;
     }
-    uint8_t *cb = spec ? fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, spec, 1, FPI_STACK_COPY_INITIAL) : NULL;
+    fpi_read_ahead *a = &s->ahead;
+    uint8_t *cb = spec ? fpi_grow(a->chunk_bufs, &a->chunk_bufs_cap, spec, 1, FPI_STACK_COPY_INITIAL) : NULL;
     if (cb)
-        s->chunk_bufs = cb;
+        s->ahead.chunk_bufs = cb;
     size_t most = first + (stacks ? (3 + FPI_SPEC_OLD_CHUNKS) * n : n);
-    fpi_read_set *rs = &s->first_read;
+    fpi_read_set *rs = &s->ahead.first_read;
     fpi_read_set_clear(rs);
     if (!fpi_read_set_reserve(rs, most))
         return 0;
     fp_iov *iov = rs->iov;
     size_t k = 0, m = first + n;
-    for (size_t i = 0; i < s->nlast_ts && k < n; i++) {
-        const fpi_thread_memo *t = &s->last_ts[i];
+    for (size_t i = 0; i < s->seen_last.nlast && k < n; i++) {
+        const fpi_thread_memo *t = &s->seen_last.last[i];
         if (t->interp != interp)
             continue;
         pf[k] = (fpi_thread_prefetch){.ts = t->ts, .tsbuf = k * tslen};
@@ -70,22 +71,22 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
             iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top,
                                 sizeof pf[k].cframe_top};
         }
-        if (cb && t->chunk && s->spec_bytes + t->chunk_read <= spec) {
+        if (cb && t->chunk && s->ahead.spec_bytes + t->chunk_read <= spec) {
             size_t first_chunk = m;
             pf[k].spec_chunk = t->chunk;
-            pf[k].spec_chunkbuf = s->spec_bytes;
+            pf[k].spec_chunkbuf = s->ahead.spec_bytes;
             pf[k].spec_chunklen = (size_t)t->chunk_read;
-            iov[m++] = (fp_iov){t->chunk, cb + s->spec_bytes, (size_t)t->chunk_read};
-            s->spec_bytes += (size_t)t->chunk_read;
+            iov[m++] = (fp_iov){t->chunk, cb + s->ahead.spec_bytes, (size_t)t->chunk_read};
+            s->ahead.spec_bytes += (size_t)t->chunk_read;
             /* Older chunks change only where the stack is as deep as them:
              * read whole as last copied, they save a read each. */
-            for (unsigned j = 0; j < t->nold && s->spec_bytes + t->old_len[j] <= spec; j++) {
+            for (unsigned j = 0; j < t->nold && s->ahead.spec_bytes + t->old_len[j] <= spec; j++) {
                 pf[k].spec_old[j] = t->old[j];
-                pf[k].spec_old_buf[j] = s->spec_bytes;
+                pf[k].spec_old_buf[j] = s->ahead.spec_bytes;
                 pf[k].spec_old_len[j] = (size_t)t->old_len[j];
                 pf[k].spec_nold = j + 1;
-                iov[m++] = (fp_iov){t->old[j], cb + s->spec_bytes, (size_t)t->old_len[j]};
-                s->spec_bytes += (size_t)t->old_len[j];
+                iov[m++] = (fp_iov){t->old[j], cb + s->ahead.spec_bytes, (size_t)t->old_len[j]};
+                s->ahead.spec_bytes += (size_t)t->old_len[j];
             }
             /* Read oldest first, as the read-back does (verify.c, plan). */
             for (size_t a = first_chunk, z = m; a + 1 < z; a++, z--) {
@@ -105,9 +106,9 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
  * through the prefetch alone. */
 static void bind_bytes(fp_session *s)
 {
-    for (size_t i = 0; i < s->npf; i++) {
-        s->pf[i].ts_bytes = s->ts_bufs;
-        s->pf[i].chunk_bytes = s->chunk_bufs;
+    for (size_t i = 0; i < s->ahead.npf; i++) {
+        s->ahead.pf[i].ts_bytes = s->ahead.ts_bufs;
+        s->ahead.pf[i].chunk_bytes = s->ahead.chunk_bufs;
     }
 }
 
@@ -120,20 +121,20 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
 {
     const fpi_layout *l = &s->layout;
     size_t tslen = s->ts_read_len;
-    fpi_thread_prefetch *pf = s->pf;
-    const uint8_t *tb = s->ts_bufs;
+    fpi_thread_prefetch *pf = s->ahead.pf;
+    const uint8_t *tb = s->ahead.ts_bufs;
     if (n == 0 || pf[0].ts != ii->threads_head)
         return;
     size_t valid = 1;
     while (valid < n && fpi_load_u64(tb + (valid - 1) * tslen, l->ts_next) == pf[valid].ts)
         valid++;
-    s->npf = valid;
-    size_t total = s->spec_bytes, m = 0;
+    s->ahead.npf = valid;
+    size_t total = s->ahead.spec_bytes, m = 0;
     bool cframes = l->ts_current_frame == FPI_OFF_NONE;
-    fpi_read_set *rs = &s->first_read; /* read, and free for this second read */
+    fpi_read_set *rs = &s->ahead.first_read; /* read, and free for this second read */
     fpi_read_set_clear(rs);
     if (!fpi_read_set_reserve(rs, 2 * valid)) {
-        s->npf = 0;
+        s->ahead.npf = 0;
         return;
     }
     fp_iov *iov = rs->iov;
@@ -169,18 +170,18 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
         bind_bytes(s);
         return;
     }
-    uint8_t *cb = fpi_grow(s->chunk_bufs, &s->chunk_bufs_cap, total ? total : 1, 1, FPI_STACK_COPY_INITIAL);
+    uint8_t *cb = fpi_grow(s->ahead.chunk_bufs, &s->ahead.chunk_bufs_cap, total ? total : 1, 1, FPI_STACK_COPY_INITIAL);
     if (cb)
-        s->chunk_bufs = cb;
+        s->ahead.chunk_bufs = cb;
     size_t r = first_chunk;
     for (size_t i = 0; cb && i < valid; i++)
-        if (pf[i].chunklen && pf[i].chunkbuf >= s->spec_bytes)
+        if (pf[i].chunklen && pf[i].chunkbuf >= s->ahead.spec_bytes)
             iov[r++] = (fp_iov){pf[i].chunk, cb + pf[i].chunkbuf, pf[i].chunklen};
     rs->n = m;
     if (!cb || fpi_read_all(s, rs) != FP_OK) {
         /* What this read was to bring is left to the walk. */
         for (size_t i = 0; i < valid; i++)
-            if (pf[i].chunkbuf >= s->spec_bytes)
+            if (pf[i].chunkbuf >= s->ahead.spec_bytes)
                 pf[i].chunklen = 0;
         bind_bytes(s);
         return;
@@ -197,10 +198,10 @@ void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n)
 void fpi_prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stacks)
 {
     size_t n = plan_thread_reads(s, ii->addr, 0, 2, stacks);
-    if (n && ii->threads_head == s->pf[0].ts && fpi_read_all(s, &s->first_read) == FP_OK)
+    if (n && ii->threads_head == s->ahead.pf[0].ts && fpi_read_all(s, &s->ahead.first_read) == FP_OK)
         fpi_finish_thread_reads(s, ii, n);
     else
-        s->npf = 0;
+        s->ahead.npf = 0;
 }
 
 /* The sample's first read, in one batch: _PyRuntime's interpreter list
@@ -217,14 +218,15 @@ long fpi_first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, f
 {
     const fpi_layout *l = &s->layout;
     spec->addr = 0;
-    if (!s->last_interp)
+    if (!s->seen_last.interp)
         return -1;
     fp_iov fixed[1 + FPI_INTERP_IOV_MAX];
     size_t k = 0;
     fixed[k++] = (fp_iov){rt_addr, rt, span};
-    k += fpi_interp_iov(l, s->last_interp, fpi_gil_base(l, s->info.runtime_addr, s->last_gilp), spec, fixed + k);
-    size_t n = plan_thread_reads(s, s->last_interp, k, 1, true);
-    fpi_read_set *rs = &s->first_read;
+    const fpi_seen_last *sl = &s->seen_last;
+    k += fpi_interp_iov(l, sl->interp, fpi_gil_base(l, s->info.runtime_addr, sl->gilp), spec, fixed + k);
+    size_t n = plan_thread_reads(s, s->seen_last.interp, k, 1, true);
+    fpi_read_set *rs = &s->ahead.first_read;
     size_t ahead = 0, tlbc = 0;
     if (n) {
         memcpy(rs->iov, fixed, k * sizeof *rs->iov); /* plan_thread_reads left k slots before the thread states */
@@ -240,7 +242,7 @@ long fpi_first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, f
         fpi_tlbc_ahead_read(&s->tlbc_ahead, s->sample_no, s->reads.calls);
     if (!ok) {
         spec->addr = 0;
-        s->npf = 0;
+        s->ahead.npf = 0;
         return -1;
     }
     return (long)n;

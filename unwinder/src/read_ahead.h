@@ -18,13 +18,13 @@
 long fpi_first_read(fp_session *s, uint64_t rt_addr, uint8_t *rt, size_t span, fpi_interp_words *spec);
 
 /* With the n thread states fpi_first_read read for interpreter ii: keeps
- * in s->pf those the list still links and reads, in one more batched read,
+ * in s->ahead.pf those the list still links and reads, in one more batched read,
  * what of their stacks moved.  Best effort. */
 void fpi_finish_thread_reads(fp_session *s, const fpi_interp_info *ii, size_t n);
 
 /* For an interpreter the first read did not cover: its thread states of
- * the last sample (with `stacks`, their stacks) read ahead into s->pf.
- * Best effort (s->npf 0: nothing read ahead). */
+ * the last sample (with `stacks`, their stacks) read ahead into s->ahead.pf.
+ * Best effort (s->ahead.npf 0: nothing read ahead). */
 void fpi_prefetch_threads(fp_session *s, const fpi_interp_info *ii, bool stacks);
 
 #endif

@@ -30,9 +30,9 @@
 
 static const fpi_thread_memo *memo_of(const fp_session *s, uint64_t ts)
 {
-    for (size_t i = s->ncur_ts; i-- > 0;)
-        if (s->cur_ts[i].ts == ts)
-            return &s->cur_ts[i];
+    for (size_t i = s->seen_last.ncur; i-- > 0;)
+        if (s->seen_last.cur[i].ts == ts)
+            return &s->seen_last.cur[i];
     return NULL;
 }
 

@@ -115,8 +115,8 @@ void fp_session_detach(fp_session *s)
     s->ntypes = 0;
     s->none_obj = 0;
     s->have_generation = false;
-    s->nlast_ts = s->ncur_ts = 0;
-    s->last_interp = s->last_gilp = 0;
+    s->seen_last.nlast = s->seen_last.ncur = 0;
+    s->seen_last.interp = s->seen_last.gilp = 0;
     fpi_code_cache_free(&s->cc);
     fpi_code_cache_init(&s->cc);
     fpi_frame_cache_free(&s->fc); /* keyed on code cache serials, which start again */
@@ -136,12 +136,12 @@ void fp_session_free(fp_session *s)
     free(s->retry_buf);
     fpi_read_set_free(&s->retry_read);
     fpi_read_set_free(&s->readback);
-    free(s->pf);
-    free(s->ts_bufs);
-    free(s->chunk_bufs);
-    fpi_read_set_free(&s->first_read);
-    free(s->last_ts);
-    free(s->cur_ts);
+    free(s->ahead.pf);
+    free(s->ahead.ts_bufs);
+    free(s->ahead.chunk_bufs);
+    fpi_read_set_free(&s->ahead.first_read);
+    free(s->seen_last.last);
+    free(s->seen_last.cur);
     free(s->prefetch_buf);
     fpi_read_set_free(&s->prefetch);
     free(s->prefetch_entries);

@@ -90,7 +90,31 @@ typedef struct fpi_thread_prefetch {
     const uint8_t *chunk_bytes; /* ... and chunkbuf, spec_chunkbuf, spec_old_buf (chunk_bufs; the retry's buffer) */
 } fpi_thread_prefetch;
 
+/* A sample's thread states and stacks read ahead, for the interpreter being
+ * walked (read_ahead.c fills it; the walks take each thread's bytes through
+ * its fpi_thread_prefetch). */
+typedef struct fpi_read_ahead {
+    fpi_thread_prefetch *pf;  /* the interpreter's threads read ahead, in list order */
+    size_t npf, pf_cap;
+    uint8_t *ts_bufs, *chunk_bufs;
+    size_t ts_bufs_cap, chunk_bufs_cap;
+    fpi_read_set first_read;  /* the sample's first read, then the one finishing it */
+    size_t spec_bytes;        /* bytes of chunk_bufs the sample's first read filled */
+} fpi_read_ahead;
+
+/* What the last sample saw, from which the next one plans its first read,
+ * and what this sample has seen so far (swapped at each sample: walk.c). */
+typedef struct fpi_seen_last {
+    uint64_t interp;          /* the interpreter list's head in the last sample (0: none) */
+    uint64_t gilp;            /* ... and where its GIL was (3.12) */
+    fpi_thread_memo *last;    /* the threads of the last sample */
+    size_t nlast, last_cap;
+    fpi_thread_memo *cur;     /* ... and of this sample, so far (thread_list.c, thread.c) */
+    size_t ncur, cur_cap;
+} fpi_seen_last;
+
 struct fp_session {
+    /* What the session reads and how: set when it attaches. */
     fp_options opts;
     fpi_errbuf err;
     bool attached;
@@ -103,19 +127,23 @@ struct fp_session {
     void *retry_hook_ctx;
     fpi_layout layout;
     fp_python_info info;
+    const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
+    size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
+
+    /* What outlives a sample: caches, each proven again where it is used,
+     * and the counters that tell a walk what happened since it began. */
     fpi_type_slot types[FPI_TYPE_CACHE_SLOTS];
     size_t ntypes;
     uint64_t none_obj;        /* None's address once an object of NoneType was read (its only, static, instance) */
     fpi_code_cache cc;
     fpi_frame_cache fc;       /* opts.cache_frames */
-    const struct fpi_call_site_set *call_sites; /* this version's, or NULL: no call-site check */
     uint64_t sample_no;
     /* Bumped by every sample and every walk's last read-back: a cached code
      * object (before 3.14) is trusted for a walk only when confirmed in the
      * current epoch, within the window that walk was proven in.  Per sample
-     * was too long: a walk retried after the sampler lost the processor for
-     * milliseconds trusted an entry confirmed before, for a code object
-     * freed and re-made at its address since (ci/live code_churn, 3.13). */
+     * is too long: a walk retried after the sampler lost the processor for
+     * milliseconds would trust an entry confirmed before, for a code object
+     * freed and re-made at its address since. */
     uint64_t confirm_epoch;
     /* Code objects read outside a walk's read-back window (loaded when first
      * seen, or confirmed after the read-back): the walk is then read back
@@ -127,39 +155,31 @@ struct fp_session {
     uint64_t links_unchecked;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
-    size_t ts_read_len;       /* bytes of PyThreadState the walker copies */
     fp_read_stats reads;      /* what the samples read (fpi_read, fpi_readv) */
-    fpi_chain chain;             /* the storage every thread walk records into, reused; a walk's stages
-                                    reach it only through the walk (fpi_thread_walk.chain) */
-    uint8_t *verify_buf;         /* read-back copies (verify.c) */
-    size_t verify_cap;
-    fpi_read_set readback;       /* a read-back's ranges (verify.c) */
-    struct fpi_verify_at *verify_at; /* where each walk of a batched read-back lies */
-    size_t verify_at_cap;
-    struct fpi_walk_batch *batch;    /* an interpreter's walks awaiting one read-back (batch.c) */
+    fpi_seen_last seen_last;  /* the threads and stacks the last sample saw */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
-    fpi_readback_ahead rb_retry;     /* a torn attempt's read-backs, read with its retry (retry_read.c) */
-    uint8_t *retry_buf;              /* a retry's one read (retry_read.c) */
+
+    /* Storage the stages of a sample reuse, each its own stage's: what one
+     * stage hands the next travels in the walk (fpi_thread_walk) and its
+     * read-back's arguments, not here. */
+    fpi_read_ahead ahead;        /* read_ahead.c */
+    fpi_chain chain;             /* every thread walk records into it, through fpi_thread_walk.chain */
+    struct fpi_walk_batch *batch;    /* walk_batch.c: an interpreter's walks awaiting one read-back */
+    uint8_t *verify_buf;         /* verify.c: read-back copies */
+    size_t verify_cap;
+    fpi_read_set readback;       /* ... a read-back's ranges */
+    struct fpi_verify_at *verify_at; /* ... where each walk of a batched read-back lies */
+    size_t verify_at_cap;
+    fpi_readback_ahead rb_retry;     /* retry_read.c: a torn attempt's read-backs, read with its retry */
+    uint8_t *retry_buf;              /* ... the retry's one read */
     size_t retry_cap;
     fpi_read_set retry_read;         /* ... its ranges */
-    uint8_t *prefetch_buf;       /* code-object headers read in one batch */
+    uint8_t *prefetch_buf;       /* code_cache.c: code-object headers read in one batch */
     size_t prefetch_cap;
     fpi_read_set prefetch;       /* ... their ranges */
     fpi_code_entry **prefetch_entries;
     size_t prefetch_n_cap;
-    fpi_thread_prefetch *pf;   /* this interpreter's prefetched threads */
-    size_t npf, pf_cap;
-    uint8_t *ts_bufs, *chunk_bufs;
-    size_t ts_bufs_cap, chunk_bufs_cap;
-    fpi_read_set first_read;   /* the sample's first read, then the one finishing it (read_ahead.c) */
-    uint64_t last_interp;     /* the interpreter list's head in the last sample (0: none) */
-    uint64_t last_gilp;       /* ... and where its GIL was (3.12) */
-    fpi_thread_memo *last_ts; /* the threads of the last sample */
-    size_t nlast_ts, last_ts_cap;
-    fpi_thread_memo *cur_ts;  /* ... and of this sample, so far */
-    size_t ncur_ts, cur_ts_cap;
-    size_t spec_bytes;        /* bytes of chunk_bufs the sample's first read filled */
 };
 
 struct fp_sample {

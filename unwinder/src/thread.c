@@ -23,9 +23,9 @@
  * takes them. */
 static void remember_stack(fp_session *s, const fpi_chain *ch, uint64_t ts, uint64_t cframe)
 {
-    if (s->ncur_ts == 0 || s->cur_ts[s->ncur_ts - 1].ts != ts)
+    if (s->seen_last.ncur == 0 || s->seen_last.cur[s->seen_last.ncur - 1].ts != ts)
         return;
-    fpi_thread_memo *m = &s->cur_ts[s->ncur_ts - 1];
+    fpi_thread_memo *m = &s->seen_last.cur[s->seen_last.ncur - 1];
     m->cframe = cframe;
     m->chunk = m->chunk_read = 0;
     m->nold = 0;

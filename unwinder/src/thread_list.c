@@ -26,17 +26,18 @@ int fpi_remember_thread(fp_session *s, uint64_t interp, uint64_t ts)
     /* Each link was proven when its thread was, but not the list as a
      * whole: a thread that exits and whose state a new thread reuses at
      * the list's head can lead the walk back to threads it has listed. */
-    for (size_t i = s->ncur_ts; i-- > 0 && s->cur_ts[i].interp == interp;)
-        if (s->cur_ts[i].ts == ts)
+    fpi_seen_last *sl = &s->seen_last;
+    for (size_t i = sl->ncur; i-- > 0 && sl->cur[i].interp == interp;)
+        if (sl->cur[i].ts == ts)
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: the thread list of interpreter 0x%llx changed while it was walked (thread state "
                            "0x%llx reached twice)",
                            (unsigned long long)interp, (unsigned long long)ts);
-    fpi_thread_memo *nl = fpi_grow(s->cur_ts, &s->cur_ts_cap, s->ncur_ts + 1, sizeof *nl, MEMO_INITIAL);
+    fpi_thread_memo *nl = fpi_grow(sl->cur, &sl->cur_cap, sl->ncur + 1, sizeof *nl, MEMO_INITIAL);
     if (!nl)
-        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", s->ncur_ts + 1);
-    s->cur_ts = nl;
-    s->cur_ts[s->ncur_ts++] = (fpi_thread_memo){.interp = interp, .ts = ts};
+        return fpi_err(&s->err, FP_E_NOMEM, "out of memory: remembering %zu thread states", sl->ncur + 1);
+    sl->cur = nl;
+    sl->cur[sl->ncur++] = (fpi_thread_memo){.interp = interp, .ts = ts};
     return FP_OK;
 }
 

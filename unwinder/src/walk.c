@@ -23,14 +23,15 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     s->sample_no++;
     s->confirm_epoch++;
     /* This sample's thread list becomes the guess for the next one. */
-    fpi_thread_memo *tl = s->last_ts;
-    size_t tcap = s->last_ts_cap;
-    s->last_ts = s->cur_ts;
-    s->last_ts_cap = s->cur_ts_cap;
-    s->nlast_ts = s->ncur_ts;
-    s->cur_ts = tl;
-    s->cur_ts_cap = tcap;
-    s->ncur_ts = 0;
+    fpi_seen_last *sl = &s->seen_last;
+    fpi_thread_memo *tl = sl->last;
+    size_t tcap = sl->last_cap;
+    sl->last = sl->cur;
+    sl->last_cap = sl->cur_cap;
+    sl->nlast = sl->ncur;
+    sl->cur = tl;
+    sl->cur_cap = tcap;
+    sl->ncur = 0;
     fpi_code_cache_begin_sample(&s->cc);
     fpi_rb_ahead_begin_sample(&s->rb_ahead);
     fpi_frame_cache_begin_sample(&s->fc);
@@ -44,12 +45,12 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     long spec_threads = fpi_first_read(s, runtime + (uint64_t)lo, rt, span, &spec);
     /* A first read that failed most likely met a chunk since freed: no
      * more stacks read ahead in this sample. */
-    bool stacks_ahead = !(s->last_interp && spec_threads < 0);
+    bool stacks_ahead = !(s->seen_last.interp && spec_threads < 0);
     int rc = spec_threads < 0 ? fpi_read(s, runtime + (uint64_t)lo, rt, span) : FP_OK;
     if (rc)
         return fpi_err_code(&s->err, rc, "cannot read the interpreter list at 0x%llx", (unsigned long long)runtime);
     uint64_t interp = fpi_load_u64(rt, 0);
-    s->last_interp = interp;
+    s->seen_last.interp = interp;
     uint64_t main_tid = span > 8 ? fpi_load_u64(rt, mt - lo) : 0;
     int result = FP_OK;
     fpi_errbuf first_err = {{0}};
@@ -63,7 +64,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         if ((rc = fpi_read_interp(s, interp, runtime, main_tid, first ? &spec : NULL, &ii)))
             return rc;
         if (first)
-            s->last_gilp = ii.gilp;
+            s->seen_last.gilp = ii.gilp;
         fp_interp *fi = fpi_sample_push_interp(sm);
         if (!fi)
             return fpi_err(&s->err, FP_E_NOMEM, "out of memory: adding interpreter %zu to the sample", sm->ninterps + 1);
@@ -75,7 +76,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         else
             fpi_prefetch_threads(s, &ii, stacks_ahead);
         /* Several threads all read ahead: one read-back for all of them. */
-        if (s->npf > 1) {
+        if (s->ahead.npf > 1) {
             rc = fpi_walk_interp_batched(s, sm, &ii, &torn_ts);
             sm->interps[interp_index].thread_count = sm->nthreads - sm->interps[interp_index].first_thread;
             if (rc == FP_OK) {
@@ -90,7 +91,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         uint32_t nthreads = 0;
         unsigned restarts = 0;
         bool cut = false; /* the list was not followed to its end */
-        size_t threads0 = sm->nthreads, frames0 = sm->nframes, memo0 = s->ncur_ts;
+        size_t threads0 = sm->nthreads, frames0 = sm->nframes, memo0 = s->seen_last.ncur;
         int result0 = result; /* a restart walks this interpreter's failed threads again too */
         fpi_errbuf err0 = first_err;
         while (ts) {
@@ -100,7 +101,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             uint64_t next = 0;
             size_t before = sm->nthreads;
             size_t k = nthreads - 1;
-            const fpi_thread_prefetch *pre = k < s->npf && s->pf[k].ts == ts ? &s->pf[k] : NULL;
+            const fpi_thread_prefetch *pre = k < s->ahead.npf && s->ahead.pf[k].ts == ts ? &s->ahead.pf[k] : NULL;
             if ((rc = fpi_remember_thread(s, interp, ts)))
                 return rc;
             bool link_left;
@@ -139,7 +140,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                     sm->nthreads = threads0;
                     sm->nframes = frames0;
                     sm->interps[interp_index].thread_count = 0;
-                    s->ncur_ts = memo0;
+                    s->seen_last.ncur = memo0;
                     result = result0;
                     first_err = err0;
                     nthreads = 0;

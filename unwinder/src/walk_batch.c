@@ -59,7 +59,7 @@ static int verify_batch(fp_session *s, uint64_t *torn_ts)
         /* The thread found changed is walked again from fresh reads, not
          * from its read-ahead copy or the frame cache's bytes, either of
          * which may be what failed. */
-        s->pf[failed].ts = 0;
+        s->ahead.pf[failed].ts = 0;
         *torn_ts = ws[failed].ts;
         s->reads.torn++;
         if (s->retry_hook) /* the caller hears of it before the retry (fp_session_set_retry_hook) */
@@ -128,11 +128,11 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
         return FP_E_INCOMPLETE; /* no memory for the fast path: the walk proper will say */
     fpi_walk_batch *b = s->batch;
     b->n = b->nchunks = b->nseen = b->npending = 0;
-    size_t nthreads0 = sm->nthreads, nframes0 = sm->nframes, ncur0 = s->ncur_ts;
+    size_t nthreads0 = sm->nthreads, nframes0 = sm->nframes, ncur0 = s->seen_last.ncur;
     uint64_t ts = ii->threads_head, link = ii->addr + (uint64_t)l->interp_threads_head;
     int rc = FP_OK;
     for (size_t k = 0; !rc && ts; k++) {
-        if (k >= s->npf || s->pf[k].ts != ts) {
+        if (k >= s->ahead.npf || s->ahead.pf[k].ts != ts) {
             rc = FP_E_INCOMPLETE; /* not read ahead (or more threads than the list had) */
             break;
         }
@@ -140,7 +140,7 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
             break;
         fpi_thread_walk w = {.link = link,
                              .ts = ts,
-                             .pre = &s->pf[k],
+                             .pre = &s->ahead.pf[k],
                              .chain = &s->chain,
                              .batch = b,
                              .spec_frames = s->opts.cache_frames && s->opts.cache_code};
@@ -161,7 +161,7 @@ int fpi_walk_interp_batched(fp_session *s, fp_sample *sm, fpi_interp_info *ii, u
     if (rc && !fpi_walk_fatal(rc)) {
         sm->nthreads = nthreads0;
         sm->nframes = nframes0;
-        s->ncur_ts = ncur0;
+        s->seen_last.ncur = ncur0;
         s->err.msg[0] = 0;
     }
     return rc;
