@@ -6,13 +6,13 @@
  * few others the table lists), in any specialised or instrumented form; or
  * a generator's YIELD_VALUE / RESUME, where gen.throw() links a delegating
  * generator under the one it delegates to — a generator's only: any other
- * frame at RESUME has just been set up and has called nothing (ci/live
- * thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the chain
+ * frame at RESUME has just been set up and has called nothing (live
+ * scenario thread_churn, 3.13: d2 at its first RESUME under a leaf_c of the chain
  * before, still in the slot above).
  * SEND and FOR_ITER push a frame only to resume a generator or coroutine:
  * a caller at one of them (3.12+) under a directly linked frame that is no
- * generator's had moved on from the call that pushed it (ci/live
- * generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
+ * generator's had moved on from the call that pushed it (live
+ * scenario generator_pingpong, 3.13t: coro_b at the SEND of its `await` under the
  * work_b it called on the line before, the three reads of one sample each
  * meeting the coroutine between the two).  Conversely, a generator's or
  * coroutine's frame directly above a caller was linked there by SEND or

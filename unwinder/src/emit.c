@@ -72,7 +72,7 @@ static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pen
  * returning: the same bytes), still in its slot while its caller, at its
  * next call, is about to reuse it.  A sample of a running target taken in
  * that instant showed the returned frame as the top under the caller's
- * next call (ci/live many_threads, 3.11: x2 at its call of leaf_x under
+ * next call (live scenario many_threads, 3.11: x2 at its call of leaf_x under
  * leaf_y).  Refused with it: a frame in the instant it returns, or
  * stopped for a C trace function.  One stop is no such frame: a
  * generator's or coroutine's frame at the instruction where it waits to
@@ -202,10 +202,9 @@ static bool bound_method_of(fp_session *s, const uint64_t slots[2], uint64_t fun
  * above; 3.14+: the depth its stack pointer saved, and the very stack
  * reference the callee's f_funcobj took over) until that call returns.  Under a directly
  * linked frame of another function it had moved on from the call that
- * pushed that frame, a slot of another chain at the same depth (ci/live
- * thread_churn, 3.13: churn_worker at its call of d1 under c1 -> c2 ->
- * leaf_c, read so by the copy and both read-backs: 2 samples in 11.6
- * million).  Not checked where it cannot be told: the slots not in the
+ * pushed that frame, a slot of another chain at the same depth (live
+ * scenario thread_churn, 3.13: churn_worker at its call of d1 under c1 ->
+ * c2 -> leaf_c, read so by the copy and both read-backs).  Not checked where it cannot be told: the slots not in the
  * copy, no function recorded, a generator's frame above (resumed, not
  * called), the __init__ shim above (3.13+: the callable is the class), a
  * 3.14+ debug build's caller with a NULL stack pointer.
@@ -284,7 +283,7 @@ int fpi_emit_frames(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pendi
          * callee it pushes (and runs with -1 from the moment it resumes),
          * so a running frame has no directly linked function's frame above
          * it: that frame is one it has not pushed yet, still in its slot
-         * from an earlier chain at the same depth (ci/live thread_churn,
+         * from an earlier chain at the same depth (live scenario thread_churn,
          * 3.11: c2 at its call of leaf_c under a leaf_d of the chain
          * before).  A generator's frame can be: gen.throw() links the
          * delegating generator straight under the frame that called it,

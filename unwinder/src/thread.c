@@ -135,7 +135,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
      * and only then sets it up (interpreter, next link, ids: until then the
      * template's zeros).  A thread stopped in between (blocking mode), or a
      * copy and read-backs that all fall in between, showed a list of one
-     * frameless thread, the main thread missing (ci/live thread_churn on
+     * frameless thread, the main thread missing (live scenario thread_churn,
      * 3.11, blocking).  A failed walk of its own, so that the list is
      * followed on or walked again as after any thread that failed (a state
      * freed and its memory reused, reached through a stale link, fails so
@@ -153,7 +153,7 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
      * thread): only then does the runtime's main thread id decide.  The
      * ids alone cannot: a thread state whose thread has not started yet
      * carries its creator's thread id, and on 3.11 its creator's native
-     * id too (seen live: a new thread's state listed as a frameless main
+     * id too (a new thread's state would be listed as a frameless main
      * thread beside the real one); on 3.12 no native id yet. */
     th->main = ii->threads_main ? ts == ii->threads_main
                                 : ii->main_thread_id && th->thread_id == ii->main_thread_id && th->native_id != 0;

@@ -77,9 +77,9 @@ int fpi_check_main_listed(fp_session *s, const fp_sample *sm, size_t first, size
  * ids (3.11: the native id too) and no frames; in a list the walk did not
  * follow to its end (`cut`), the main thread's own state may lie beyond,
  * and a frameless state with its ids may be either: it is failed as torn,
- * neither taken for the main thread (ci/live thread_churn, 3.11: a new
+ * neither taken for the main thread (live scenario thread_churn, 3.11: a new
  * thread's state returned as a frameless main thread, the list cut after a
- * thread that exited under the walk, 4 of 20 million samples) nor returned
+ * thread that exited under the walk) nor returned
  * as another thread (fuzz_live_consistency, 3.11: the main thread itself,
  * frameless, returned as a good thread that is not the main one). */
 void fpi_one_main_thread(fp_sample *sm, const fp_interp *fi, bool by_ids, bool cut)

@@ -32,9 +32,9 @@
 #define NO_READ SIZE_MAX   /* verify_at: a range this read-back does not read */
 
 /* Two read-backs are there for a copy torn by a thread switching call
- * chains at the same depth and read back torn the same way (ci/live
- * many_threads, 3.11 and 3.12, one read-back: x2 under leaf_y, 9 samples in
- * 33 000).  Where a caller keeps its stack depth and the function it
+ * chains at the same depth and read back torn the same way (live
+ * scenario many_threads, 3.11 and 3.12, with one read-back: x2 under
+ * leaf_y).  Where a caller keeps its stack depth and the function it
  * called (every supported version: 3.11-3.13 a stacktop, 3.14+ a stack
  * pointer), that mixture is refused by structure (emit.c:
  * callee_was_called, and on 3.11-3.13 the depth checks), so one read-back
@@ -230,7 +230,7 @@ static int plan(fp_session *s, const fpi_verify_want *w, const fpi_walk_used *u,
      * data stack (a generator's, a coroutine's) is read between the part of
      * the chunks below it and the part above it.  Read after the chunks, a
      * coroutine at its next call was read with the callee of its last one
-     * still running in the slot above (ci/live generator_pingpong, 3.13:
+     * still running in the slot above (live scenario generator_pingpong, 3.13:
      * coro_b at its call of Tick() under work_b; the coroutine moves on in
      * the few instructions between the two reads).  Chunks are read oldest
      * first for the same reason: a caller at the top of an older chunk just

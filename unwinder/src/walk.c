@@ -123,7 +123,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
                  * started in front of it.  Which one, the link cannot say
                  * (a state freed and set up again for a new thread holds
                  * an empty link: followed, it cut the list short and lost
-                 * the main thread, ci/live thread_churn on debug builds).
+                 * the main thread: live scenario thread_churn, debug builds).
                  * The interpreter's threads are walked again from its list
                  * head as it is now, a bounded number of times, rather than
                  * rejecting the sample for a thread that exited under the
