@@ -6,7 +6,7 @@ accounting by total variation distance (the reference run, ci/accuracy,
 takes 10^5 samples per case for the 0.02 target); and the comparison must
 fail the same profile with its innermost frames dropped or its two
 branches swapped.  On the syscalls workload `--blocking` must come within
-the bound too, and `--blocking --no-colocate`, whose stops from another
+BLOCKING_BOUND, and `--blocking --no-colocate`, whose stops from another
 CPU fall on system calls, must not.
 usage: test_accuracy.py FRAMEPROOF_BINARY"""
 import importlib.util
@@ -25,6 +25,12 @@ compare = accuracy.compare
 fpfacts = accuracy.fpfacts
 
 QUICK_BOUND = 0.05   # 2 000 samples: the noise floor alone is about 0.01
+# The --blocking pair tells a stop held on the sampler's CPU from a stop
+# asked from another CPU.  Unloaded, on 3.11, the held stop came within
+# 0.007-0.017 and the stop from afar 0.37-0.39; with a busy loop on each of
+# the two CPUs, 0.021-0.050 and 0.18-0.33 (a test-suite run on a shared
+# machine once met 0.057).  The bound sits between the two.
+BLOCKING_BOUND = 0.10
 SECONDS = 2.0
 RATE = 1000
 UNIT_US = 1000.0
@@ -52,11 +58,12 @@ def blocking_instant(entry):
     stop asked from another CPU lands at the thread's next system call
     when that comes before the kernel's interruption does, and
     `--blocking --no-colocate` (the stop from afar) must show syscall()
-    beyond the bound: the check's teeth."""
+    beyond the bound: the check's teeth.  The bound is BLOCKING_BOUND,
+    wider than QUICK_BOUND, because a loaded machine moves both."""
     for flags, must_pass in ((["--blocking"], True), (["--blocking", "--no-colocate"], False)):
         t = accuracy.Target(entry)
         name = f"{entry['id']} syscalls {' '.join(flags)}: " + \
-            ("within" if must_pass else "beyond") + f" {QUICK_BOUND} of the truth"
+            ("within" if must_pass else "beyond") + f" {BLOCKING_BOUND} of the truth"
         try:
             samples, err = accuracy.frameproof_case(Args, t, "syscalls", SECONDS, SEED, "fixed", flags,
                                                     os.path.join(t.dir, "profile"))
@@ -64,7 +71,7 @@ def blocking_instant(entry):
                 check(name, False, err)
                 continue
             r = compare.compare(samples, compare.load_truth(t.truth))
-            ok = r["samples"] > 0 and (r["tvd"] <= QUICK_BOUND) == must_pass
+            ok = r["samples"] > 0 and (r["tvd"] <= BLOCKING_BOUND) == must_pass
             check(name, ok, f"TVD {r['tvd']:.4f} over {r['samples']} samples; worst {r['worst']}")
         finally:
             t.close()
