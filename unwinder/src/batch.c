@@ -39,7 +39,8 @@ static bool batch_append(void **arr, size_t *len, size_t *cap, const void *items
 
 /* Keeps the walk just collected (ch: its chunks, frames followed and found; the
  * thread state copy in want) for the interpreter's batched read-back. */
-int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want)
+int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th,
+                    const fpi_verify_want *want)
 {
     fpi_deferred_walk d = {
         .want = *want,

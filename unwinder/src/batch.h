@@ -40,7 +40,8 @@ typedef struct fpi_walk_batch {
 
 /* Keeps the walk just collected (ch, and the thread state copy in want)
  * in b for its read-back. */
-int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th, const fpi_verify_want *want);
+int fpi_batch_defer(fp_session *s, fpi_walk_batch *b, const fpi_chain *ch, const fp_sample *sm, const fp_thread *th,
+                    const fpi_verify_want *want);
 void fpi_walk_batch_free(fpi_walk_batch *b);
 
 #endif

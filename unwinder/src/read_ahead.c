@@ -14,54 +14,55 @@
 #include "read_ahead.h"
 
 /* Plans the read-ahead of the thread states interpreter `interp` had in the
- * previous sample: s->ahead.pf and the ranges from `first` on of s->ahead.first_read
- * (its first `first` left for the caller to fill, its n set past the
- * last planned); with `stacks`, also each one's newest chunk and _PyCFrame
- * where the previous sample saw them, after all the thread states
- * (fpi_finish_thread_reads keeps them where the thread states still point
- * there).  Returns how many threads (0: none, fewer than `min`, or no
+ * previous sample: s->ahead.pf and the ranges from `first` on of
+ * s->ahead.first_read (its first `first` left for the caller to fill, its n
+ * set past the last planned); with `stacks`, also each one's newest chunk
+ * and _PyCFrame where the previous sample saw them, after all the thread
+ * states (fpi_finish_thread_reads keeps them where the thread states still
+ * point there).  Returns how many threads (0: none, fewer than `min`, or no
  * memory). */
 static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, size_t min, bool stacks)
 {
-    s->ahead.npf = 0;
-    s->ahead.spec_bytes = 0;
+    fpi_read_ahead *a = &s->ahead;
+    const fpi_seen_last *sl = &s->seen_last;
+    a->npf = 0;
+    a->spec_bytes = 0;
     size_t n = 0;
-    for (size_t i = 0; i < s->seen_last.nlast; i++)
-        if (s->seen_last.last[i].interp == interp)
+    for (size_t i = 0; i < sl->nlast; i++)
+        if (sl->last[i].interp == interp)
             n++;
     if (n < min || n == 0 || n > s->opts.max_threads)
         return 0; /* nothing to gain, or nothing known */
-    fpi_thread_prefetch *pf = fpi_grow(s->ahead.pf, &s->ahead.pf_cap, n, sizeof *pf, n);
+    fpi_thread_prefetch *pf = fpi_grow(a->pf, &a->pf_cap, n, sizeof *pf, n);
     if (!pf)
         return 0;
-    s->ahead.pf = pf;
+    a->pf = pf;
     size_t tslen = s->ts_read_len;
-    uint8_t *tb = fpi_grow(s->ahead.ts_bufs, &s->ahead.ts_bufs_cap, n * tslen, 1, n * tslen);
+    uint8_t *tb = fpi_grow(a->ts_bufs, &a->ts_bufs_cap, n * tslen, 1, n * tslen);
     if (!tb)
         return 0;
-    s->ahead.ts_bufs = tb;
+    a->ts_bufs = tb;
     size_t spec = 0; /* bytes of chunks to read ahead */
-    for (size_t i = 0; stacks && i < s->seen_last.nlast; i++) {
-        const fpi_thread_memo *t = &s->seen_last.last[i];
+    for (size_t i = 0; stacks && i < sl->nlast; i++) {
+        const fpi_thread_memo *t = &sl->last[i];
         uint64_t bytes = t->chunk_read;
         for (unsigned j = 0; j < t->nold; j++)
             bytes += t->old_len[j];
         if (t->interp == interp && spec + bytes <= FPI_MAX_STACK_COPY)
             spec += (size_t)bytes;
     }
-    fpi_read_ahead *a = &s->ahead;
     uint8_t *cb = spec ? fpi_grow(a->chunk_bufs, &a->chunk_bufs_cap, spec, 1, FPI_STACK_COPY_INITIAL) : NULL;
     if (cb)
-        s->ahead.chunk_bufs = cb;
+        a->chunk_bufs = cb;
     size_t most = first + (stacks ? (3 + FPI_SPEC_OLD_CHUNKS) * n : n);
-    fpi_read_set *rs = &s->ahead.first_read;
+    fpi_read_set *rs = &a->first_read;
     fpi_read_set_clear(rs);
     if (!fpi_read_set_reserve(rs, most))
         return 0;
     fp_iov *iov = rs->iov;
     size_t k = 0, m = first + n;
-    for (size_t i = 0; i < s->seen_last.nlast && k < n; i++) {
-        const fpi_thread_memo *t = &s->seen_last.last[i];
+    for (size_t i = 0; i < sl->nlast && k < n; i++) {
+        const fpi_thread_memo *t = &sl->last[i];
         if (t->interp != interp)
             continue;
         pf[k] = (fpi_thread_prefetch){.ts = t->ts, .tsbuf = k * tslen};
@@ -71,28 +72,28 @@ static size_t plan_thread_reads(fp_session *s, uint64_t interp, size_t first, si
             iov[m++] = (fp_iov){t->cframe + (uint64_t)s->layout.cframe_current_frame, &pf[k].cframe_top,
                                 sizeof pf[k].cframe_top};
         }
-        if (cb && t->chunk && s->ahead.spec_bytes + t->chunk_read <= spec) {
+        if (cb && t->chunk && a->spec_bytes + t->chunk_read <= spec) {
             size_t first_chunk = m;
             pf[k].spec_chunk = t->chunk;
-            pf[k].spec_chunkbuf = s->ahead.spec_bytes;
+            pf[k].spec_chunkbuf = a->spec_bytes;
             pf[k].spec_chunklen = (size_t)t->chunk_read;
-            iov[m++] = (fp_iov){t->chunk, cb + s->ahead.spec_bytes, (size_t)t->chunk_read};
-            s->ahead.spec_bytes += (size_t)t->chunk_read;
+            iov[m++] = (fp_iov){t->chunk, cb + a->spec_bytes, (size_t)t->chunk_read};
+            a->spec_bytes += (size_t)t->chunk_read;
             /* Older chunks change only where the stack is as deep as them:
              * read whole as last copied, they save a read each. */
-            for (unsigned j = 0; j < t->nold && s->ahead.spec_bytes + t->old_len[j] <= spec; j++) {
+            for (unsigned j = 0; j < t->nold && a->spec_bytes + t->old_len[j] <= spec; j++) {
                 pf[k].spec_old[j] = t->old[j];
-                pf[k].spec_old_buf[j] = s->ahead.spec_bytes;
+                pf[k].spec_old_buf[j] = a->spec_bytes;
                 pf[k].spec_old_len[j] = (size_t)t->old_len[j];
                 pf[k].spec_nold = j + 1;
-                iov[m++] = (fp_iov){t->old[j], cb + s->ahead.spec_bytes, (size_t)t->old_len[j]};
-                s->ahead.spec_bytes += (size_t)t->old_len[j];
+                iov[m++] = (fp_iov){t->old[j], cb + a->spec_bytes, (size_t)t->old_len[j]};
+                a->spec_bytes += (size_t)t->old_len[j];
             }
             /* Read oldest first, as the read-back does (verify.c, plan). */
-            for (size_t a = first_chunk, z = m; a + 1 < z; a++, z--) {
-                fp_iov tmp = iov[a];
-                iov[a] = iov[z - 1];
-                iov[z - 1] = tmp;
+            for (size_t lo = first_chunk, hi = m; lo + 1 < hi; lo++, hi--) {
+                fp_iov tmp = iov[lo];
+                iov[lo] = iov[hi - 1];
+                iov[hi - 1] = tmp;
             }
         }
         k++;
