@@ -444,9 +444,20 @@ def pause_torn_sampling(tmp):
         proc.wait()
 
 
+def refusals_first(every):
+    """The matrix's interpreters, those that refuse most stopped instants of
+    a switching greenlet first: on 3.14+ greenlet's own switch leaves a
+    refused state in about 4-13 % of stops (docs/greenlet.md), while 3.11
+    refuses only the rare instant of a frame's pop, which 2 000 stops once
+    missed."""
+    def version(interp):
+        return tuple(int(x) for x in interp.get("version", "0.0").split(".")[:2])
+    return sorted(every, key=lambda e: e[1] is None or version(e[1]) < (3, 14))
+
+
 def keep_failed(cap, tmp):
     manifest, every = fpfacts.matrix(fpfacts.load())
-    for ident, interp in every:
+    for ident, interp in refusals_first(every):
         if interp is None:
             continue
         installed = cap.install_scripts(interp.get("root", "/"))
