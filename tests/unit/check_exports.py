@@ -21,7 +21,7 @@ INTERNAL_PREFIX = "fpi_"
 # The naming rule: fp_<object>_<verb>[_<what>], the object being the type the
 # call acts on or creates; read-only accessors are get_<property>, predicates
 # is_<property>.
-OBJECTS = ("image_builder", "options", "error", "session", "sample", "image", "recorder", "pause", "reader")
+OBJECTS = ("image_builder", "async_graph", "options", "error", "session", "sample", "image", "recorder", "pause", "reader")
 VERBS = {"new", "free", "open", "close", "init", "attach", "detach", "sample", "read", "readv", "resume",
          "add", "serialize", "write", "capture", "describe", "set", "get", "is"}
 

@@ -25,16 +25,17 @@ typedef struct field_desc {
     int16_t member;      /* offsetof(fpi_layout, ...) or -1 to skip */
 } field_desc;
 
-enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_COUNT };
+enum grp { G_RT, G_INTERP, G_TS, G_FRAME, G_CODE, G_OBJ, G_TYPE, G_BYTES, G_UNI, G_GEN, G_SET, G_LONG, G_COUNT };
 
 static const uint32_t group_max[G_COUNT] = {
     FPI_MAX_RUNTIME_SIZE, FPI_MAX_INTERP_SIZE, FPI_MAX_TSTATE_SIZE, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT,
     FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT,
+    FPI_MAX_SMALL_STRUCT, FPI_MAX_SMALL_STRUCT,
 };
 
 static const char *const group_name[G_COUNT] = {
     "runtime_state", "interpreter_state", "thread_state", "interpreter_frame", "code_object",
-    "pyobject", "type_object", "bytes_object", "unicode_object", "gen_object",
+    "pyobject", "type_object", "bytes_object", "unicode_object", "gen_object", "set_object", "long_object",
 };
 
 #define M(f) ((int16_t)offsetof(fpi_layout, f))
@@ -82,10 +83,13 @@ static const field_desc fields_314[] = {
     OF(336, G_CODE, 8, M(co_qualname)), OF(344, G_CODE, 8, M(co_linetable)), OF(352, G_CODE, 4, M(co_firstlineno)),
     AB(384, G_CODE, M(co_code_adaptive)), AB(392, G_CODE, M(co_tlbc)),
     SZ(400, G_OBJ, -1), OF(408, G_OBJ, 8, M(ob_type)),
-    SZ(416, G_TYPE, -1), OF(424, G_TYPE, 8, M(tp_name)),
+    SZ(416, G_TYPE, -1), OF(424, G_TYPE, 8, M(tp_name)), OF(440, G_TYPE, 8, M(tp_flags)),
+    SZ(496, G_SET, -1), OF(504, G_SET, 8, M(set_used)), OF(512, G_SET, 8, M(set_table)), OF(520, G_SET, 8, M(set_mask)),
+    SZ(568, G_LONG, -1), OF(576, G_LONG, 8, M(long_lv_tag)), AB(584, G_LONG, M(long_digits)),
     SZ(592, G_BYTES, -1), OF(600, G_BYTES, 8, M(ob_size)), AB(608, G_BYTES, M(bytes_sval)),
     SZ(616, G_UNI, -1), OF(624, G_UNI, 4, M(uni_state)), OF(632, G_UNI, 8, M(uni_length)),
     AB(640, G_UNI, M(uni_ascii_size)),
+    SZ(664, G_GEN, -1), AB(680, G_GEN, M(gen_iframe)), OF(688, G_GEN, 1, M(gen_frame_state)),
 };
 
 static const field_desc fields_315[] = {
@@ -109,10 +113,13 @@ static const field_desc fields_315[] = {
     OF(400, G_CODE, 8, M(co_qualname)), OF(408, G_CODE, 8, M(co_linetable)), OF(416, G_CODE, 4, M(co_firstlineno)),
     AB(448, G_CODE, M(co_code_adaptive)), AB(456, G_CODE, M(co_tlbc)),
     SZ(464, G_OBJ, -1), OF(472, G_OBJ, 8, M(ob_type)),
-    SZ(480, G_TYPE, -1), OF(488, G_TYPE, 8, M(tp_name)),
+    SZ(480, G_TYPE, -1), OF(488, G_TYPE, 8, M(tp_name)), OF(504, G_TYPE, 8, M(tp_flags)),
+    SZ(592, G_SET, -1), OF(600, G_SET, 8, M(set_used)), OF(608, G_SET, 8, M(set_table)), OF(616, G_SET, 8, M(set_mask)),
+    SZ(664, G_LONG, -1), OF(672, G_LONG, 8, M(long_lv_tag)), AB(680, G_LONG, M(long_digits)),
     SZ(688, G_BYTES, -1), OF(696, G_BYTES, 8, M(ob_size)), AB(704, G_BYTES, M(bytes_sval)),
     SZ(712, G_UNI, -1), OF(720, G_UNI, 4, M(uni_state)), OF(728, G_UNI, 8, M(uni_length)),
     AB(736, G_UNI, M(uni_ascii_size)), AB(744, G_UNI, M(uni_compact_size)),
+    SZ(792, G_GEN, -1), AB(808, G_GEN, M(gen_iframe)), OF(816, G_GEN, 1, M(gen_frame_state)),
 };
 
 static uint64_t load_u64(const uint8_t *p)
@@ -239,6 +246,14 @@ int fpi_debug_offsets_parse_opt(const uint8_t *table, size_t len, bool allow_unt
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is outside bytes_object.size", out->bytes_sval);
     if (out->bytes_sval < out->ob_size + 8 || out->bytes_sval > 256)
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_sval (%d) is invalid", out->bytes_sval);
+    /* asyncio's graph (3.14+): a coroutine's frame lies past its state
+     * byte inside the object, aligned; a long's digits past its tag. */
+    if (out->gen_iframe != FPI_OFF_NONE &&
+        (out->gen_iframe <= out->gen_frame_state || (uint64_t)out->gen_iframe >= gsize[G_GEN] || out->gen_iframe % 8))
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: gi_iframe (%d) is invalid", out->gen_iframe);
+    if (out->long_digits != FPI_OFF_NONE &&
+        (out->long_digits < out->long_lv_tag + 8 || (uint64_t)out->long_digits + 4 > gsize[G_LONG]))
+        return fpi_err(eb, FP_E_CORRUPT, "debug offsets: ob_digit (%d) is invalid", out->long_digits);
     if (out->fr_tlbc_index != FPI_OFF_NONE && out->fr_tlbc_index != 0 &&
         (uint64_t)out->fr_tlbc_index + 4 > gsize[G_FRAME])
         return fpi_err(eb, FP_E_CORRUPT, "debug offsets: tlbc_index (%d) is outside the frame", out->fr_tlbc_index);

@@ -43,4 +43,9 @@
 #define FPI_CODE_CACHE_MAX 65536u                    /* code objects kept between samples */
 #define FPI_PAUSE_MAX_PASSES 64                      /* passes over /proc/PID/task until no new thread appears */
 
+/* asyncio's task graph (async_graph.c). */
+#define FPI_ASYNC_MAX_NODES (1u << 20)               /* tasks and futures in one graph */
+#define FPI_ASYNC_MAX_AWAITERS (1u << 16)            /* slots of one awaited_by set's table */
+#define FPI_ASYNC_MAX_LONG_DIGITS 3u                 /* 30-bit digits of an unnamed task's number */
+
 #endif

@@ -109,6 +109,12 @@ typedef struct fpi_layout {
     int32_t meth_im_func;
     int32_t bytes_sval;
     int32_t uni_length, uni_state, uni_ascii_size, uni_compact_size;
+    /* What asyncio's task graph is read through (async_graph.c), from the
+     * 3.14+ debug tables; FPI_OFF_NONE before 3.14. */
+    int32_t tp_flags;                        /* unsigned long, in a type object */
+    int32_t set_used, set_mask, set_table;   /* PySetObject */
+    int32_t long_lv_tag, long_digits;        /* PyLongObject, the 3.12+ tagged form */
+    int32_t gen_iframe, gen_frame_state;     /* PyGenObject: its embedded frame, its int8 state */
     /* state word bit positions */
     uint32_t uni_kind_shift, uni_compact_bit, uni_ascii_bit;
 } fpi_layout;

@@ -104,28 +104,12 @@ typedef struct candidate {
     const fpi_mapping *map;
 } candidate;
 
-static int open_mapped_file(int pid, const fpi_mapping *m, char *used, size_t usedlen)
-{
-    char path[FPI_MAPS_MAX_PATH + 64];
-    int fd = -1;
-    if (!m->deleted) {
-        snprintf(path, sizeof path, "/proc/%d/root%s", pid, m->path);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    }
-    if (fd < 0) {
-        snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-                 (unsigned long long)m->end);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-    }
-    snprintf(used, usedlen, "%s", path);
-    return fd;
-}
 
 static int try_candidate(fp_session *s, int pid, const fpi_mapping *m, fpi_errbuf *log, int *best)
 {
     char used[FPI_MAPS_MAX_PATH + 64];
     fpi_errbuf why = {{0}};
-    int fd = open_mapped_file(pid, m, used, sizeof used);
+    int fd = fpi_maps_open_file(pid, m, used, sizeof used);
     if (fd < 0) {
         int err = errno;
         fpi_err_append(log, "%s%s at 0x%llx: cannot open (%s)", log->msg[0] ? "; " : "", m->path, (unsigned long long)m->start, strerror(err));

@@ -1,6 +1,7 @@
-/* locate_elf.c — reads the .PyRuntime section, the _PyRuntime and
- * Py_Version symbols and the load segment of a python binary or libpython
- * with libelf, treating the file as untrusted input. */
+/* locate_elf.c — reads the .PyRuntime and .AsyncioDebug sections, the
+ * _PyRuntime and Py_Version symbols and the load segment of a python
+ * binary, libpython or extension module with libelf, treating the file as
+ * untrusted input. */
 #include <gelf.h>
 #include <libelf.h>
 #include <string.h>
@@ -93,6 +94,10 @@ static int inspect(Elf *elf, fpi_elf_info *out, fpi_errbuf *eb)
             out->has_section = true;
             out->section_addr = sh.sh_addr;
             out->section_size = sh.sh_size;
+        } else if (name && strcmp(name, ".AsyncioDebug") == 0) {
+            out->has_asyncio_section = true;
+            out->asyncio_section_addr = sh.sh_addr;
+            out->asyncio_section_size = sh.sh_size;
         }
         if (sh.sh_type == SHT_DYNSYM || sh.sh_type == SHT_SYMTAB)
             scan_symbols(elf, scn, &sh, out);

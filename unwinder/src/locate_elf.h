@@ -17,6 +17,8 @@ typedef struct fpi_elf_info {
     bool has_version_sym;      /* Py_Version */
     uint64_t version_sym;
     bool debug_build;          /* a Py_REF_DEBUG-only symbol is exported */
+    bool has_asyncio_section;  /* .AsyncioDebug: asyncio's C module's layout (3.14+) */
+    uint64_t asyncio_section_addr, asyncio_section_size;
     bool has_load;             /* a PT_LOAD with file offset 0 was found */
     uint64_t load_vaddr;       /* its p_vaddr rounded down to p_align */
 } fpi_elf_info;

@@ -196,3 +196,20 @@ bool fpi_maps_contains(const fpi_maps *m, uint64_t addr, uint64_t len)
     }
     return false;
 }
+
+int fpi_maps_open_file(int pid, const fpi_mapping *m, char *used, size_t usedlen)
+{
+    char path[FPI_MAPS_MAX_PATH + 64];
+    int fd = -1;
+    if (!m->deleted) {
+        snprintf(path, sizeof path, "/proc/%d/root%s", pid, m->path);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        snprintf(path, sizeof path, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+                 (unsigned long long)m->end);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    snprintf(used, usedlen, "%s", path);
+    return fd;
+}

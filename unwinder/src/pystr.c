@@ -8,13 +8,14 @@
 #include "session.h"
 
 #define MAX_UNICODE 0x10FFFFu
-#define TYPE_NAME_PROBE 9 /* strlen("NoneType") + 1 */
+#define TYPE_NAME_PROBE 10 /* strlen("coroutine") + 1 */
 
 static const struct { const char *name; int kind; } known_types[] = {
     {"code", FPI_TYPE_CODE},
     {"str", FPI_TYPE_STR},
     {"bytes", FPI_TYPE_BYTES},
     {"NoneType", FPI_TYPE_NONE},
+    {"coroutine", FPI_TYPE_COROUTINE},
 };
 
 int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)

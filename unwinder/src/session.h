@@ -22,7 +22,7 @@
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_CODE_FINGERPRINT_WORDS 8
 
-enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE };
+enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE, FPI_TYPE_COROUTINE };
 
 typedef struct fpi_type_slot {
     uint64_t addr;

@@ -1,0 +1,86 @@
+/* frameproof/async.h — asyncio's task graph read from outside a live
+ * process: every pending task of every thread and interpreter, the
+ * coroutine stack each one is suspended in, and who awaits whom.  CPython
+ * 3.14+ GIL builds, where asyncio's C module publishes its layout (the
+ * .AsyncioDebug section) and keeps each thread's pending tasks on a list;
+ * other versions and builds are refused with FP_E_UNSUPPORTED.
+ *
+ * One instant: every thread of the target is stopped (ptrace, as
+ * frameproof/pause.h) while the graph is read and resumed before
+ * fp_async_graph_read returns, so a graph never mixes two instants (tasks
+ * finish and are freed while a running program is read).  Conventions as in
+ * frameproof.h. */
+#ifndef FRAMEPROOF_ASYNC_H
+#define FRAMEPROOF_ASYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frameproof/export.h"
+#include "frameproof/frameproof.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A future's state (asyncio's _state: "PENDING", "CANCELLED", "FINISHED"). */
+enum fp_future_state {
+    FP_FUTURE_PENDING = 0,
+    FP_FUTURE_CANCELLED = 1,
+    FP_FUTURE_FINISHED = 2,
+};
+
+/* One node of the graph: a task, or a future that is not a task but is
+ * recorded as awaiting one (asyncio.future_add_to_awaited_by links any two
+ * futures; gather() and shield() link their children to the awaiting task
+ * itself). */
+typedef struct fp_async_node {
+    uint64_t addr;            /* the object's address: id() in the target */
+    bool is_task;
+    const char *name;         /* a task's name, UTF-8 ("Task-N" for an unnamed one); NULL for a future */
+    int state;                /* enum fp_future_state */
+    uint64_t thread_native_id;/* kernel id of the thread whose task list holds it; 0: on the
+                               * interpreter's list (its thread exited), or a future */
+    int64_t interp_id;        /* the interpreter whose list holds it (-1: a future) */
+    bool running;             /* the task a thread is running now (its coroutine is executing) */
+    size_t first_frame;       /* its coroutine stack, innermost first (the coroutine the task runs
+                               * last, then what awaits it, ...): fp_async_graph_get_frame; at most
+                               * fp_options.max_depth coroutines, beyond which FP_E_LIMIT */
+    size_t frame_count;
+    size_t first_awaiter;     /* the nodes that await it: fp_async_graph_get_awaiter */
+    size_t awaiter_count;
+} fp_async_node;
+
+typedef struct fp_async_graph fp_async_graph;
+
+/* Reads the task graph of the process s is attached to (fp_session_attach_pid),
+ * stopping its threads for the read.  *out is the caller's (fp_async_graph_free).
+ * A target where asyncio's C module is not found (an extension module not
+ * imported yet; where it is built in, it is always found) gives an empty
+ * graph, fp_async_graph_get_asyncio_loaded false.  Frame strings are the
+ * session's, valid until its next fp_session_sample, fp_async_graph_read or
+ * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
+ * (not attached to a process), FP_E_UNSUPPORTED (before 3.14, a
+ * free-threaded build), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT,
+ * FP_E_LIMIT, FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
+FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
+
+/* Accessors; an out-of-range index gives NULL (and SIZE_MAX for
+ * fp_async_graph_get_awaiter, whose answers are node indices). */
+FP_API bool fp_async_graph_get_asyncio_loaded(const fp_async_graph *g);
+FP_API size_t fp_async_graph_get_node_count(const fp_async_graph *g);
+FP_API const fp_async_node *fp_async_graph_get_node(const fp_async_graph *g, size_t i);
+FP_API size_t fp_async_graph_get_frame_count(const fp_async_graph *g);
+FP_API const fp_frame *fp_async_graph_get_frame(const fp_async_graph *g, size_t i);
+/* The node index of awaiter i (fp_async_node.first_awaiter + k). */
+FP_API size_t fp_async_graph_get_awaiter(const fp_async_graph *g, size_t i);
+FP_API size_t fp_async_graph_get_awaiter_count(const fp_async_graph *g);
+
+FP_API void fp_async_graph_free(fp_async_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
