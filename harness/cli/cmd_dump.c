@@ -1,27 +1,35 @@
 /* cmd_dump.c — `frameproof dump`: attach to a process, take one sample and
- * print it as text or JSON. */
+ * print it as text or JSON; with --async, read asyncio's task graph instead. */
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "async_output.h"
 #include "cli.h"
 #include "fp_facts.h"
+#include "frameproof/async.h"
 #include "frameproof/frameproof.h"
 #include "sample_output.h"
 
 static const char DUMP_USAGE[] =
-    "usage: frameproof dump --pid PID [--json] [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
-    "                       [--blocking | --pause-torn] [--allow-untested-version]\n"
+    "usage: frameproof dump --pid PID [--json] [--async] [--reader auto|vm|mem] [--max-depth N]\n"
+    "                       [--no-cache] [--blocking | --pause-torn] [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
     "\n"
     "  --pid PID        process to sample (required)\n"
     "  --json           print the documented JSON form instead of text\n"
+    "  --async          print asyncio's task graph instead (CPython 3.14+, GIL\n"
+    "                   builds): every pending task, its coroutine stack and its\n"
+    "                   awaiters, as a tree of who awaits whom; the target is\n"
+    "                   stopped (ptrace) while it is read (not with --blocking or\n"
+    "                   --pause-torn)\n"
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
     "                   /proc/PID/mem), vm or mem (default auto)\n"
-    "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
+    "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
+    "                   with --async: coroutines per task)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
     CLI_BLOCKING_HELP
     CLI_PAUSE_TORN_HELP
@@ -30,7 +38,31 @@ static const char DUMP_USAGE[] =
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(process exited, permission denied, not a Python process, unsupported\n"
-    "version, incomplete sample); 2 on a usage error.\n";
+    "version, incomplete sample, no task graph before 3.14); 2 on a usage error.\n";
+
+/* `dump --async` once attached: reads the graph (the library stops and
+ * resumes the target) and prints it; returns the exit status. */
+static int dump_async(fp_session *s, int pid, int json)
+{
+    fp_async_graph *g = NULL;
+    int status = CLI_EXIT_ERROR;
+    if (fp_async_graph_read(s, &g)) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
+        goto out;
+    }
+    fp_python_info py;
+    fp_session_get_python(s, &py);
+    if (json) {
+        cli_async_output_json(stdout, pid, &py, g);
+    } else if (cli_async_output_text(stdout, pid, &py, g)) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(FP_E_NOMEM));
+        goto out;
+    }
+    status = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+out:
+    fp_async_graph_free(g);
+    return status;
+}
 
 int cli_cmd_dump(int argc, char **argv)
 {
@@ -43,13 +75,14 @@ int cli_cmd_dump(int argc, char **argv)
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
+        {"async", no_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     fp_options o;
     fp_options_init(&o);
     unsigned long pid = 0, v;
-    int json = 0, c;
+    int json = 0, async = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:jr:d:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -75,6 +108,7 @@ int cli_cmd_dump(int argc, char **argv)
         case 'U': o.allow_untested = true; break;
         case 'B': o.blocking = true; break;
         case 'T': o.pause_torn = true; break;
+        case 'A': async = 1; break;
         case 'h': fputs(DUMP_USAGE, stdout); return CLI_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return CLI_EXIT_USAGE;
         }
@@ -91,6 +125,11 @@ int cli_cmd_dump(int argc, char **argv)
         fputs("frameproof dump: --blocking and --pause-torn exclude each other\n", stderr);
         return CLI_EXIT_USAGE;
     }
+    if (async && (o.blocking || o.pause_torn)) {
+        fputs("frameproof dump: --async always reads with the target stopped: no --blocking or --pause-torn\n",
+              stderr);
+        return CLI_EXIT_USAGE;
+    }
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     int status = CLI_EXIT_ERROR;
@@ -104,6 +143,10 @@ int cli_cmd_dump(int argc, char **argv)
     rc = fp_session_attach_pid(s, (int)pid);
     if (rc) {
         fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
+        goto out;
+    }
+    if (async) {
+        status = dump_async(s, (int)pid, json);
         goto out;
     }
     rc = fp_session_sample(s, sm);

@@ -10,6 +10,42 @@ static const char *kind_name(int kind)
     return kind == FP_FRAME_GENERATOR ? "generator" : "python";
 }
 
+void cli_json_python(jw_writer *j, const fp_python_info *py)
+{
+    jw_begin_object(j);
+    jw_key(j, "version");
+    jw_string(j, py->version);
+    jw_key(j, "hexversion");
+    jw_uint(j, py->hexversion);
+    jw_key(j, "free_threaded");
+    jw_bool(j, py->free_threaded);
+    jw_key(j, "debug");
+    jw_bool(j, py->debug);
+    if (py->untested) { /* only then, so supported versions keep the documented schema */
+        jw_key(j, "untested");
+        jw_bool(j, true);
+    }
+    jw_end_object(j);
+}
+
+void cli_json_frame_fields(jw_writer *j, const fp_frame *fr)
+{
+    jw_key(j, "function");
+    jw_string(j, fr->function);
+    jw_key(j, "name");
+    jw_string(j, fr->name);
+    jw_key(j, "file");
+    jw_string(j, fr->file);
+    jw_key(j, "line");
+    jw_int_or_null(j, fr->line, FP_POS_NONE);
+    jw_key(j, "end_line");
+    jw_int_or_null(j, fr->end_line, FP_POS_NONE);
+    jw_key(j, "column");
+    jw_int_or_null(j, fr->column, FP_POS_NONE);
+    jw_key(j, "end_column");
+    jw_int_or_null(j, fr->end_column, FP_POS_NONE);
+}
+
 void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_sample *sm)
 {
     jw_writer j;
@@ -18,20 +54,7 @@ void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_samp
     jw_key(&j, "pid");
     jw_int(&j, pid);
     jw_key(&j, "python");
-    jw_begin_object(&j);
-    jw_key(&j, "version");
-    jw_string(&j, py->version);
-    jw_key(&j, "hexversion");
-    jw_uint(&j, py->hexversion);
-    jw_key(&j, "free_threaded");
-    jw_bool(&j, py->free_threaded);
-    jw_key(&j, "debug");
-    jw_bool(&j, py->debug);
-    if (py->untested) { /* only then, so supported versions keep the documented schema */
-        jw_key(&j, "untested");
-        jw_bool(&j, true);
-    }
-    jw_end_object(&j);
+    cli_json_python(&j, py);
     jw_key(&j, "interpreters");
     jw_begin_array(&j);
     for (size_t i = 0; i < fp_sample_get_interp_count(sm); i++) {
@@ -70,20 +93,7 @@ void cli_output_json(FILE *out, int pid, const fp_python_info *py, const fp_samp
             for (size_t f = th->first_frame; f < th->first_frame + th->frame_count; f++) {
                 const fp_frame *fr = fp_sample_get_frame(sm, f);
                 jw_begin_object(&j);
-                jw_key(&j, "function");
-                jw_string(&j, fr->function);
-                jw_key(&j, "name");
-                jw_string(&j, fr->name);
-                jw_key(&j, "file");
-                jw_string(&j, fr->file);
-                jw_key(&j, "line");
-                jw_int_or_null(&j, fr->line, FP_POS_NONE);
-                jw_key(&j, "end_line");
-                jw_int_or_null(&j, fr->end_line, FP_POS_NONE);
-                jw_key(&j, "column");
-                jw_int_or_null(&j, fr->column, FP_POS_NONE);
-                jw_key(&j, "end_column");
-                jw_int_or_null(&j, fr->end_column, FP_POS_NONE);
+                cli_json_frame_fields(&j, fr);
                 jw_key(&j, "kind");
                 jw_string(&j, kind_name(fr->kind));
                 jw_end_object(&j);

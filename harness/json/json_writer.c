@@ -133,6 +133,22 @@ void jw_int_or_null(jw_writer *j, int64_t v, int64_t none_value)
         jw_int(j, v);
 }
 
+void jw_uint_or_null(jw_writer *j, uint64_t v)
+{
+    if (v == 0)
+        jw_null(j);
+    else
+        jw_uint(j, v);
+}
+
+void jw_string_or_null(jw_writer *j, const char *s)
+{
+    if (s)
+        jw_string(j, s);
+    else
+        jw_null(j);
+}
+
 void jw_tristate(jw_writer *j, int v)
 {
     if (v < 0)

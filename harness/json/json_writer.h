@@ -31,6 +31,9 @@ void jw_bool(jw_writer *j, bool v);
 void jw_null(jw_writer *j);
 /* An int that is null when equal to none_value. */
 void jw_int_or_null(jw_writer *j, int64_t v, int64_t none_value);
+/* An unsigned int that is null when 0; a string that is null when NULL. */
+void jw_uint_or_null(jw_writer *j, uint64_t v);
+void jw_string_or_null(jw_writer *j, const char *s);
 /* A tri-state (-1 unknown → null). */
 void jw_tristate(jw_writer *j, int v);
 

@@ -1,0 +1,19 @@
+/* async_output.h — the documented JSON and pstree-like text forms of
+ * asyncio's task graph (`dump --async`). */
+#ifndef CLI_ASYNC_OUTPUT_H
+#define CLI_ASYNC_OUTPUT_H
+
+#include <stdio.h>
+
+#include "frameproof/async.h"
+#include "frameproof/frameproof.h"
+
+/* Every node in the graph's order, each with its stack (innermost first)
+ * and the addresses of its awaiters. */
+void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g);
+
+/* A header line, then a tree per node nobody awaits, each node followed by
+ * the nodes it awaits.  Returns 0, or FP_E_NOMEM with nothing printed. */
+int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g);
+
+#endif
