@@ -1,0 +1,184 @@
+# park_tasks.py — an asyncio task graph, parked, for `frameproof dump --async`
+# (tests/async/test_dump_async.py).  On CPython 3.14+ two threads each run an
+# event loop whose tasks all end up suspended in asyncio.sleep(): a
+# TaskGroup of workers (worker -> mid -> leaf), a gather() of two tasks, a
+# task awaiting another task, a shield(), a wait_for(), an unnamed task, a
+# recursive chain and a task reached through plain (non-task) futures.  Once
+# every loop is idle, the truth is computed inside the process with
+# asyncio.capture_call_graph() on each loop's own thread, from a callback
+# (so no task is running), and printed as one line "ready <json>":
+#   {"pid": P, "tasks": [{"addr": id(task), "task": true, "name", "thread",
+#     "stack": [[co_qualname, f_lineno], ...] innermost first,
+#     "awaited_by": sorted ids}, ...,
+#    {"addr": id(fut), "task": false, "awaited_by": [...]}, ...]}
+# Before 3.14 (no task graph to read) it prints a bare "ready" and sleeps,
+# so that the refusal of older interpreters can be checked on a live process.
+import asyncio
+import gc
+import json
+import os
+import sys
+import threading
+import time
+
+PARK_SECONDS = 3600
+SETTLE_SECONDS = 0.2   # lets every task reach its sleep before the truth is taken
+CROSS_TIMEOUT = 60     # how long one thread waits for the other
+DEEP = 6               # recursion depth of the deep chain
+
+
+async def leaf():
+    await asyncio.sleep(PARK_SECONDS)
+
+
+async def mid():
+    await leaf()
+
+
+async def worker():
+    await mid()
+
+
+async def gathered():
+    await asyncio.sleep(PARK_SECONDS)
+
+
+async def gatherer(children):
+    await asyncio.gather(*children)
+
+
+async def awaits_task(other):
+    await other
+
+
+async def shielding(inner):
+    await asyncio.shield(inner)
+
+
+async def timed():
+    # Twice the sleep: the timeout never fires first.
+    await asyncio.wait_for(leaf(), timeout=2 * PARK_SECONDS)
+
+
+async def descend(n):
+    if n == 0:
+        await asyncio.sleep(PARK_SECONDS)
+    else:
+        await descend(n - 1)
+
+
+async def awaits_future(fut):
+    await fut
+
+
+def task_name(task):
+    """task.get_name() without its side effect: an unnamed task keeps the
+    integer N of "Task-N" until get_name() first turns it into the string,
+    and the unwinder must read that lazy form too.  A pending task's only
+    int referent is that counter."""
+    counters = [r for r in gc.get_referents(task) if type(r) is int]
+    if len(counters) == 1:
+        return "Task-%d" % counters[0]
+    return task.get_name()
+
+
+def loop_truth(loop):
+    """Every task of loop (the running one, called from one of its
+    callbacks) with its call graph, and every non-task future reached as
+    an awaiter, as the entries of "ready"'s document."""
+    thread = threading.get_native_id()
+    entries, seen = [], set()
+
+    def parents(graph):
+        for p in graph.awaited_by:
+            fut = p.future
+            if not isinstance(fut, asyncio.Task) and id(fut) not in seen:
+                seen.add(id(fut))
+                entries.append({"addr": id(fut), "task": False,
+                                "awaited_by": sorted(id(q.future) for q in p.awaited_by)})
+                parents(p)
+
+    for task in asyncio.all_tasks(loop):
+        graph = asyncio.capture_call_graph(task)
+        entries.append({"addr": id(task), "task": True, "name": task_name(task), "thread": thread,
+                        "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
+                        "awaited_by": sorted(id(p.future) for p in graph.awaited_by)})
+        parents(graph)
+    return entries
+
+
+class Other:
+    """The second thread's loop and what its truth hands back."""
+    loop = None
+    settled = threading.Event()
+    truth = None
+    computed = threading.Event()
+
+
+async def other_main():
+    loop = asyncio.get_running_loop()
+    Other.loop = loop
+    a = asyncio.create_task(worker(), name="t2-a")
+    b = asyncio.create_task(awaits_task(a), name="t2-b")
+    loop.call_later(SETTLE_SECONDS, Other.settled.set)
+    await b
+
+
+def other_truth():
+    Other.truth = loop_truth(Other.loop)
+    Other.computed.set()
+
+
+def announce(loop):
+    """Main loop callback, once every task is parked: both truths, "ready"."""
+    entries = loop_truth(loop)
+    Other.loop.call_soon_threadsafe(other_truth)
+    if not Other.computed.wait(CROSS_TIMEOUT):
+        sys.exit("the second loop did not compute its truth")
+    entries += Other.truth
+    print("ready " + json.dumps({"pid": os.getpid(), "tasks": entries}), flush=True)
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    keep = []   # the loop holds its tasks weakly
+    async with asyncio.TaskGroup() as tg:
+        for i in range(3):
+            tg.create_task(worker(), name="w%d" % i)
+        g1 = asyncio.create_task(gathered(), name="gathered-1")
+        g2 = asyncio.create_task(gathered(), name="gathered-2")
+        keep += [g1, g2, asyncio.create_task(gatherer([g1, g2]), name="g")]
+        awaited = asyncio.create_task(leaf(), name="awaited")
+        keep += [awaited, asyncio.create_task(awaits_task(awaited), name="awaiter")]
+        shielded = asyncio.create_task(leaf(), name="shielded")
+        keep += [shielded, asyncio.create_task(shielding(shielded), name="shielder")]
+        keep.append(asyncio.create_task(timed(), name="timed"))
+        unnamed = asyncio.create_task(leaf())
+        unnamed.get_name()   # this one's "Task-N" is a string; asyncio.run's tasks keep theirs lazy
+        keep.append(unnamed)
+        keep.append(asyncio.create_task(descend(DEEP), name="deep"))
+        # A task reached through plain futures: relayed is awaited by the
+        # future relay, which relay-waiter awaits and which the future
+        # relay_outer awaits in turn.
+        relay, relay_outer = loop.create_future(), loop.create_future()
+        relayed = asyncio.create_task(gathered(), name="relayed")
+        asyncio.future_add_to_awaited_by(relayed, relay)
+        asyncio.future_add_to_awaited_by(relay, relay_outer)
+        keep += [relay, relay_outer, relayed, asyncio.create_task(awaits_future(relay), name="relay-waiter")]
+        loop.call_later(SETTLE_SECONDS, announce, loop)
+    return keep
+
+
+def run():
+    threading.Thread(target=asyncio.run, args=(other_main(),), daemon=True).start()
+    if not Other.settled.wait(CROSS_TIMEOUT):
+        sys.exit("the second loop did not settle")
+    asyncio.run(main())
+
+
+if __name__ == "__main__":
+    if sys.version_info < (3, 14):
+        print("ready", flush=True)
+        time.sleep(PARK_SECONDS)
+    else:
+        run()
