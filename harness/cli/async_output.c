@@ -45,6 +45,8 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
     cli_json_python(&j, py);
     jw_key(&j, "asyncio_loaded");
     jw_bool(&j, fp_async_graph_get_asyncio_loaded(g));
+    jw_key(&j, "stopped_ns");
+    jw_uint(&j, fp_async_graph_get_stopped_ns(g));
     jw_key(&j, "tasks");
     jw_begin_array(&j);
     for (size_t i = 0; i < n; i++) {
@@ -310,8 +312,9 @@ int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp
     size_t tasks = 0;
     for (size_t i = 0; i < t.n; i++)
         tasks += fp_async_graph_get_node(g, i)->is_task;
-    fprintf(out, "(asyncio: %zu task%s, %zu other future%s; read with the target stopped)\n", tasks,
-            tasks == 1 ? "" : "s", t.n - tasks, t.n - tasks == 1 ? "" : "s");
+    fprintf(out, "(asyncio: %zu task%s, %zu other future%s; read with the target stopped for %.3f ms)\n", tasks,
+            tasks == 1 ? "" : "s", t.n - tasks, t.n - tasks == 1 ? "" : "s",
+            (double)fp_async_graph_get_stopped_ns(g) / 1e6);
     size_t ns = find_starts(&t);
     for (size_t s = 0; s < ns; s++) {
         size_t sp = 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include "frameproof/async.h"
 #include "frameproof/pause.h"
@@ -38,6 +39,7 @@
 
 struct fp_async_graph {
     bool loaded;
+    uint64_t stopped_ns;     /* from before the stop to after the resume */
     fp_async_node *nodes;
     size_t nnodes, nodes_cap;
     fp_frame *frames;
@@ -473,6 +475,8 @@ int fp_async_graph_read(fp_session *s, fp_async_graph **out)
         goto out;
     g->loaded = true;
     char msg[256];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((rc = fp_pause_new(s->pid, true, &p, msg, sizeof msg))) {
         rc = fpi_err(&s->err, rc, "asyncio: cannot stop the target: %s", msg);
         goto out;
@@ -489,7 +493,11 @@ int fp_async_graph_read(fp_session *s, fp_async_graph **out)
         if ((rc = resolve_awaiters(r, i)))
             goto out;
 out:
-    fp_pause_free(p); /* resumes every thread it stopped */
+    if (p) {
+        fp_pause_free(p); /* resumes every thread it stopped */
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        g->stopped_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+    }
     if (r) {
         free(r->by);
         free(r->map_keys);
@@ -505,6 +513,7 @@ out:
 }
 
 bool fp_async_graph_get_asyncio_loaded(const fp_async_graph *g) { return g && g->loaded; }
+uint64_t fp_async_graph_get_stopped_ns(const fp_async_graph *g) { return g ? g->stopped_ns : 0; }
 size_t fp_async_graph_get_node_count(const fp_async_graph *g) { return g ? g->nnodes : 0; }
 size_t fp_async_graph_get_frame_count(const fp_async_graph *g) { return g ? g->nframes : 0; }
 size_t fp_async_graph_get_awaiter_count(const fp_async_graph *g) { return g ? g->nawaiters : 0; }
