@@ -122,25 +122,21 @@ static int map_put(graph_read *r, uint64_t addr, size_t node)
     return FP_OK;
 }
 
-static int is_coroutine(graph_read *r, uint64_t obj, bool *yes)
-{
-    uint64_t type;
-    int kind = FPI_TYPE_OTHER;
-    int rc = read_u64(r, obj + (uint64_t)r->l->ob_type, &type, "an awaited object's type");
-    if (!rc && (rc = fpi_type_kind(r->s, type, &kind)))
-        rc = fpi_err_code(&r->s->err, rc, "cannot read the name of type 0x%llx", U(type));
-    *yes = kind == FPI_TYPE_COROUTINE;
-    return rc;
-}
-
 /* A task's name: a str, or the int an unnamed task keeps until asked
  * (rendered "Task-N", as get_name() would). */
 static int task_name(graph_read *r, uint64_t obj, char **out)
 {
     const fpi_layout *l = r->l;
-    uint64_t type, flags;
+    uint64_t type, flags = 0;
+    int kind = FPI_TYPE_OTHER;
     int rc = read_u64(r, obj + (uint64_t)l->ob_type, &type, "a task name's type");
-    if (!rc)
+    if (!rc && (rc = fpi_type_kind(r->s, type, &kind)))
+        rc = fpi_err_code(&r->s->err, rc, "cannot read the name of type 0x%llx", U(type));
+    if (!rc && kind == FPI_TYPE_STR)
+        flags = TPFLAGS_UNICODE_SUBCLASS;
+    else if (!rc && kind == FPI_TYPE_INT)
+        flags = TPFLAGS_LONG_SUBCLASS;
+    else if (!rc) /* a subclass, told by its flags */
         rc = read_u64(r, type + (uint64_t)l->tp_flags, &flags, "a type's flags");
     if (rc)
         return rc;
@@ -221,25 +217,34 @@ static int coro_stack(graph_read *r, fp_async_node *n, uint64_t coro)
     const fpi_layout *l = r->l;
     fp_async_graph *g = r->g;
     n->first_frame = g->nframes;
-    uint8_t fr[FPI_MAX_SMALL_STRUCT];
+    /* One read per object: its header, state and embedded frame header
+     * (all inside any generator-like object the type check then accepts). */
+    size_t len = (size_t)l->gen_iframe + (size_t)l->fr_size;
+    uint8_t obj[FPI_MAX_SMALL_STRUCT];
+    if (len > sizeof obj)
+        return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: a coroutine's frame ends at %zu bytes", len);
     for (uint32_t depth = 0; coro; depth++) {
         if (depth == r->s->opts.max_depth)
             return fpi_err(&r->s->err, FP_E_LIMIT, "asyncio: task 0x%llx awaits more than %u coroutines deep",
                            U(n->addr), r->s->opts.max_depth);
-        bool yes;
-        int rc = is_coroutine(r, coro, &yes);
+        int rc = fpi_read(r->s, coro, obj, len), kind = FPI_TYPE_OTHER;
+        bool whole = rc == FP_OK;
+        if (!whole) /* an awaited object smaller than a coroutine, at the end of its mapping: its type alone */
+            rc = fpi_read(r->s, coro + (uint64_t)l->ob_type, obj + l->ob_type, 8);
         if (rc)
-            return rc;
-        if (!yes)
-            break; /* a future, a task, another awaitable: the stack ends here */
-        int8_t st;
-        if ((rc = fpi_read(r->s, coro + (uint64_t)l->gen_frame_state, &st, 1)))
             return fpi_err_code(&r->s->err, rc, "cannot read asyncio coroutine 0x%llx", U(coro));
+        uint64_t type = fpi_load_u64(obj, l->ob_type);
+        if ((rc = fpi_type_kind(r->s, type, &kind)))
+            return fpi_err_code(&r->s->err, rc, "cannot read the name of type 0x%llx", U(type));
+        if (kind != FPI_TYPE_COROUTINE)
+            break; /* a future, a task, another awaitable: the stack ends here */
+        if (!whole)
+            return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: coroutine 0x%llx ends before its frame", U(coro));
+        int8_t st = (int8_t)obj[l->gen_frame_state];
         if (state_finished(l, st))
             break; /* no frame left, and nothing awaited */
         uint64_t frame = coro + (uint64_t)l->gen_iframe;
-        if ((rc = fpi_read(r->s, frame, fr, (size_t)l->fr_size)))
-            return fpi_err_code(&r->s->err, rc, "cannot read asyncio coroutine frame 0x%llx", U(frame));
+        const uint8_t *fr = obj + l->gen_iframe;
         if ((rc = push_coro_frame(r, frame, fr)))
             return rc;
         if (!state_yield_from(l, st))
@@ -494,9 +499,11 @@ int fp_async_graph_read(fp_session *s, fp_async_graph **out)
             goto out;
 out:
     if (p) {
-        fp_pause_free(p); /* resumes every thread it stopped */
+        /* Timed up to the resume, not past it: once the first thread runs
+         * again this process may wait for a CPU, which is no stop. */
         clock_gettime(CLOCK_MONOTONIC, &t1);
         g->stopped_ns = (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + (uint64_t)t1.tv_nsec - (uint64_t)t0.tv_nsec;
+        fp_pause_free(p); /* resumes every thread it stopped */
     }
     if (r) {
         free(r->by);

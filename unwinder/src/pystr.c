@@ -16,6 +16,7 @@ static const struct { const char *name; int kind; } known_types[] = {
     {"bytes", FPI_TYPE_BYTES},
     {"NoneType", FPI_TYPE_NONE},
     {"coroutine", FPI_TYPE_COROUTINE},
+    {"int", FPI_TYPE_INT},
 };
 
 int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)

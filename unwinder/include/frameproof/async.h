@@ -69,9 +69,9 @@ FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 /* Accessors; an out-of-range index gives NULL (and SIZE_MAX for
  * fp_async_graph_get_awaiter, whose answers are node indices). */
 FP_API bool fp_async_graph_get_asyncio_loaded(const fp_async_graph *g);
-/* How long the target was stopped for the read, in nanoseconds (from before
- * the first thread was stopped to after the last was resumed; 0 when it was
- * not stopped: asyncio's C module not found). */
+/* How long the target was stopped for the read, in nanoseconds: from before
+ * its first thread was stopped to its resume, which takes microseconds per
+ * thread more; 0 when it was not stopped (asyncio's C module not found). */
 FP_API uint64_t fp_async_graph_get_stopped_ns(const fp_async_graph *g);
 FP_API size_t fp_async_graph_get_node_count(const fp_async_graph *g);
 FP_API const fp_async_node *fp_async_graph_get_node(const fp_async_graph *g, size_t i);
