@@ -43,6 +43,7 @@ RENDERERS = {
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
     "field": ("field.json", "field_table", "markdown"),
     "live-field": ("live-field.json", "live_table", "markdown"),
+    "async-field": ("async-field.json", "async_field", "markdown"),
 }
 
 

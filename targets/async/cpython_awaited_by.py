@@ -1,0 +1,92 @@
+# cpython_awaited_by.py — CPython's own view of a process's asyncio task
+# graph, for ci/async-field: _remote_debugging.RemoteUnwinder(PID)
+# .get_all_awaited_by(), run by the target's own interpreter (3.14+; with
+# the same ptrace rights as the target's tracer), printed as one JSON
+# document in the node shape of `frameproof dump --async --json`:
+#   {"pid": P, "python": {"version"}, "foreign_coroutines": N,
+#    "tasks": [{"addr", "task": true, "name", "thread", "stack":
+#      [{"function", "file", "line"}, ...] innermost first,
+#      "awaited_by": [addr, ...]}, ...]}
+# What get_all_awaited_by() returns (3.14 and 3.15 alike, but for frames):
+# a list of AwaitedInfo(thread_id, awaited_by=[TaskInfo(task_id, task_name,
+# coroutine_stack, awaited_by)]), one per thread state whose task list was
+# read (its native id) and one with thread_id 0 for the interpreter's list
+# (tasks whose thread exited).  Here:
+# - addr is task_id (the task's address, id() in the target); thread is the
+#   AwaitedInfo's thread_id, null for 0 (as the dump's is for a task on its
+#   interpreter's list);
+# - stack: coroutine_stack is a list of CoroInfo(call_stack, task_name),
+#   where task_name is the address of the task whose coroutines call_stack
+#   holds; the task's own ones (task_name == task_id, in practice the only
+#   one) give its stack, their call_stacks innermost first already (each
+#   FrameInfo(filename, lineno, funcname) on 3.14, FrameInfo(filename,
+#   location, funcname, ...) on 3.15 with location a LocationInfo(lineno,
+#   end_lineno, ...) or None: gh-143952); any other CoroInfo is counted in
+#   foreign_coroutines, not shown;
+# - awaited_by: each CoroInfo of the task's awaited_by names its awaiter by
+#   address in task_name (a task, or a future that is not one, whose
+#   call_stack is then empty).
+# Exit status 0 with the document; 3 with {"pid", "error"} when
+# RemoteUnwinder or get_all_awaited_by() raised (the view failed);
+# 2 when _remote_debugging cannot be imported (nothing was measured).
+# usage: cpython_awaited_by.py PID
+import json
+import platform
+import sys
+
+
+def line_of(frame):
+    """The frame's line: 3.15's location.lineno, 3.14's lineno."""
+    if hasattr(frame, "location"):
+        loc = frame.location
+        return None if loc is None else loc.lineno
+    return frame.lineno
+
+
+def frame_of(frame):
+    return {"function": frame.funcname, "file": frame.filename, "line": line_of(frame)}
+
+
+def innermost_cause(e):
+    while e.__cause__ is not None or e.__context__ is not None:
+        e = e.__cause__ or e.__context__
+    return e
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: cpython_awaited_by.py PID")
+    pid = int(sys.argv[1])
+    try:
+        from _remote_debugging import RemoteUnwinder
+    except ImportError as e:
+        print("cpython_awaited_by.py: no _remote_debugging in this interpreter: %s" % e, file=sys.stderr)
+        return 2
+    try:
+        result = RemoteUnwinder(pid).get_all_awaited_by()
+    except Exception as e:  # the view's failure, reported as data
+        cause = innermost_cause(e)
+        msg = "%s: %s" % (type(e).__name__, e)
+        if cause is not e:
+            msg += " (from %s: %s)" % (type(cause).__name__, cause)
+        print(json.dumps({"pid": pid, "error": msg}))
+        return 3
+    tasks, foreign = [], 0
+    for info in result:
+        thread = info.thread_id or None
+        for task in info.awaited_by:
+            stack = []
+            for coro in task.coroutine_stack:
+                if coro.task_name == task.task_id:
+                    stack += [frame_of(f) for f in coro.call_stack]
+                else:
+                    foreign += 1
+            tasks.append({"addr": task.task_id, "task": True, "name": task.task_name, "thread": thread,
+                          "stack": stack, "awaited_by": [c.task_name for c in task.awaited_by]})
+    print(json.dumps({"pid": pid, "python": {"version": platform.python_version()},
+                      "foreign_coroutines": foreign, "tasks": tasks}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
