@@ -396,6 +396,30 @@ def markdown(doc):
     return "\n".join(lines) + "\n"
 
 
+def summary_markdown(doc):
+    """The README's summary: per view, the interpreters on which it gave
+    every task exactly, the tasks it gave exactly of all, and where each
+    failure class was seen."""
+    n = len(doc["interpreters"])
+    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({n} interpreters, a parked program of "
+             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on two threads' loops; "
+             f"every row in [docs/async.md](docs/async.md)).", "",
+             "| view | every task exact on | tasks exact | failure classes (interpreters) |",
+             "|---|---:|---:|---|"]
+    for v in doc["views"]:
+        rows = [r for r in doc["rows"] if r["view"] == v["view"]]
+        exact = sum(r["tasks"]["exact"] == r["tasks"]["truth"] and not r["failures"] for r in rows)
+        seen = {}
+        for r in rows:
+            for cls in r["failures"]:
+                seen.setdefault(cls, []).append(r["interpreter"])
+        classes = "; ".join("%s (%s)" % (cls, ", ".join(ids)) for cls, ids in sorted(seen.items())) or "none"
+        lines.append("| %s | %d/%d | %d/%d | %s |" % (v["view"], exact, len(rows),
+                                                      sum(r["tasks"]["exact"] for r in rows),
+                                                      sum(r["tasks"]["truth"] for r in rows), classes))
+    return "\n".join(lines) + "\n"
+
+
 # ---------------------------------------------------------------------------
 
 def main(argv):

@@ -44,6 +44,7 @@ RENDERERS = {
     "field": ("field.json", "field_table", "markdown"),
     "live-field": ("live-field.json", "live_table", "markdown"),
     "async-field": ("async-field.json", "async_field", "markdown"),
+    "async-field-summary": ("async-field.json", "async_field", "summary_markdown"),
 }
 
 
