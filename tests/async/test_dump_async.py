@@ -14,7 +14,10 @@ provisioned is skipped) targets/async/park_tasks.py is started:
    injected into a copy of the dump (a stack reversed, a line off by one, a
    task renamed, a task dropped, an awaiter edge moved to another task);
    the text form must name every task; afterwards the target runs on and
-   none of its threads is left stopped or traced;
+   none of its threads is left stopped or traced; and a program that never
+   imported asyncio (targets/async/park_plain.py) must give an empty graph
+   whose asyncio_loaded says whether the interpreter has asyncio's C module
+   built in (then its layout is found all the same);
 2. 3.11–3.13 and free-threaded builds (no task graph to read): it prints
    "ready" and sleeps; `dump --async` must exit 1 with one line on stderr
    and nothing on stdout, and leave the target running."""
@@ -34,6 +37,7 @@ from asyncgraph import (interpreters, version, install, start, read_truth, label
                         future_differences, injected_faults, first, resumed, stop, ASYNC_MIN)
 
 FP = os.path.abspath(sys.argv[1])
+PLAIN = os.path.join(HERE, "..", "..", "targets", "async", "park_plain.py")
 TIMEOUT = 60          # for the target's "ready" and for each frameproof run
 DETACH_GRACE_S = 2.0  # how long the kernel may take to let the target's threads go
 
@@ -126,6 +130,27 @@ def graph(ident, entry, proc, rest):
     check_resumed(name, proc)
 
 
+def no_asyncio(ident, entry):
+    """Part 3: a program that never imported asyncio: an empty graph, which
+    says whether asyncio's C module was found (built in) or not."""
+    dest = proc = None
+    try:
+        dest, inside = install(entry.get("root", "/"), (PLAIN,))
+        proc, rest = start(entry, inside + "/park_plain.py", TIMEOUT)
+        builtin = json.loads(rest)["builtin"]
+        status, out, err = fp("dump", "--async", "--json", "--pid", proc.pid)
+        try:
+            doc = json.loads(out) if status == 0 else {}
+        except ValueError:
+            doc = {}
+        check("%s: without asyncio imported, an empty graph, asyncio_loaded %s" % (ident, builtin),
+              status == 0 and doc.get("tasks") == [] and doc.get("asyncio_loaded") is builtin,
+              "status %s, stderr %s, asyncio_loaded %s, %s tasks" % (status, said(err), doc.get("asyncio_loaded"),
+                                                                    len(doc.get("tasks") or [])))
+    finally:
+        stop(proc, dest)
+
+
 def refusal(ident, proc):
     """Part 2: no task graph to read; a one-line refusal."""
     status, out, err = fp("dump", "--async", "--pid", proc.pid)
@@ -149,6 +174,7 @@ def main():
             proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT)
             if supported:
                 graph(ident, entry, proc, rest)
+                no_asyncio(ident, entry)
             else:
                 refusal(ident, proc)
         except (RuntimeError, OSError, ValueError, KeyError) as e:
