@@ -346,7 +346,7 @@ def main(argv):
     manifest, interps = fpfacts.provisioned(facts)
     if not interps:
         raise BenchError("no interpreters provisioned (%s is missing or empty)" % manifest)
-    command = "ci/bench" + "".join(" " + a for a in argv)
+    command = " ".join(["ci/bench"] + result_file.public_args(argv))
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     plan = []
     if REFERENCE_ID in interps:
