@@ -136,7 +136,8 @@ enum fp_frame_kind {
 
 typedef struct fp_frame {
     /* Strings are UTF-8 (lone surrogates as 3-byte sequences), owned by the
-     * session and valid until its next fp_session_sample(), detach or free. */
+     * session and valid until its next fp_session_sample() or
+     * fp_async_graph_read() (frameproof/async.h), detach or free. */
     const char *function;    /* co_qualname */
     const char *name;        /* co_name */
     const char *file;        /* co_filename */
