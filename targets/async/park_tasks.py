@@ -3,7 +3,9 @@
 # event loop whose tasks all end up suspended in asyncio.sleep(): a
 # TaskGroup of workers (worker -> mid -> leaf), a gather() of two tasks, a
 # task awaiting another task, a shield(), a wait_for(), an unnamed task, a
-# recursive chain and a task reached through plain (non-task) futures.  Once
+# recursive chain and a task reached through plain (non-task) futures; and a
+# third thread leaves a task pending and exits (its task then on the
+# interpreter's list, "thread": null in the truth).  Once
 # every loop is idle, the truth is computed inside the process with
 # asyncio.capture_call_graph() on each loop's own thread, from a callback
 # (so no task is running), and printed as one line "ready <json>":
@@ -99,12 +101,35 @@ def loop_truth(loop):
                 parents(p)
 
     for task in asyncio.all_tasks(loop):
-        graph = asyncio.capture_call_graph(task)
-        entries.append({"addr": id(task), "task": True, "name": task_name(task), "thread": thread,
-                        "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
-                        "awaited_by": sorted(id(p.future) for p in graph.awaited_by)})
-        parents(graph)
+        parents(task_entry(task, thread, entries))
     return entries
+
+
+def task_entry(task, thread, entries):
+    """Appends task's entry (thread: the native id of the thread whose list
+    holds it, None for the interpreter's) to entries; returns its graph."""
+    graph = asyncio.capture_call_graph(task)
+    entries.append({"addr": id(task), "task": True, "name": task_name(task), "thread": thread,
+                    "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
+                    "awaited_by": sorted(id(p.future) for p in graph.awaited_by)})
+    return graph
+
+
+class Orphan:
+    """A task left pending by a thread that has exited, its loop stopped and
+    not closed: CPython moves it to its interpreter's own task list."""
+    loop = None
+    task = None
+
+
+def orphan_thread():
+    Orphan.loop = asyncio.new_event_loop()
+
+    async def spawn():
+        Orphan.task = asyncio.create_task(leaf(), name="orphan")
+        await asyncio.sleep(0)   # the orphan's first step: it parks in its sleep
+
+    Orphan.loop.run_until_complete(spawn())
 
 
 class Other:
@@ -136,6 +161,7 @@ def announce(loop):
     if not Other.computed.wait(CROSS_TIMEOUT):
         sys.exit("the second loop did not compute its truth")
     entries += Other.truth
+    task_entry(Orphan.task, None, entries)
     print("ready " + json.dumps({"pid": os.getpid(), "tasks": entries}), flush=True)
 
 
@@ -170,6 +196,9 @@ async def main():
 
 
 def run():
+    orphans = threading.Thread(target=orphan_thread)
+    orphans.start()
+    orphans.join()
     threading.Thread(target=asyncio.run, args=(other_main(),), daemon=True).start()
     if not Other.settled.wait(CROSS_TIMEOUT):
         sys.exit("the second loop did not settle")
