@@ -402,7 +402,7 @@ def summary_markdown(doc):
     failure class was seen."""
     n = len(doc["interpreters"])
     lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({n} interpreters, a parked program of "
-             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on two threads' loops; "
+             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on two threads' loops and its interpreter's list; "
              f"every row in [docs/async.md](docs/async.md)).", "",
              "| view | every task exact on | tasks exact | failure classes (interpreters) |",
              "|---|---:|---:|---|"]
