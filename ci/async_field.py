@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(REPO, "targets", "async"))
 import result_file  # noqa: E402  (the commit and date a result file is stamped with)
 import asyncgraph  # noqa: E402  (the interpreters, the target and its truth, the judging)
 # every target started and not yet killed, and killing them, as ci/bench does
-from bench import kill_target, kill_all_targets, live_targets  # noqa: E402
+from bench import kill_target, kill_all_targets, live_targets, run_main  # noqa: E402
 
 PROG = "async-field"
 HELPER = os.path.join(REPO, "targets", "async", "cpython_awaited_by.py")
@@ -476,24 +476,5 @@ def main(argv):
     return 0
 
 
-def run_main():
-    """main(argv): every target started is killed at exit, on an error and
-    on SIGINT, SIGTERM and SIGHUP."""
-    def on_signal(signum, frame):
-        kill_all_targets()
-        say("interrupted by %s: every target killed" % signal.Signals(signum).name)
-        raise SystemExit(128 + signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except MeasurementError as e:
-        say("error: %s" % e)
-        sys.exit(1)
-    finally:
-        kill_all_targets()
-
-
 if __name__ == "__main__":
-    run_main()
+    run_main(main, PROG, (MeasurementError,))

@@ -390,9 +390,10 @@ def main(argv):
     return 1 if failed else 0
 
 
-def run_main(main, prog):
+def run_main(main, prog, errors=(BenchError,)):
     """Runs main(argv) as the command `prog`: every target started is killed
-    at exit, on an error and on SIGINT, SIGTERM and SIGHUP."""
+    at exit, on an error and on SIGINT, SIGTERM and SIGHUP; an exception of
+    `errors` (a measurement that failed) is one line and exit status 1."""
     def on_signal(signum, frame):
         kill_all_targets()
         print("%s: interrupted by %s: every target killed" % (prog, signal.Signals(signum).name),
@@ -403,7 +404,7 @@ def run_main(main, prog):
         signal.signal(sig, on_signal)
     try:
         sys.exit(main(sys.argv[1:]))
-    except BenchError as e:
+    except errors as e:
         print("%s: error: %s" % (prog, e), file=sys.stderr, flush=True)
         sys.exit(1)
     finally:

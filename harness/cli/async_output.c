@@ -125,6 +125,24 @@ static void tree_free(tree *t)
     free(t->starts);
 }
 
+/* Every valid awaiter edge (node i awaited by node a): counted into
+ * child_start[a + 1], or, with fill, put into a's run of child. */
+static void each_edge(tree *t, bool fill)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const fp_async_node *nd = fp_async_graph_get_node(t->g, i);
+        for (size_t k = 0; nd && k < nd->awaiter_count; k++) {
+            size_t a = awaiter_of(t->g, nd, k, t->n);
+            if (a >= t->n)
+                continue;
+            if (fill)
+                t->child[t->child_start[a]++] = i;
+            else
+                t->child_start[a + 1]++;
+        }
+    }
+}
+
 /* Builds the reverse map in O(nodes + edges): counts per awaiter, prefix
  * sums, then fills each slot's run, which leaves child_start shifted by
  * one entry, shifted back at the end. */
@@ -143,27 +161,13 @@ static int tree_init(tree *t, FILE *out, const fp_async_graph *g)
     t->starts = calloc(n + 1, sizeof *t->starts);
     if (!t->child_start || !t->printed || !t->on_path || !t->path || !t->next || !t->last || !t->starts)
         goto fail;
-    for (size_t i = 0; i < n; i++) {
-        const fp_async_node *nd = fp_async_graph_get_node(g, i);
-        for (size_t k = 0; nd && k < nd->awaiter_count; k++) {
-            size_t a = awaiter_of(g, nd, k, n);
-            if (a < n)
-                t->child_start[a + 1]++;
-        }
-    }
+    each_edge(t, false);
     for (size_t p = 0; p < n; p++)
         t->child_start[p + 1] += t->child_start[p];
     t->child = calloc(t->child_start[n] + 1, sizeof *t->child);
     if (!t->child)
         goto fail;
-    for (size_t i = 0; i < n; i++) {
-        const fp_async_node *nd = fp_async_graph_get_node(g, i);
-        for (size_t k = 0; nd && k < nd->awaiter_count; k++) {
-            size_t a = awaiter_of(g, nd, k, n);
-            if (a < n)
-                t->child[t->child_start[a]++] = i;
-        }
-    }
+    each_edge(t, true);
     for (size_t p = n; p > 0; p--)
         t->child_start[p] = t->child_start[p - 1];
     t->child_start[0] = 0;
