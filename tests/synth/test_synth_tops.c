@@ -174,6 +174,16 @@ static void popped_top_passes_stopped(size_t layout, const char *id, built *b)
     const expect_frame popped[] = {{&CODE_POPPED, 1, 2, false}, EXPECT_T1[1], EXPECT_T1[2], EXPECT_T1[3]};
     check_thread(id, b->sm, 0, popped, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    /* The same under a stop of the caller's (fpi_session_walk_stopped, as
+     * an asyncio graph read with its sample): it was walked as running. */
+    b->s->opts.blocking = false;
+    b->s->all_stopped = true;
+    int rc = fpi_walk_all(b->s, b->sm);
+    b->s->all_stopped = false;
+    if (rc != FP_OK || fp_sample_get_thread(b->sm, 0)->error != 0)
+        fail_msg("%s: under the caller's stop, a thread popping its top at RETURN_GENERATOR was refused: %s", id,
+                 fp_session_get_errmsg(b->s));
+    check_thread(id, b->sm, 0, popped, 4);
     print_message("# %s: a stopped thread's top frame at its data stack's top, at RETURN_GENERATOR, passes\n", id);
 }
 

@@ -450,6 +450,11 @@ static int check_target(fp_session *s)
 
 int fp_async_graph_read(fp_session *s, fp_async_graph **out)
 {
+    return fp_async_graph_read_sample(s, NULL, out);
+}
+
+int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **out)
+{
     if (!s || !out)
         return FP_E_INVALID_ARG;
     *out = NULL;
@@ -467,18 +472,24 @@ int fp_async_graph_read(fp_session *s, fp_async_graph **out)
     r->s = s;
     r->l = &s->layout;
     r->g = g;
-    bool found;
-    uint64_t at;
-    if ((rc = fpi_async_offsets_locate(s->pid, &found, &at, &s->err)) || !found)
-        goto out; /* not found: asyncio's C module is not loaded, an empty graph */
-    uint8_t table[FPI_ASYNC_TABLE_SIZE];
-    if ((rc = fpi_read(s, at, table, sizeof table))) {
-        rc = fpi_err_code(&s->err, rc, "cannot read asyncio's debug offsets at 0x%llx", U(at));
+    bool found = s->async_debug_at != 0;
+    uint64_t at = s->async_debug_at;
+    if (!found && (rc = fpi_async_offsets_locate(s->pid, &found, &at, &s->err)))
         goto out;
+    if (found)
+        s->async_debug_at = at; /* its table is read and validated at every read still */
+    if (found) {
+        uint8_t table[FPI_ASYNC_TABLE_SIZE];
+        if ((rc = fpi_read(s, at, table, sizeof table))) {
+            rc = fpi_err_code(&s->err, rc, "cannot read asyncio's debug offsets at 0x%llx", U(at));
+            goto out;
+        }
+        if ((rc = fpi_async_offsets_parse(table, sizeof table, r->l, &r->o, &s->err)))
+            goto out;
+        g->loaded = true;
     }
-    if ((rc = fpi_async_offsets_parse(table, sizeof table, r->l, &r->o, &s->err)))
-        goto out;
-    g->loaded = true;
+    if (!found && !sm)
+        goto out; /* asyncio's C module is not loaded: an empty graph, nothing stopped */
     char msg[256];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -486,13 +497,22 @@ int fp_async_graph_read(fp_session *s, fp_async_graph **out)
         rc = fpi_err(&s->err, rc, "asyncio: cannot stop the target: %s", msg);
         goto out;
     }
-    /* Code objects freed since the session last looked may have had their
-     * addresses reused: read every one afresh (the next sample checks the
-     * generation again). */
-    fpi_code_cache_begin_sample(&s->cc);
-    fpi_code_cache_invalidate(&s->cc);
-    s->have_generation = false;
-    if ((rc = walk_lists(r)))
+    if (sm) {
+        /* The threads' stacks first: the walk checks the code generation,
+         * after which every cached code object is one of this instant. */
+        if ((rc = fpi_session_walk_stopped(s, sm, p)))
+            goto out;
+        if (!s->have_generation)
+            fpi_code_cache_invalidate(&s->cc); /* retired, not freed: the sample's strings stay valid */
+    } else {
+        /* Code objects freed since the session last looked may have had
+         * their addresses reused: read every one afresh (the next sample
+         * checks the generation again). */
+        fpi_code_cache_begin_sample(&s->cc);
+        fpi_code_cache_invalidate(&s->cc);
+        s->have_generation = false;
+    }
+    if (found && (rc = walk_lists(r)))
         goto out;
     for (size_t i = 0; i < g->nnodes; i++)
         if ((rc = resolve_awaiters(r, i)))

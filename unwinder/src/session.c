@@ -115,6 +115,7 @@ void fp_session_detach(fp_session *s)
     s->ntypes = 0;
     s->none_obj = 0;
     s->have_generation = false;
+    s->async_debug_at = 0;
     s->seen_last.nlast = s->seen_last.ncur = 0;
     s->seen_last.interp = s->seen_last.gilp = 0;
     fpi_code_cache_free(&s->cc);
@@ -283,6 +284,20 @@ static char paused_state(void *ctx, uint64_t native_id)
     return 0;
 }
 
+int fpi_session_walk_stopped(fp_session *s, fp_sample *sm, fp_pause *p)
+{
+    char (*saved)(void *, uint64_t) = s->thread_state;
+    void *saved_ctx = s->thread_state_ctx;
+    s->thread_state = paused_state;
+    s->thread_state_ctx = p;
+    s->all_stopped = true;
+    int rc = fpi_walk_all(s, sm);
+    s->all_stopped = false;
+    s->thread_state = saved;
+    s->thread_state_ctx = saved_ctx;
+    return rc;
+}
+
 /* A blocking sample: every thread stopped for the walk, resumed on every
  * path (and by the kernel if this process dies meanwhile). */
 static int sample_paused(fp_session *s, fp_sample *sm)
@@ -293,13 +308,7 @@ static int sample_paused(fp_session *s, fp_sample *sm)
     int rc = fp_pause_new(s->pid, true, &p, s->err.msg, sizeof s->err.msg);
     if (rc)
         return rc;
-    char (*saved)(void *, uint64_t) = s->thread_state;
-    void *saved_ctx = s->thread_state_ctx;
-    s->thread_state = paused_state;
-    s->thread_state_ctx = p;
-    rc = fpi_walk_all(s, sm);
-    s->thread_state = saved;
-    s->thread_state_ctx = saved_ctx;
+    rc = fpi_session_walk_stopped(s, sm, p);
     fp_pause_free(p);
     return rc;
 }

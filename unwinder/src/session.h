@@ -155,6 +155,12 @@ struct fp_session {
     uint64_t links_unchecked;
     uint64_t code_generation;  /* last seen interp code_object_generation */
     bool have_generation;
+    /* Where asyncio's .AsyncioDebug section was found (0: not yet); an
+     * extension module is never unloaded, so it stays there while attached. */
+    uint64_t async_debug_at;
+    /* Every thread of the target is stopped for the walk under way
+     * (fpi_session_walk_stopped): a thread caught mid-update stays so. */
+    bool all_stopped;
     fp_read_stats reads;      /* what the samples read (fpi_read, fpi_readv) */
     fpi_seen_last seen_last;  /* the threads and stacks the last sample saw */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
@@ -190,6 +196,12 @@ struct fp_sample {
     fp_frame *frames;
     size_t nframes, frames_cap;
 };
+
+/* session.c: walks every thread into sm while p holds them all stopped
+ * (a blocking sample's walk; each thread's scheduler state is the one p
+ * read before the stop). */
+struct fp_pause;
+int fpi_session_walk_stopped(fp_session *s, fp_sample *sm, struct fp_pause *p);
 
 /* sample.c */
 int fpi_sample_reset(fp_sample *sm);

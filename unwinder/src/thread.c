@@ -222,7 +222,9 @@ int fpi_walk_thread_once(fp_session *s, fp_sample *sm, fpi_interp_info *ii, fpi_
         .tsbuf = buf,
         .cframe_addr = cframe,
         .top = top,
-        .stopped = w->stopped || s->opts.blocking, /* alone, or with every other thread: the one place it is said */
+        /* Alone, or with every other thread (a blocking session, or a walk
+         * under a stop of the caller's): the one place it is said. */
+        .stopped = w->stopped || s->opts.blocking || s->all_stopped,
         .alone = w->alone,
         .generation_addr = l->interp_code_generation != FPI_OFF_NONE ? ii->addr + (uint64_t)l->interp_code_generation : 0,
         .generation = ii->generation,

@@ -66,6 +66,17 @@ typedef struct fp_async_graph fp_async_graph;
  * FP_E_LIMIT, FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 
+/* As fp_async_graph_read, and sm (may be NULL: fp_async_graph_read) gets
+ * the stack of every thread at the same instant, walked while the target
+ * is stopped (as a blocking fp_session_sample).  A running task's stack
+ * holds only its own coroutine's frame (executing, it awaits nothing);
+ * that frame's frame_addr is found on its thread's stack, above it what
+ * the task runs now (the coroutines it awaits, the functions they call).  With
+ * sm the target is stopped even where asyncio's C module is not found (the
+ * graph is then empty).  The errors of both calls; on any, neither sm nor
+ * *out holds a result. */
+FP_API int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **out);
+
 /* Accessors; an out-of-range index gives NULL (and SIZE_MAX for
  * fp_async_graph_get_awaiter, whose answers are node indices). */
 FP_API bool fp_async_graph_get_asyncio_loaded(const fp_async_graph *g);
