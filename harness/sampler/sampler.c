@@ -184,23 +184,25 @@ static int check_config(const fp_session *s, const fp_sample *sm, const fps_conf
         return FP_E_INVALID_ARG;
     if (!c->count && c->duration_s == 0 && !cb)
         return FP_E_INVALID_ARG;
+    if (c->take && (c->offload || c->fault != FPS_FAULT_NONE))
+        return FP_E_INVALID_ARG;
     return FP_OK;
 }
 
-/* One attempt: fp_session_sample, taken again while fault
- * FPS_FAULT_RETRY_QUIET finds it torn (tl logs the tears of the last
- * take; NULL without a fault). */
-static int take_sample(fp_session *s, fp_sample *sm, int fault, fps_torn_log *tl, uint32_t *takes)
+/* One attempt: fp_session_sample (or the config's take), taken again
+ * while fault FPS_FAULT_RETRY_QUIET finds it torn (tl logs the tears of
+ * the last take; NULL without a fault). */
+static int take_sample(fp_session *s, fp_sample *sm, const fps_config *c, fps_torn_log *tl, uint32_t *takes)
 {
     int rc;
     *takes = 0;
     for (;;) {
         if (tl)
             fps_torn_log_reset(tl);
-        rc = fp_session_sample(s, sm);
+        rc = c->take ? c->take(c->take_ctx, s, sm) : fp_session_sample(s, sm);
         ++*takes;
         const bool torn = (tl && tl->tears > 0) || fps_classify(rc) == FPS_TRANSIENT;
-        if (fault != FPS_FAULT_RETRY_QUIET || !torn || *takes >= FPS_RETRY_QUIET_MAX)
+        if (c->fault != FPS_FAULT_RETRY_QUIET || !torn || *takes >= FPS_RETRY_QUIET_MAX)
             return rc;
     }
 }
@@ -340,7 +342,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         fp_read_stats before = {0}, after = {0};
         fp_session_get_read_stats(s, &before);
         const int64_t start = fps_clock_ns();
-        o.rc = take_sample(s, into, c->fault, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
+        o.rc = take_sample(s, into, c, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
         if (c->colocate_pid > 0) {
             if (q)
                 fps_colocate_release_stay(&col);

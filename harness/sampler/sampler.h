@@ -106,6 +106,13 @@ typedef struct fps_config {
      * to stop, and attempts taken meanwhile are neither called back nor
      * counted.  Ignored without a callback. */
     bool offload;
+    /* Each attempt calls take(take_ctx, s, sm) instead of
+     * fp_session_sample(s, sm), classified the same way (e.g. an asyncio
+     * graph read with its sample, whose graph the callback then finds
+     * through its own context); NULL: fp_session_sample.  Not with offload
+     * or a fault (FP_E_INVALID_ARG). */
+    int (*take)(void *take_ctx, fp_session *s, fp_sample *sm);
+    void *take_ctx;
 } fps_config;
 
 /* Back to back, unbounded, fixed spacing, seed 0, not real-time. */
@@ -185,8 +192,8 @@ int fps_realtime_check(char *msg, size_t msglen);
  * duration or callback; the FP_E_* code of the fatal attempt that stopped
  * it (fp_session_get_errmsg(s) still tells it); FP_E_INVALID_ARG for a NULL
  * s, sm or c, a negative, non-finite or too large rate or duration,
- * poisson or realtime without a rate, a negative colocate_pid, or neither
- * count nor duration without cb; FP_E_IO when colocation cannot start
+ * poisson or realtime without a rate, a negative colocate_pid, take with
+ * offload or a fault, or neither count nor duration without cb; FP_E_IO when colocation cannot start
  * (first_fatal says why); FP_E_PERMISSION when realtime was asked for and the kernel
  * refused it (no CAP_SYS_NICE and RLIMIT_RTPRIO below FPS_RT_PRIORITY;
  * FP_E_IO for any other failure: nothing was sampled) and FP_E_IO if

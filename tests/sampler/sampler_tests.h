@@ -15,6 +15,7 @@ void test_callback_stops(void **state);
 void test_poisson(void **state);
 void test_target_killed(void **state);
 void test_invalid(void **state);
+void test_take_hook(void **state);
 void test_fault_drop_torn(void **state);
 void test_fault_retry_quiet(void **state);
 void test_classify(void **state);

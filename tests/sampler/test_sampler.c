@@ -32,6 +32,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_poisson, setup, teardown),
         cmocka_unit_test_setup_teardown(test_target_killed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_take_hook, setup, teardown),
         cmocka_unit_test_setup_teardown(test_realtime, setup, teardown),
         cmocka_unit_test_setup_teardown(test_realtime_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_custom_slice_kept, setup, teardown),

@@ -402,6 +402,37 @@ void test_invalid(void **state)
     assert_int_equal(fps_run(t->s, t->sm, &good, NULL, NULL, NULL), FP_OK);
 }
 
+/* fps_config.take: counts its calls, then samples. */
+static int counting_take(void *ctx, fp_session *s, fp_sample *sm)
+{
+    ++*(uint64_t *)ctx;
+    return fp_session_sample(s, sm);
+}
+
+/* Every attempt goes through the config's take instead of
+ * fp_session_sample; it excludes offload and faults. */
+void test_take_hook(void **state)
+{
+    target *t = *state;
+    uint64_t takes = 0;
+    fps_config c = config(0, 0, 3);
+    c.take = counting_take;
+    c.take_ctx = &takes;
+    fps_stats st;
+    assert_int_equal(fps_run(t->s, t->sm, &c, NULL, NULL, &st), FP_OK);
+    assert_int_equal(takes, 3);
+    assert_int_equal(st.ok, 3);
+    record r;
+    record_init(&r);
+    c.offload = true;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_sample, &r, NULL), FP_E_INVALID_ARG);
+    c.offload = false;
+    c.fault = FPS_FAULT_DROP_TORN;
+    assert_int_equal(fps_run(t->s, t->sm, &c, on_sample, &r, NULL), FP_E_INVALID_ARG);
+    assert_int_equal(takes, 3);
+    assert_int_equal(r.calls, 0);
+}
+
 /* What a fault test's callback saw. */
 typedef struct fault_seen {
     uint64_t calls, skipping, retaken, bad;
