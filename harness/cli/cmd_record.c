@@ -23,7 +23,8 @@ static const char RECORD_USAGE[] =
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
     "                         [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
-    "                         [--inject-fault drop-torn|retry-quiet] [--[no-]realtime]\n"
+    "                         [--inject-fault drop-torn|retry-quiet|stale-awaiter] [--[no-]realtime]\n"
+    "                         [--async [--async-mode running|all]]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
     "\n"
@@ -64,6 +65,16 @@ static const char RECORD_USAGE[] =
 /* The flags after the policy's (one string would pass the 4095
  * characters C11 compilers must take). */
 static const char RECORD_USAGE_FLAGS[] =
+    "  --async          asyncio task stacks instead of thread stacks (CPython 3.14+\n"
+    "                   with the GIL): each tick reads the task graph and every\n"
+    "                   thread's stack with the target stopped (as --blocking; the\n"
+    "                   summary says for how long), and a task's stack is its own\n"
+    "                   frames, a <task> frame named after it, then the stack of\n"
+    "                   the task awaiting it, up to a task nothing awaits\n"
+    "  --async-mode M   running (default: the task each thread runs at the tick)\n"
+    "                   or all (also every suspended task no task awaits)\n"
+    "  --inject-fault stale-awaiter  (with --async) a self-test fault: join task\n"
+    "                   stacks through the previous read's awaiter edges\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
@@ -155,7 +166,15 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->errors++;
     if (o->rc != FP_OK && o->sample)
         r->partial++;
-    if (o->sample && add_sample(r->profile, o) != FP_OK) {
+    if (r->async) {
+        cli_record_async *a = r->async;
+        const fp_async_graph *edges = a->stale_awaiter && a->prev ? a->prev : a->graph;
+        if (o->rc == FP_OK && a->graph &&
+            fpr_async_add(r->profile, a->graph, o->sample, r->async_mode, edges, o->t_ns, &a->buf, &a->counts) != FP_OK) {
+            r->oom = true;
+            return 1;
+        }
+    } else if (o->sample && add_sample(r->profile, o) != FP_OK) {
         r->oom = true;
         return 1;
     }
@@ -201,12 +220,14 @@ static int parse_args(int argc, char **argv, cli_record_opts *o)
         {"max-depth", required_argument, NULL, 'd'},
         {"no-progress", no_argument, NULL, 'N'},
         {"allow-untested-version", no_argument, NULL, 'U'},
+        {"async", no_argument, NULL, 'A'},
+        {"async-mode", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     unsigned long v;
     int c;
-    bool seed = false;
+    bool seed = false, async_mode = false;
     optind = 1;
     /* '+': stop at the first non-option, so COMMAND's own options stay its own. */
     while ((c = getopt_long(argc, argv, "+p:o:h", opts, NULL)) != -1) {
@@ -263,8 +284,22 @@ static int parse_args(int argc, char **argv, cli_record_opts *o)
         case 'H': o->policy.hold = CLI_POLICY_ON; break;
         case 'k': o->policy.hold = CLI_POLICY_OFF; break;
         case 'I':
-            if (cli_policy_fault("record", optarg, &o->policy))
+            if (strcmp(optarg, "stale-awaiter") == 0)
+                o->stale_awaiter = true;
+            else if (strcmp(optarg, "drop-torn") != 0 && strcmp(optarg, "retry-quiet") != 0) {
+                fprintf(stderr, "frameproof record: --inject-fault must be drop-torn, retry-quiet or stale-awaiter "
+                                "(with --async), not '%s'\n", optarg);
                 return -1;
+            } else if (cli_policy_fault("record", optarg, &o->policy))
+                return -1;
+            break;
+        case 'A': o->async = true; break;
+        case 'M':
+            if ((o->async_mode = fpr_async_mode_parse(optarg)) < 0) {
+                fprintf(stderr, "frameproof record: --async-mode must be running or all, not '%s'\n", optarg);
+                return -1;
+            }
+            async_mode = true;
             break;
         case 'r':
             if (cli_parse_reader("record", optarg, 1, &o->lib.reader))
@@ -295,7 +330,11 @@ static int parse_args(int argc, char **argv, cli_record_opts *o)
         print_usage(stderr);
         return -1;
     }
-    if (cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
+    if ((async_mode || o->stale_awaiter) && !o->async) {
+        fprintf(stderr, "frameproof record: %s needs --async\n", async_mode ? "--async-mode" : "--inject-fault stale-awaiter");
+        return -1;
+    }
+    if (o->async ? cli_record_async_policy(o) : cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
         return -1;
     if (seed && !o->sampling.poisson) {
         fputs("frameproof record: --seed needs --poisson\n", stderr);
@@ -343,6 +382,7 @@ int cli_cmd_record(int argc, char **argv)
     fpr_profile *p = NULL;
     fpr_idle *idle = NULL;
     fpr_top top = {0};
+    cli_record_async as = {.stale_awaiter = o.stale_awaiter};
     bool have_top = false, summarized = false;
     cli_record_out ro;
     fpr_json_stream *stream = NULL;
@@ -365,7 +405,7 @@ int cli_cmd_record(int argc, char **argv)
         rc = fp_sample_new(&sm);
     if (rc == FP_OK)
         rc = fpr_profile_new(o.mode, name_thread, &target, &p);
-    if (rc == FP_OK && o.mode != FPR_MODE_CPU)
+    if (rc == FP_OK && o.mode != FPR_MODE_CPU && !o.async)
         rc = fpr_idle_new(target, RECORD_IDLE_BUDGET, &idle);
     if (rc) {
         fprintf(stderr, "frameproof record: %s\n", fp_error_describe(rc));
@@ -379,11 +419,19 @@ int cli_cmd_record(int argc, char **argv)
         fprintf(stderr, "frameproof record: --mode gil: Python %s is free-threaded and has no GIL\n", py.version);
         goto out;
     }
-    cli_record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO), .idle = idle};
+    if (o.async && cli_record_async_check(&py))
+        goto out;
+    if (o.async) {
+        o.sampling.take = cli_record_async_take;
+        o.sampling.take_ctx = &as;
+    }
+    cli_record_run run = {.profile = p, .s = s, .show_progress = o.progress && isatty(STDERR_FILENO), .idle = idle,
+                          .async = o.async ? &as : NULL, .async_mode = o.async_mode};
     fpr_run head = {.pid = target, .py = &py, .reader = fp_session_get_reader_name(s), .rate_hz = o.sampling.rate_hz,
                     .poisson = o.sampling.poisson, .blocking = o.lib.blocking,
                     .realtime = o.sampling.realtime, .colocate = o.sampling.colocate_pid > 0,
-                    .hold = o.sampling.colocate_pid > 0 && o.sampling.hold};
+                    .hold = o.sampling.colocate_pid > 0 && o.sampling.hold,
+                    .async_mode = o.async ? fpr_async_mode_name(o.async_mode) : NULL};
     if (o.format == FPR_FORMAT_JSON) {
         /* Streamed: a pipe or a terminal gets each sample as it is taken. */
         if (cli_record_start_output(&ro))
@@ -439,6 +487,7 @@ out:
     fpr_json_stream_free(stream); /* sampling never started: no summary */
     cli_record_close_output(&ro);
     fpr_top_free(&top);
+    cli_record_async_free(&as);
     fpr_idle_free(idle);
     fpr_profile_free(p);
     fp_sample_free(sm);

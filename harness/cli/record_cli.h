@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "frameproof/async.h"
 #include "frameproof/frameproof.h"
+#include "async_stacks.h"
 #include "out.h"
 #include "idle.h"
 #include "profile.h"
@@ -55,7 +57,21 @@ typedef struct cli_record_opts {
     int mode, format;
     const char *output;      /* -o: "-" = stdout; NULL = the default (frameproof-PID.EXT with a command, else stdout) */
     bool progress;
+    bool async;              /* --async: task stacks from asyncio graph reads */
+    int async_mode;          /* --async-mode: enum fpr_async_mode */
+    bool stale_awaiter;      /* --inject-fault stale-awaiter: join through the previous read's edges */
 } cli_record_opts;
+
+/* --async: each attempt's graph read (record_async.c). */
+typedef struct cli_record_async {
+    fp_async_graph *graph;   /* the attempt's graph (NULL after a failed read) */
+    fp_async_graph *prev;    /* --inject-fault stale-awaiter: the read before it */
+    bool stale_awaiter;
+    fpr_async_buf buf;
+    fpr_async_counts counts;
+    uint64_t stopped_ns;     /* the reads' stops, summed */
+    uint64_t max_stopped_ns;
+} cli_record_async;
 
 /* What the sampling callback needs. */
 typedef struct cli_record_run {
@@ -69,6 +85,8 @@ typedef struct cli_record_run {
     uint64_t partial;        /* failed attempts whose sample was still usable (some threads torn, the rest kept) */
     int64_t cost_ns;         /* time inside fp_session_sample, summed */
     fpr_idle *idle;          /* wall and gil mode: which kept threads were off a CPU; NULL otherwise */
+    cli_record_async *async; /* --async; NULL otherwise */
+    int async_mode;
 } cli_record_run;
 
 /* What the summary needs besides the options. */
@@ -132,6 +150,20 @@ void cli_record_close_output(cli_record_out *ro);
  * NULL when they could not be counted).  0, or -1 with a message. */
 int cli_record_write_profile(const cli_record_opts *o, const fpr_profile *p, const fpr_run *run, const fpr_top *top,
                              fpr_json_stream *stream, cli_record_out *ro);
+
+/* record_async.c: --async, each attempt one graph read with its sample. */
+
+/* The fps_config.take of an --async run (ctx: its cli_record_async). */
+int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm);
+/* --async's checks of the options and its policy: every thread stopped
+ * per read, so nothing to colocate, hold or pause.  0, or -1 with a message. */
+int cli_record_async_policy(cli_record_opts *o);
+/* Refuses a target whose asyncio graph cannot be read (before 3.14,
+ * free-threaded): 0, or -1 with a message. */
+int cli_record_async_check(const fp_python_info *py);
+void cli_record_async_free(cli_record_async *a);
+/* The summary's lines on the graph reads. */
+void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async *a);
 
 /* record_summary.c: the summary on stderr (how the run ended, the ticks
  * and samples, what was lost and why, what that means, threads off a CPU,

@@ -206,6 +206,8 @@ void cli_record_summarize(const cli_record_opts *o, const cli_record_end *e, con
                 "  priority, taking its CPU from everything else on it up to the kernel's real-time\n"
                 "  limit (sched_rt_runtime_us); a rate it holds leaves that CPU free between ticks\n",
                 o->sampling.rate_hz);
+    if (o->async)
+        cli_record_async_summarize(o, e->r->async);
     summarize_top(top);
 }
 

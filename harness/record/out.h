@@ -42,6 +42,7 @@ typedef struct fpr_run {
     uint64_t torn_walks;      /* fp_read_stats.torn: thread walks the target changed under, walked again */
     uint64_t paused_walks;    /* fp_read_stats.paused: walked again with their thread stopped (--pause-torn) */
     double mean_sample_us;    /* mean time inside fp_session_sample */
+    const char *async_mode;   /* record --async: "running" or "all" (task stacks); NULL: thread stacks */
 } fpr_run;
 
 /* Writes profile p in the given format to out.  Returns 0, or -1 when

@@ -65,6 +65,8 @@ static void header(FILE *out, const fpr_profile *p, const fpr_run *run)
     jw_bool(&j, run->colocate);
     jw_key(&j, "hold");
     jw_bool(&j, run->hold);
+    jw_key(&j, "async");
+    jw_string_or_null(&j, run->async_mode);
     end(&j, out);
 }
 

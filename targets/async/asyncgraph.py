@@ -47,6 +47,24 @@ def interpreters():
     return manifest, every
 
 
+def each_interpreter(with_graph, without_graph, check, skip):
+    """Calls with_graph(ident, entry) for every provisioned interpreter with
+    a task graph and without_graph(ident, entry) for the others (a string
+    instead: each is skipped with it as the reason), skips the ids not
+    provisioned, and turns a failure to set a case up into a failed check."""
+    manifest, every = interpreters()
+    for ident, entry in every:
+        if entry is None:
+            skip(ident, "not provisioned (no entry in %s)" % manifest)
+        elif not has_graph(entry) and isinstance(without_graph, str):
+            skip(ident, without_graph)
+        else:
+            try:
+                (with_graph if has_graph(entry) else without_graph)(ident, entry)
+            except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
+
+
 def version(entry):
     return tuple(int(x) for x in entry["version"].split(".")[:2])
 

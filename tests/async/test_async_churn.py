@@ -187,17 +187,7 @@ def churn(ident, entry):
 
 
 def main():
-    manifest, every = asyncgraph.interpreters()
-    for ident, entry in every:
-        if entry is None:
-            skip(ident, "not provisioned (no entry in %s)" % manifest)
-        elif not asyncgraph.has_graph(entry):
-            skip(ident, "no task graph to read before 3.14 or on a free-threaded build")
-        else:
-            try:
-                churn(ident, entry)
-            except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
-                check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
+    asyncgraph.each_interpreter(churn, "no task graph to read before 3.14 or on a free-threaded build", check, skip)
     report()
     return 0
 

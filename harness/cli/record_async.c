@@ -1,0 +1,98 @@
+/* record_async.c — `frameproof record --async`: each attempt reads the
+ * target's asyncio task graph and every thread's stack at one instant
+ * (fp_async_graph_read_sample, the target stopped for the read), and the
+ * profile gets task stacks joined through their awaiters
+ * (harness/record/async_stacks.h). */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "record_cli.h"
+
+#define PY_3_14_HEX 0x030e0000u
+
+int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm)
+{
+    cli_record_async *a = ctx;
+    if (a->stale_awaiter) {
+        if (a->graph) {
+            fp_async_graph_free(a->prev);
+            a->prev = a->graph;
+        }
+    } else
+        fp_async_graph_free(a->graph);
+    a->graph = NULL;
+    int rc = fp_async_graph_read_sample(s, sm, &a->graph);
+    if (rc == FP_OK) {
+        uint64_t ns = fp_async_graph_get_stopped_ns(a->graph);
+        a->stopped_ns += ns;
+        if (ns > a->max_stopped_ns)
+            a->max_stopped_ns = ns;
+    }
+    return rc;
+}
+
+int cli_record_async_policy(cli_record_opts *o)
+{
+    const cli_policy *p = &o->policy;
+    const char *clash = NULL;
+    if (p->blocking || p->colocate == CLI_POLICY_ON || p->hold == CLI_POLICY_ON || p->pause_torn == CLI_POLICY_ON)
+        clash = "--async stops every thread for each read: not with --blocking, --colocate, --hold or --pause-torn";
+    else if (p->fault != FPS_FAULT_NONE)
+        clash = "--async reads stopped targets: its fault is stale-awaiter, not drop-torn or retry-quiet";
+    else if (o->mode != FPR_MODE_WALL)
+        clash = "--async samples tasks, not threads: not with --mode cpu or gil";
+    if (clash) {
+        fprintf(stderr, "frameproof record: %s\n", clash);
+        return -1;
+    }
+    o->lib.blocking = false; /* the graph read stops the target itself, and walks the threads meanwhile */
+    o->lib.pause_torn = false;
+    o->sampling.colocate_pid = 0;
+    o->sampling.hold = false;
+    o->sampling.offload = false; /* the callback reads the attempt's graph */
+    o->sampling.realtime = p->realtime == CLI_POLICY_ON;
+    o->sampling.fault = FPS_FAULT_NONE;
+    o->sampling.target_time = true; /* ticks spaced in the target's running time, as for --blocking */
+    return 0;
+}
+
+int cli_record_async_check(const fp_python_info *py)
+{
+    if (py->hexversion < PY_3_14_HEX || py->free_threaded) {
+        fprintf(stderr,
+                "frameproof record: --async: asyncio task graphs are read on CPython 3.14+ with the GIL only; "
+                "the target runs %s%s\n",
+                py->version, py->free_threaded ? " (free-threaded)" : "");
+        return -1;
+    }
+    return 0;
+}
+
+void cli_record_async_free(cli_record_async *a)
+{
+    fp_async_graph_free(a->graph);
+    fp_async_graph_free(a->prev);
+    fpr_async_buf_free(&a->buf);
+    *a = (cli_record_async){0};
+}
+
+void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async *a)
+{
+    const fpr_async_counts *c = &a->counts;
+    fprintf(stderr,
+            "  asyncio (--async-mode %s): %" PRIu64 " graph reads gave %" PRIu64
+            " task stacks; the target was stopped %.3f s for them (%.2f ms a read on average, %.2f ms at most)\n",
+            fpr_async_mode_name(o->async_mode), c->reads, c->task_stacks, (double)a->stopped_ns / 1e9,
+            c->reads ? (double)a->stopped_ns / 1e6 / (double)c->reads : 0.0, (double)a->max_stopped_ns / 1e6);
+    if (o->async_mode == FPR_ASYNC_RUNNING)
+        fprintf(stderr, "  threads running no task, left out: %" PRIu64 " thread samples (--async-mode all counts "
+                        "suspended tasks too)\n", c->idle_threads);
+    if (c->no_asyncio)
+        fprintf(stderr, "  note: on %" PRIu64 " reads asyncio's C module was not loaded in the target: no tasks\n",
+                c->no_asyncio);
+    if (c->cut_chains)
+        fprintf(stderr, "  note: %" PRIu64 " chains of awaiters came back to a task already on their stack and were "
+                        "cut there\n", c->cut_chains);
+    if (a->stale_awaiter)
+        fputs("  self-test fault: task stacks joined through the previous read's awaiter edges\n", stderr);
+}

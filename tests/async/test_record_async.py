@@ -1,0 +1,192 @@
+"""Live tests of `frameproof record --async` (TAP).
+usage: test_record_async.py FRAMEPROOF_BINARY
+
+For every 3.14+ GIL interpreter of the provisioning matrix and its JIT ids
+(not provisioned: skipped), targets/async/owner_swap.py runs one task,
+"shared", whose awaiter keeps moving between two owner tasks; while owner-a
+awaits it, it spins in spin_a(), while owner-b does, in spin_b() (its JOIN).
+Three recordings of RECORD_S seconds each, --format json:
+
+- --async (running mode): every task stack must be one the program can
+  have at that instant (the root an owner's marker, then owner(), asyncio's
+  sleep, shared's marker and shared_loop, and spin_a only under owner-a,
+  spin_b only under owner-b; or shared alone, caught between leaving one
+  owner and joining the other), both spins seen, most ticks kept;
+- --async --inject-fault stale-awaiter (the task stacks joined through the
+  previous read's awaiter edges): the same check must find wrong stacks —
+  the mutant that proves it can fail;
+- --async --async-mode all: every read gives the main task, the owner that
+  awaits nothing and shared joined to the other owner (or, caught between
+  owners, both owners and shared alone), once each.
+
+The target must run on afterwards with no thread stopped or traced, and
+each provisioned interpreter without a task graph (before 3.14,
+free-threaded) is refused with one line."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "targets", "async"))
+from tap_results import check, report, skip  # noqa: E402
+import asyncgraph  # noqa: E402  (starting targets; the interpreters)
+
+FP = os.path.abspath(sys.argv[1])
+TARGET = os.path.join(HERE, "..", "..", "targets", "async", "owner_swap.py")
+JOIN = {"spin_a": "owner-a", "spin_b": "owner-b"}  # owner_swap.py's JOIN
+OWNERS = set(JOIN.values())
+RECORD_S = 2
+RATE = 100
+KEPT_MIN = 0.5        # running mode: least share of ticks with a task stack (0.93-0.97 seen, 3.15, 2026-12-04)
+SPIN_MIN = 0.1        # least share of the kept stacks inside each spin function
+TIMEOUT = 60
+DETACH_GRACE_S = 2.0
+
+
+def stacks_by_tick(path):
+    """{t_ns: [stack as a tuple of function names, root first]} of a json profile, and its header."""
+    frames, stacks, ticks, header = {}, {}, defaultdict(list), None
+    with open(path) as f:
+        for line in f:
+            d = json.loads(line)
+            kind = d["type"]
+            if kind == "header":
+                header = d
+            elif kind == "frame":
+                frames[d["id"]] = d["function"]
+            elif kind == "stack":
+                stacks[d["id"]] = (d["parent"], d["frame"])
+            elif kind == "sample":
+                names, s = [], d["stack"]
+                while s is not None:
+                    parent, frame = stacks[s]
+                    names.append(frames[frame])
+                    s = parent
+                ticks[d["t_ns"]].append(tuple(reversed(names)))
+    return ticks, header
+
+
+def shared_problem(stack):
+    """What is wrong with a stack of the task shared (root first), or None."""
+    if stack[:1] == ("shared",):
+        rest = stack[1:]  # between owners: shared alone, never inside a spin
+        if rest[:1] != ("shared_loop",) or any(f in JOIN for f in rest):
+            return "shared alone as %s" % ";".join(stack)
+        return None
+    if len(stack) < 5 or stack[0] not in OWNERS or stack[1:4] != ("owner", "sleep", "shared") \
+            or stack[4] != "shared_loop":
+        return "not joined owner > owner > sleep > shared > shared_loop: %s" % ";".join(stack)
+    for f in stack[5:]:
+        if f in JOIN and JOIN[f] != stack[0]:
+            return "%s under %s" % (f, stack[0])
+    return None
+
+
+def running_problems(ticks):
+    """Problems of a running-mode profile: (problems, stacks, spin counts)."""
+    problems, n, spins = [], 0, defaultdict(int)
+    for t, stacks in sorted(ticks.items()):
+        if len(stacks) != 1:
+            problems.append("%d stacks at one tick (one thread runs one task)" % len(stacks))
+        for st in stacks:
+            n += 1
+            p = shared_problem(st)
+            if p:
+                problems.append(p)
+            for f in st:
+                if f in JOIN:
+                    spins[f] += 1
+    return problems, n, spins
+
+
+def all_problems(ticks):
+    """Problems of an all-mode profile: every read the main task, the free
+    owner and shared joined to the other (or both owners and shared alone)."""
+    problems = []
+    for t, stacks in sorted(ticks.items()):
+        main = [s for s in stacks if s[:1] == ("Task-1",)]
+        alone = sorted(s[0] for s in stacks if len(s) == 3 and s[0] in OWNERS and s[1:] == ("owner", "sleep"))
+        shared = [s for s in stacks if "shared" in s]
+        if main != [("Task-1", "main", "sleep")] or len(shared) != 1 or len(main) + len(alone) + 1 != len(stacks):
+            problems.append("read at %d ns: %s" % (t, " | ".join(";".join(s) for s in stacks)))
+            continue
+        p = shared_problem(shared[0])
+        joined = shared[0][0] if shared[0][0] in OWNERS else None
+        want = sorted(OWNERS - {joined})
+        if p or alone != want:
+            problems.append(p or "free owners %s with shared under %s" % (alone, joined))
+    return problems
+
+
+def record(pid, out, extra):
+    r = subprocess.run([FP, "record", "--async", "--pid", str(pid), "--duration", str(RECORD_S), "--rate", str(RATE),
+                        "--format", "json", "-o", out, "--no-progress"] + extra,
+                       capture_output=True, timeout=TIMEOUT)
+    return r.returncode, r.stderr.decode(errors="replace")
+
+
+def recordings(ident, entry):
+    dest = proc = None
+    tmp = tempfile.mkdtemp(prefix="fp-record-async-")
+    try:
+        dest, inside = asyncgraph.install(entry.get("root", "/"), files=(TARGET,))
+        proc, _ = asyncgraph.start(entry, inside + "/owner_swap.py", TIMEOUT)
+        out = os.path.join(tmp, "running.jsonl")
+        status, err = record(proc.pid, out, [])
+        check("%s: record --async exits 0" % ident, status == 0, err.strip()[-300:])
+        if status == 0:
+            ticks, header = stacks_by_tick(out)
+            problems, n, spins = running_problems(ticks)
+            attempts = json.loads(open(out).read().splitlines()[-1]).get("attempts", 0)
+            check("%s: running mode: the header says async running" % ident, header.get("async") == "running",
+                  "header %s" % header)
+            check("%s: running mode: every task stack one the program can have" % ident, not problems,
+                  "%d of %d wrong, first: %s" % (len(problems), n, "; ".join(problems[:3])))
+            check("%s: running mode: task stacks on %.0f %% of the ticks or more, both spins seen" % (ident,
+                  100 * KEPT_MIN), attempts and n >= KEPT_MIN * attempts and
+                  all(spins[f] >= SPIN_MIN * n for f in JOIN),
+                  "%d stacks of %d reads, spins %s" % (n, attempts, dict(spins)))
+        out = os.path.join(tmp, "stale.jsonl")
+        status, err = record(proc.pid, out, ["--inject-fault", "stale-awaiter"])
+        problems, n = [], 0
+        if status == 0:
+            problems, n, _ = running_problems(stacks_by_tick(out)[0])
+        check("%s: mutant: stacks joined through the previous read's awaiters are found wrong" % ident,
+              status == 0 and problems, "status %d, %d stacks, none wrong; %s" % (status, n, err.strip()[-200:]))
+        out = os.path.join(tmp, "all.jsonl")
+        status, err = record(proc.pid, out, ["--async-mode", "all"])
+        problems, reads = ["status %d: %s" % (status, err.strip()[-200:])], 0
+        if status == 0:
+            ticks, _ = stacks_by_tick(out)
+            problems, reads = all_problems(ticks), len(ticks)
+        check("%s: all mode: every read gives each task chain once" % ident, reads and not problems,
+              "%d of %d reads wrong, first: %s" % (len(problems), reads, "; ".join(problems[:2])))
+        ok, detail = asyncgraph.resumed(proc, DETACH_GRACE_S)
+        check("%s: the target runs on, no thread left stopped or traced" % ident, ok, detail)
+    finally:
+        asyncgraph.stop(proc, dest)
+        subprocess.run(["rm", "-rf", tmp])
+
+
+def refused(ident, entry):
+    """record --async on an interpreter with no task graph: one line, exit 1."""
+    argv = asyncgraph.command(entry, ["-c", "import time; time.sleep(30)"])
+    r = subprocess.run([FP, "record", "--async", "--duration", "1", "-o", "/dev/null", "--no-progress", "--"] + argv,
+                       capture_output=True, timeout=TIMEOUT, env=asyncgraph.environment(entry))
+    lines = [x for x in r.stderr.decode(errors="replace").splitlines() if x.startswith("frameproof record: --async")]
+    check("%s: record --async refused with one line" % ident, r.returncode == 1 and len(lines) == 1
+          and "3.14+" in lines[0], "status %d, stderr %r" % (r.returncode, r.stderr[-300:]))
+
+
+def main():
+    asyncgraph.each_interpreter(recordings, refused, check, skip)
+    report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
