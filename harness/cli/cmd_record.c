@@ -67,8 +67,9 @@ static const char RECORD_USAGE[] =
 static const char RECORD_USAGE_FLAGS[] =
     "  --async          asyncio task stacks instead of thread stacks (CPython 3.14+\n"
     "                   with the GIL): each tick reads the task graph and every\n"
-    "                   thread's stack with the target stopped (as --blocking; the\n"
-    "                   summary says for how long), and a task's stack is its own\n"
+    "                   thread's stack with the target stopped (as --blocking, its\n"
+    "                   running thread held on the sampler's CPU unless --no-hold;\n"
+    "                   the summary says for how long), and a task's stack is its own\n"
     "                   frames, a <task> frame named after it, then the stack of\n"
     "                   the task awaiting it, up to a task nothing awaits\n"
     "  --async-mode M   running (default: the task each thread runs at the tick)\n"

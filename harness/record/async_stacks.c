@@ -8,6 +8,7 @@
 #define FIRST_FRAMES 256u
 #define TASK_FILE "<task>"
 #define UNNAMED_TASK "<unnamed task>"
+#define STEP_FUNCTION "<task step>"
 
 int fpr_async_mode_parse(const char *s)
 {
@@ -87,6 +88,15 @@ static const fp_thread *thread_of(const fp_sample *sm, uint64_t native_id)
     return NULL;
 }
 
+/* A frame of the task stack that is no Python frame: a task's own (named
+ * after it), or a task's step. */
+static fp_frame pseudo_frame(const char *name, uint64_t addr)
+{
+    return (fp_frame){.function = name, .name = name, .file = TASK_FILE, .line = FP_POS_NONE,
+                      .end_line = FP_POS_NONE, .column = FP_POS_NONE, .end_column = FP_POS_NONE,
+                      .code_addr = 0, .frame_addr = addr, .instr_offset = 0, .kind = FP_FRAME_PYTHON};
+}
+
 static int append(fpr_async_buf *b, size_t *n, const fp_frame *f, size_t count)
 {
     if (reserve(&b->frames, &b->cap, *n + count, sizeof *b->frames))
@@ -97,9 +107,12 @@ static int append(fpr_async_buf *b, size_t *n, const fp_frame *f, size_t count)
 }
 
 /* Task node's own frames: a running task's thread stack down to its
- * coroutine's frame, else its coroutine chain as the graph read it (a task
- * marked running whose frame is not on its thread's stack yet is about to
- * be resumed: its chain is where it stands). */
+ * coroutine's frame, else its coroutine chain as the graph read it.  A
+ * task marked running whose frame is not on its thread's stack is being
+ * stepped by asyncio's C code, about to resume its coroutine or just back
+ * from it: its chain is where it stands, under a pseudo-frame
+ * STEP_FUNCTION that takes the instant's self time (else the function it
+ * waits in would, as if it ran). */
 static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_async_node *t, fpr_async_buf *b,
                       size_t *n)
 {
@@ -110,6 +123,12 @@ static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_asy
         for (size_t k = 0; k < th->frame_count; k++)
             if (fp_sample_get_frame(sm, th->first_frame + k)->frame_addr == coro_frame)
                 return append(b, n, fp_sample_get_frame(sm, th->first_frame), k + 1);
+    }
+    if (t->running) {
+        fp_frame step = pseudo_frame(STEP_FUNCTION, 0);
+        int rc = append(b, n, &step, 1);
+        if (rc)
+            return rc;
     }
     return chain ? append(b, n, chain, t->frame_count) : FP_OK;
 }
@@ -134,10 +153,7 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
             rc = own_frames(g, sm, t, b, &n);
         else if (t->frame_count)
             rc = append(b, &n, fp_async_graph_get_frame(g, t->first_frame), t->frame_count);
-        const char *name = t->name ? t->name : UNNAMED_TASK;
-        fp_frame marker = {.function = name, .name = name, .file = TASK_FILE, .line = FP_POS_NONE,
-                           .end_line = FP_POS_NONE, .column = FP_POS_NONE, .end_column = FP_POS_NONE,
-                           .code_addr = 0, .frame_addr = t->addr, .instr_offset = 0, .kind = FP_FRAME_PYTHON};
+        fp_frame marker = pseudo_frame(t->name ? t->name : UNNAMED_TASK, t->addr);
         if (rc == FP_OK)
             rc = append(b, &n, &marker, 1);
     }

@@ -7,7 +7,10 @@
  * a task that nothing awaits.  A running task's own frames are its
  * thread's stack down to its coroutine's frame (what it runs now,
  * functions it calls included); a suspended task's are its coroutine
- * chain.  Where several nodes await a task, the first one asyncio lists is
+ * chain.  A running task whose coroutine is not on its thread's stack
+ * (asyncio's C code is stepping it, about to enter the coroutine or just
+ * back from it) has its chain under a pseudo-frame "<task step>" (file
+ * "<task>"), which takes that instant's self time.  Where several nodes await a task, the first one asyncio lists is
  * followed (as CPython's profiler does); a future that is not a task adds
  * no frame and is passed through to what awaits it. */
 #ifndef FPR_ASYNC_STACKS_H

@@ -503,6 +503,7 @@ def errors(provisioned):
                           (("--async", "--async-mode", "some"), "--async-mode must be running or all"),
                           (("--inject-fault", "stale-awaiter"), "--inject-fault stale-awaiter needs --async"),
                           (("--async", "--blocking"), "--async stops every thread for each read"),
+                          (("--async", "--hold", "--no-colocate"), "--hold holds the thread on the sampler's CPU"),
                           (("--async", "--inject-fault", "drop-torn"), "its fault is stale-awaiter"),
                           (("--async", "--mode", "cpu"), "--async samples tasks, not threads")):
         r = record("--pid", 1, *flags)
