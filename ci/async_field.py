@@ -434,21 +434,10 @@ def main(argv):
         if not os.path.isfile(path) or (what == "frameproof" and not os.access(path, os.X_OK)):
             raise MeasurementError("no %s at %s%s" % (what, path, " (build it first)" if what == "frameproof" else ""))
     fp = os.path.abspath(args.frameproof)
-    manifest, every = asyncgraph.interpreters()
-    plan, skipped = [], []
-    for ident, entry in every:
-        if args.python and ident not in args.python:
-            continue
-        if entry is None:
-            say("%s: not provisioned (no entry in %s): skipped" % (ident, manifest))
-            skipped.append(ident)
-        elif asyncgraph.has_graph(entry):
-            plan.append(entry)
-    unknown = set(args.python or ()) - {i for i, _ in every}
-    if unknown:
-        raise MeasurementError("no interpreter id %s in the matrix or the JIT ids" % ", ".join(sorted(unknown)))
-    if not plan:
-        raise MeasurementError("no CPython 3.14+ interpreter with the GIL provisioned (%s)" % manifest)
+    try:
+        plan, skipped = asyncgraph.plan(args.python, say)
+    except LookupError as e:
+        raise MeasurementError(str(e))
     rows, failed = [], []
     for entry in plan:
         try:
@@ -467,12 +456,7 @@ def main(argv):
     if failed:
         say("%d measurement failure(s): no result file written" % len(failed))
         return 1
-    out_dir = args.report_dir or os.path.join(REPO, "docs", "data")
-    os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, "async-field.json")
-    result_file.write(out, doc)
-    say("%s written in %.0f s%s" % (out if args.report_dir else os.path.relpath(out, REPO), doc["seconds"],
-                                    "" if args.report_dir else "; run ci/render-docs"))
+    result_file.publish(doc, "async-field.json", args.report_dir, say)
     return 0
 
 

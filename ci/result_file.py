@@ -4,6 +4,7 @@ file is written (ci/render_docs.py renders the docs' tables from it), and
 the command it names, without this machine's paths."""
 import datetime
 import json
+import os
 import subprocess
 
 
@@ -23,6 +24,18 @@ def write(path, doc):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+
+
+def publish(doc, name, report_dir, say):
+    """Writes doc as docs/data/NAME (report_dir/NAME when given, for a
+    trial) and says where, and that ci/render-docs comes next."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out_dir = report_dir or os.path.join(repo, "docs", "data")
+    os.makedirs(out_dir, exist_ok=True)
+    out = os.path.join(out_dir, name)
+    write(out, doc)
+    say("%s written in %.0f s%s" % (out if report_dir else os.path.relpath(out, repo), doc["seconds"],
+                                    "" if report_dir else "; run ci/render-docs"))
 
 
 # Options whose value is a path on the machine that ran: left out of the

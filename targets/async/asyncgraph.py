@@ -65,6 +65,30 @@ def each_interpreter(with_graph, without_graph, check, skip):
                 check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
 
 
+def plan(only, say):
+    """(entries, skipped ids) of the reference runs (ci/async-field,
+    ci/async-record): every provisioned interpreter with a task graph,
+    or those of the ids in only (None: all); say(message) is told of each
+    id not provisioned.  LookupError for an id that is no matrix or JIT id,
+    or when no interpreter is left."""
+    manifest, every = interpreters()
+    entries, skipped = [], []
+    for ident, entry in every:
+        if only and ident not in only:
+            continue
+        if entry is None:
+            say("%s: not provisioned (no entry in %s): skipped" % (ident, manifest))
+            skipped.append(ident)
+        elif has_graph(entry):
+            entries.append(entry)
+    unknown = set(only or ()) - {i for i, _ in every}
+    if unknown:
+        raise LookupError("no interpreter id %s in the matrix or the JIT ids" % ", ".join(sorted(unknown)))
+    if not entries:
+        raise LookupError("no CPython 3.14+ interpreter with the GIL provisioned (%s)" % manifest)
+    return entries, skipped
+
+
 def version(entry):
     return tuple(int(x) for x in entry["version"].split(".")[:2])
 

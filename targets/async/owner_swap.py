@@ -7,8 +7,9 @@
 # change of spin function happen in one step of the task, so at any instant
 # a stack of shared inside spin_a is awaited by owner-a and one inside
 # spin_b by owner-b: a profile that joins a stack through an awaiter edge of
-# another instant shows spin_a under owner-b.  The main task ("main") sleeps.
-# Prints "ready" once shared has moved once, and runs until killed.
+# another instant shows spin_a under owner-b.  The main task ("Task-1")
+# sleeps.  Run as a script, it prints "ready" once shared has moved once and
+# runs until killed; imported, it only gives its truth (JOIN, problem()).
 import asyncio
 import sys
 import time
@@ -16,6 +17,63 @@ import time
 SPIN_S = 0.001        # one spin
 SPINS_PER_OWNER = 2   # spins before shared moves to the other owner
 JOIN = {"spin_a": "owner-a", "spin_b": "owner-b"}  # the truth the test checks
+OWNERS = frozenset(JOIN.values())
+
+
+# The failure classes of problem(): True for a stack the program cannot
+# have at any one instant; False for another view of an instant it can
+# have, whose frames are not the task's own: while asyncio's C code steps
+# the task (about to enter its coroutine, or just back from it) the thread
+# runs the event loop, and a profiler that puts the thread's stack (or its
+# innermost frames) under the task shows the loop, asyncio.run and
+# <module> as the task's frames, or no frame of the task when it finds none.
+IMPOSSIBLE = {
+    "a spin under the other owner": True,
+    "a spin with no owner": True,
+    "a frame of the task missing": True,
+    "not a chain of the program's tasks": True,
+    "the event loop's frames as the task's": False,
+    "no frame of the task": False,
+}
+
+
+# The event loop's own frames, as a thread's stack shows them while asyncio
+# steps a task: the module, asyncio.run, and methods of the loop's classes.
+LOOP_FUNCTIONS = ("<module>", "run")
+LOOP_CLASSES = ("Runner.", "BaseEventLoop.", "BaseSelectorEventLoop.", "_UnixSelectorEventLoop.", "Handle.",
+                "EpollSelector.", "TimerHandle.")
+
+
+def is_loop_frame(function):
+    return function in LOOP_FUNCTIONS or function.startswith(LOOP_CLASSES)
+
+
+def problem(stack):
+    """What is wrong with a task stack of shared (function names and task
+    names, root first), as (failure class, the stack); None when it is
+    what frameproof shows of an instant the program can have: an owner's
+    task, owner(), asyncio's sleep, shared's task, shared_loop and what it
+    runs (or, while asyncio steps it, where it waits under "<task step>"),
+    a spin only under its own owner; or shared alone (caught between
+    owners), in no spin.  IMPOSSIBLE says which classes no instant has."""
+    text = ";".join(stack)
+    if stack[:1] == ("shared",):
+        rest = stack[1:]
+        if rest[:1] != ("shared_loop",):
+            return ("a frame of the task missing", text)
+        return ("a spin with no owner", text) if any(f in JOIN for f in rest) else None
+    if stack[:1] and stack[0] in OWNERS and stack[1:4] == ("owner", "sleep", "shared"):
+        rest = stack[4:]
+        if not rest:
+            return ("no frame of the task", text)
+        if all(is_loop_frame(f) for f in rest):
+            return ("the event loop's frames as the task's", text)
+        if rest[0] != "shared_loop":
+            return ("a frame of the task missing", text)
+        if any(f in JOIN and JOIN[f] != stack[0] for f in rest):
+            return ("a spin under the other owner", text)
+        return None
+    return ("not a chain of the program's tasks", text)
 
 
 def spin_a():
@@ -60,4 +118,5 @@ async def main():
     await asyncio.sleep(3600)
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -34,11 +34,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "targets", "async"))
 from tap_results import check, report, skip  # noqa: E402
 import asyncgraph  # noqa: E402  (starting targets; the interpreters)
+import owner_swap  # noqa: E402  (its JOIN and problem(); nothing runs on import)
 
 FP = os.path.abspath(sys.argv[1])
 TARGET = os.path.join(HERE, "..", "..", "targets", "async", "owner_swap.py")
-JOIN = {"spin_a": "owner-a", "spin_b": "owner-b"}  # owner_swap.py's JOIN
-OWNERS = set(JOIN.values())
+JOIN, OWNERS = owner_swap.JOIN, owner_swap.OWNERS
 RECORD_S = 2
 RATE = 100
 KEPT_MIN = 0.5        # running mode: least share of ticks with a task stack (0.93-0.97 seen, 3.15, 2026-12-04)
@@ -72,18 +72,8 @@ def stacks_by_tick(path):
 
 def shared_problem(stack):
     """What is wrong with a stack of the task shared (root first), or None."""
-    if stack[:1] == ("shared",):
-        rest = stack[1:]  # between owners: shared alone, never inside a spin
-        if rest[:1] != ("shared_loop",) or any(f in JOIN for f in rest):
-            return "shared alone as %s" % ";".join(stack)
-        return None
-    if len(stack) < 5 or stack[0] not in OWNERS or stack[1:4] != ("owner", "sleep", "shared") \
-            or stack[4] != "shared_loop":
-        return "not joined owner > owner > sleep > shared > shared_loop: %s" % ";".join(stack)
-    for f in stack[5:]:
-        if f in JOIN and JOIN[f] != stack[0]:
-            return "%s under %s" % (f, stack[0])
-    return None
+    p = owner_swap.problem(stack)
+    return "%s: %s" % p if p else None
 
 
 def running_problems(ticks):
