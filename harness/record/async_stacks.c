@@ -179,7 +179,8 @@ int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, 
         c->no_asyncio++;
     if (reserve(&b->seen, &b->seen_cap, nnodes, 1) || reserve(&b->parent, &b->parent_cap, nnodes, 1))
         return FP_E_NOMEM;
-    memset(b->parent, 0, nnodes);
+    if (nnodes) /* no task yet: the arrays may not exist */
+        memset(b->parent, 0, nnodes);
     for (size_t i = 0; i < nnodes; i++) {
         size_t a = first_awaiter(g, edges, i);
         if (a != SIZE_MAX)
