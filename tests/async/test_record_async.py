@@ -19,11 +19,14 @@ Three recordings of RECORD_S seconds each, --format json:
   awaits nothing and shared joined to the other owner (or, caught between
   owners, both owners and shared alone), once each.
 
-The target must run on afterwards with no thread stopped or traced, and
-each provisioned interpreter without a task graph (before 3.14,
-free-threaded) is refused with one line."""
+The target must run on afterwards with no thread stopped or traced; a
+program that imported asyncio and made no task gives no task stack and
+counts its thread as running none (every read an empty graph); and each
+provisioned interpreter without a task graph (before 3.14, free-threaded)
+is refused with one line."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -160,6 +163,21 @@ def recordings(ident, entry):
     finally:
         asyncgraph.stop(proc, dest)
         subprocess.run(["rm", "-rf", tmp])
+    no_tasks(ident, entry)
+
+
+def no_tasks(ident, entry):
+    """record --async of a program that imported asyncio and made no task
+    (every read an empty graph): exit 0, no task stack, its thread counted
+    as running none."""
+    argv = asyncgraph.command(entry, ["-c", "import asyncio, time; time.sleep(%d)" % (2 * RECORD_S)])
+    r = subprocess.run([FP, "record", "--async", "--duration", "1", "-o", "/dev/null", "--no-progress", "--"] + argv,
+                       capture_output=True, timeout=TIMEOUT, env=asyncgraph.environment(entry))
+    err = r.stderr.decode(errors="replace")
+    left = re.search(r"threads running no task, left out: (\d+)", err)
+    check("%s: a program with no task: exit 0, no task stack, its thread counted" % ident,
+          r.returncode == 0 and re.search(r"graph reads gave 0 task stacks", err) and left and int(left.group(1)) > 0,
+          "status %d, stderr %r" % (r.returncode, err[-400:]))
 
 
 def refused(ident, entry):
