@@ -8,7 +8,8 @@ loops whose supervisors keep starting TaskGroups of short jobs.  DUMPS
 `dump --async --json` runs are made while it runs; each must exit 0 with a
 graph the program can have (its DECLARED and CALLS: every task one of the
 program's, on its loop's thread, its stack starting at its root coroutine
-and following the program's awaits, each frame of the program's own at an
+and following the program's awaits (empty for a task whose step is
+finishing it: running, or no longer pending), each frame of the program's own at an
 `await` — a running task's innermost frame anywhere in its body —, its
 awaiter the one task of the program that may await it, at most one running
 task per thread, every awaiter a node of the graph) or exit 1 with one line
@@ -88,8 +89,13 @@ def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, 
             running.setdefault(n.get("thread"), []).append(name)
         stack = n.get("stack") or []
         chain = [f.get("function") for f in stack][::-1]  # outermost first
-        if not chain or chain[0] != declared[kind]["root"]:
-            problems.append("task %r: stack starts at %s, not %s" % (name, chain[:1], declared[kind]["root"]))
+        if not chain and (n.get("running") or n.get("state") != "pending"):
+            # Its step is finishing it: the coroutine has returned (its
+            # result being set, or set), the task not unlisted yet.
+            pass
+        elif not chain or chain[0] != declared[kind]["root"]:
+            problems.append("task %r: stack starts at %s, not %s (%s%s)" % (
+                name, chain[:1], declared[kind]["root"], n.get("state"), ", running" if n.get("running") else ""))
         for caller, callee in zip(chain, chain[1:]):
             if callee not in calls.get(caller, ()):
                 problems.append("task %r: %s under %s" % (name, callee, caller))
