@@ -33,12 +33,10 @@ int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm)
 
 int cli_record_async_policy(cli_record_opts *o)
 {
-    cli_policy *p = &o->policy;
+    cli_policy *p = &o->policy; /* its --hold/--no-colocate clash is cli_policy_apply's */
     const char *clash = NULL;
     if (p->blocking || p->pause_torn == CLI_POLICY_ON)
         clash = "--async stops every thread for each read: not with --blocking or --pause-torn";
-    else if (p->hold == CLI_POLICY_ON && p->colocate == CLI_POLICY_OFF)
-        clash = "--hold holds the thread on the sampler's CPU: not with --no-colocate";
     else if (p->fault != FPS_FAULT_NONE)
         clash = "--async reads stopped targets: its fault is stale-awaiter, not drop-torn or retry-quiet";
     else if (o->mode != FPR_MODE_WALL)
@@ -47,22 +45,17 @@ int cli_record_async_policy(cli_record_opts *o)
         fprintf(stderr, "frameproof record: %s\n", clash);
         return -1;
     }
-    o->lib.blocking = false; /* the graph read stops the target itself, and walks the threads meanwhile */
-    o->lib.pause_torn = false;
-    /* As for --blocking: a stop asked of a thread running on another CPU
-     * lands later, at once if it enters the kernel meanwhile, which
-     * over-weights stacks that make system calls; the running thread held
-     * on the sampler's CPU, preempted there at the tick, stops where the
-     * tick found it. */
-    o->sampling.colocate_pid = p->colocate != CLI_POLICY_OFF ? 1 : 0;
-    o->sampling.hold = o->sampling.colocate_pid > 0 && p->hold != CLI_POLICY_OFF;
-    o->sampling.offload = false; /* the callback reads the attempt's graph */
-    p->realtime_refused[0] = 0;
-    o->sampling.realtime = p->realtime == CLI_POLICY_ON;
-    if (p->realtime == CLI_POLICY_UNSET && o->sampling.hold && o->sampling.rate_hz > 0)
-        o->sampling.realtime = fps_realtime_check(p->realtime_refused, sizeof p->realtime_refused) == FP_OK;
-    o->sampling.fault = FPS_FAULT_NONE;
-    o->sampling.target_time = true; /* ticks spaced in the target's running time, as for --blocking */
+    /* The default policy's colocation, hold and real-time priority, as for
+     * --blocking: a stop asked of a thread running on another CPU lands
+     * later, at once if it enters the kernel meanwhile, which over-weights
+     * stacks that make system calls; the running thread held on the
+     * sampler's CPU, preempted there at the tick, stops where the tick
+     * found it. */
+    if (cli_policy_apply("record", p, &o->lib, &o->sampling))
+        return -1;
+    o->lib.pause_torn = false;    /* the graph read stops the target itself, and walks the threads meanwhile */
+    o->sampling.offload = false;  /* the callback reads the attempt's graph */
+    o->sampling.target_time = true; /* ticks spaced in the target's running time, also with --no-colocate */
     return 0;
 }
 

@@ -476,9 +476,8 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     uint64_t at = s->async_debug_at;
     if (!found && (rc = fpi_async_offsets_locate(s->pid, &found, &at, &s->err)))
         goto out;
-    if (found)
-        s->async_debug_at = at; /* its table is read and validated at every read still */
     if (found) {
+        s->async_debug_at = at; /* its table is read and validated at every read still */
         uint8_t table[FPI_ASYNC_TABLE_SIZE];
         if ((rc = fpi_read(s, at, table, sizeof table))) {
             rc = fpi_err_code(&s->err, rc, "cannot read asyncio's debug offsets at 0x%llx", U(at));
