@@ -23,7 +23,8 @@ static const char RECORD_USAGE[] =
     "                         [--poisson [--seed N]] [--mode wall|cpu|gil]\n"
     "                         [--format collapsed|speedscope|json|gecko] [-o FILE]\n"
     "                         [--blocking | --no-colocate | --no-hold | --no-pause-torn]\n"
-    "                         [--inject-fault drop-torn|retry-quiet|stale-awaiter] [--[no-]realtime]\n"
+    "                         [--inject-fault drop-torn|retry-quiet|stale-awaiter|no-task-step]\n"
+    "                         [--[no-]realtime]\n"
     "                         [--async [--async-mode running|all]]\n"
     "                         [--reader auto|vm|mem] [--max-depth N] [--no-progress]\n"
     "                         [--allow-untested-version]\n"
@@ -76,6 +77,9 @@ static const char RECORD_USAGE_FLAGS[] =
     "                   or all (also every suspended task no task awaits)\n"
     "  --inject-fault stale-awaiter  (with --async) a self-test fault: join task\n"
     "                   stacks through the previous read's awaiter edges\n"
+    "  --inject-fault no-task-step  (with --async) a self-test fault: a task being\n"
+    "                   stepped gets no <task step> frame, so the function it\n"
+    "                   waits in takes that time as if it ran\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
@@ -169,9 +173,11 @@ static int on_sample(void *ctx, const fps_outcome *o)
         r->partial++;
     if (r->async) {
         cli_record_async *a = r->async;
-        const fp_async_graph *edges = a->stale_awaiter && a->prev ? a->prev : a->graph;
+        fpr_async_view v = {.mode = r->async_mode,
+                            .edges = a->fault == CLI_ASYNC_FAULT_STALE_AWAITER ? a->prev : NULL,
+                            .no_task_step = a->fault == CLI_ASYNC_FAULT_NO_TASK_STEP};
         if (o->rc == FP_OK && a->graph &&
-            fpr_async_add(r->profile, a->graph, o->sample, r->async_mode, edges, o->t_ns, &a->buf, &a->counts) != FP_OK) {
+            fpr_async_add(r->profile, a->graph, o->sample, &v, o->t_ns, &a->buf, &a->counts) != FP_OK) {
             r->oom = true;
             return 1;
         }
@@ -286,10 +292,12 @@ static int parse_args(int argc, char **argv, cli_record_opts *o)
         case 'k': o->policy.hold = CLI_POLICY_OFF; break;
         case 'I':
             if (strcmp(optarg, "stale-awaiter") == 0)
-                o->stale_awaiter = true;
+                o->async_fault = CLI_ASYNC_FAULT_STALE_AWAITER;
+            else if (strcmp(optarg, "no-task-step") == 0)
+                o->async_fault = CLI_ASYNC_FAULT_NO_TASK_STEP;
             else if (strcmp(optarg, "drop-torn") != 0 && strcmp(optarg, "retry-quiet") != 0) {
-                fprintf(stderr, "frameproof record: --inject-fault must be drop-torn, retry-quiet or stale-awaiter "
-                                "(with --async), not '%s'\n", optarg);
+                fprintf(stderr, "frameproof record: --inject-fault must be drop-torn, retry-quiet, or with --async "
+                                "stale-awaiter or no-task-step, not '%s'\n", optarg);
                 return -1;
             } else if (cli_policy_fault("record", optarg, &o->policy))
                 return -1;
@@ -331,8 +339,10 @@ static int parse_args(int argc, char **argv, cli_record_opts *o)
         print_usage(stderr);
         return -1;
     }
-    if ((async_mode || o->stale_awaiter) && !o->async) {
-        fprintf(stderr, "frameproof record: %s needs --async\n", async_mode ? "--async-mode" : "--inject-fault stale-awaiter");
+    if ((async_mode || o->async_fault) && !o->async) {
+        fprintf(stderr, "frameproof record: %s needs --async\n",
+                async_mode ? "--async-mode" : o->async_fault == CLI_ASYNC_FAULT_STALE_AWAITER
+                                                  ? "--inject-fault stale-awaiter" : "--inject-fault no-task-step");
         return -1;
     }
     if (o->async ? cli_record_async_policy(o) : cli_policy_apply("record", &o->policy, &o->lib, &o->sampling))
@@ -383,7 +393,7 @@ int cli_cmd_record(int argc, char **argv)
     fpr_profile *p = NULL;
     fpr_idle *idle = NULL;
     fpr_top top = {0};
-    cli_record_async as = {.stale_awaiter = o.stale_awaiter};
+    cli_record_async as = {.fault = o.async_fault};
     bool have_top = false, summarized = false;
     cli_record_out ro;
     fpr_json_stream *stream = NULL;

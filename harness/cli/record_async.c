@@ -13,7 +13,7 @@
 int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm)
 {
     cli_record_async *a = ctx;
-    if (a->stale_awaiter) {
+    if (a->fault == CLI_ASYNC_FAULT_STALE_AWAITER) {
         if (a->graph) {
             fp_async_graph_free(a->prev);
             a->prev = a->graph;
@@ -38,7 +38,7 @@ int cli_record_async_policy(cli_record_opts *o)
     if (p->blocking || p->pause_torn == CLI_POLICY_ON)
         clash = "--async stops every thread for each read: not with --blocking or --pause-torn";
     else if (p->fault != FPS_FAULT_NONE)
-        clash = "--async reads stopped targets: its fault is stale-awaiter, not drop-torn or retry-quiet";
+        clash = "--async reads stopped targets: its faults are stale-awaiter and no-task-step, not drop-torn or retry-quiet";
     else if (o->mode != FPR_MODE_WALL)
         clash = "--async samples tasks, not threads: not with --mode cpu or gil";
     if (clash) {
@@ -96,6 +96,9 @@ void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async
     if (c->cut_chains)
         fprintf(stderr, "  note: %" PRIu64 " chains of awaiters came back to a task already on their stack and were "
                         "cut there\n", c->cut_chains);
-    if (a->stale_awaiter)
+    if (a->fault == CLI_ASYNC_FAULT_STALE_AWAITER)
         fputs("  self-test fault: task stacks joined through the previous read's awaiter edges\n", stderr);
+    if (a->fault == CLI_ASYNC_FAULT_NO_TASK_STEP)
+        fputs("  self-test fault: tasks being stepped shown without <task step>, as if their waiting frame ran\n",
+              stderr);
 }

@@ -48,6 +48,13 @@
 #define RECORD_STR(x) #x
 #define RECORD_XSTR(x) RECORD_STR(x)
 
+/* The self-test faults of --async (--inject-fault). */
+enum cli_async_fault {
+    CLI_ASYNC_FAULT_NONE = 0,
+    CLI_ASYNC_FAULT_STALE_AWAITER, /* stacks joined through the previous read's awaiter edges */
+    CLI_ASYNC_FAULT_NO_TASK_STEP,  /* a task being stepped shown as if its waiting frame ran */
+};
+
 typedef struct cli_record_opts {
     fp_options lib;
     cli_policy policy;    /* --blocking, --[no-]colocate, --[no-]pause-torn, --inject-fault */
@@ -59,14 +66,14 @@ typedef struct cli_record_opts {
     bool progress;
     bool async;              /* --async: task stacks from asyncio graph reads */
     int async_mode;          /* --async-mode: enum fpr_async_mode */
-    bool stale_awaiter;      /* --inject-fault stale-awaiter: join through the previous read's edges */
+    int async_fault;         /* --inject-fault with --async: enum cli_async_fault */
 } cli_record_opts;
 
 /* --async: each attempt's graph read (record_async.c). */
 typedef struct cli_record_async {
     fp_async_graph *graph;   /* the attempt's graph (NULL after a failed read) */
     fp_async_graph *prev;    /* --inject-fault stale-awaiter: the read before it */
-    bool stale_awaiter;
+    int fault;               /* enum cli_async_fault */
     fpr_async_buf buf;
     fpr_async_counts counts;
     uint64_t stopped_ns;     /* the reads' stops, summed */

@@ -59,7 +59,7 @@ static size_t node_at(const fp_async_graph *g, uint64_t addr)
 }
 
 /* The node of g that node i's first awaiter is, by edges (see
- * fpr_async_add); SIZE_MAX when nothing awaits it. */
+ * fpr_async_view); SIZE_MAX when nothing awaits it. */
 static size_t first_awaiter(const fp_async_graph *g, const fp_async_graph *edges, size_t i)
 {
     const fp_async_node *n = fp_async_graph_get_node(g, i);
@@ -113,8 +113,8 @@ static int append(fpr_async_buf *b, size_t *n, const fp_frame *f, size_t count)
  * from it: its chain is where it stands, under a pseudo-frame
  * STEP_FUNCTION that takes the instant's self time (else the function it
  * waits in would, as if it ran). */
-static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_async_node *t, fpr_async_buf *b,
-                      size_t *n)
+static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_async_node *t, bool no_task_step,
+                      fpr_async_buf *b, size_t *n)
 {
     const fp_frame *chain = t->frame_count ? fp_async_graph_get_frame(g, t->first_frame) : NULL;
     const fp_thread *th = t->running && t->frame_count ? thread_of(sm, t->thread_native_id) : NULL;
@@ -124,7 +124,7 @@ static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_asy
             if (fp_sample_get_frame(sm, th->first_frame + k)->frame_addr == coro_frame)
                 return append(b, n, fp_sample_get_frame(sm, th->first_frame), k + 1);
     }
-    if (t->running) {
+    if (t->running && !no_task_step) {
         fp_frame step = pseudo_frame(STEP_FUNCTION, 0);
         int rc = append(b, n, &step, 1);
         if (rc)
@@ -134,12 +134,13 @@ static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_asy
 }
 
 /* The stack of task i joined through its awaiters, added to p. */
-static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fp_async_graph *edges,
+static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fpr_async_view *v,
                     size_t i, int64_t t_ns, fpr_async_buf *b, fpr_async_counts *c)
 {
     size_t nnodes = fp_async_graph_get_node_count(g), n = 0;
     memset(b->seen, 0, nnodes);
     int rc = FP_OK;
+    const fp_async_graph *edges = v->edges ? v->edges : g;
     for (size_t cur = i; cur != SIZE_MAX && rc == FP_OK; cur = first_awaiter(g, edges, cur)) {
         if (b->seen[cur]) {
             c->cut_chains++;
@@ -150,7 +151,7 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
         if (!t->is_task)
             continue;
         if (cur == i)
-            rc = own_frames(g, sm, t, b, &n);
+            rc = own_frames(g, sm, t, v->no_task_step, b, &n);
         else if (t->frame_count)
             rc = append(b, &n, fp_async_graph_get_frame(g, t->first_frame), t->frame_count);
         fp_frame marker = pseudo_frame(t->name ? t->name : UNNAMED_TASK, t->addr);
@@ -170,9 +171,10 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
     return rc;
 }
 
-int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, int mode, const fp_async_graph *edges,
+int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fpr_async_view *v,
                   int64_t t_ns, fpr_async_buf *b, fpr_async_counts *c)
 {
+    const fp_async_graph *edges = v->edges ? v->edges : g;
     size_t nnodes = fp_async_graph_get_node_count(g);
     c->reads++;
     if (!fp_async_graph_get_asyncio_loaded(g))
@@ -188,12 +190,12 @@ int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, 
     }
     for (size_t i = 0; i < nnodes; i++) {
         const fp_async_node *t = fp_async_graph_get_node(g, i);
-        bool take = t->is_task && (t->running || (mode == FPR_ASYNC_ALL && !b->parent[i]));
-        int rc = take ? add_task(p, g, sm, edges, i, t_ns, b, c) : FP_OK;
+        bool take = t->is_task && (t->running || (v->mode == FPR_ASYNC_ALL && !b->parent[i]));
+        int rc = take ? add_task(p, g, sm, v, i, t_ns, b, c) : FP_OK;
         if (rc)
             return rc;
     }
-    if (mode != FPR_ASYNC_RUNNING)
+    if (v->mode != FPR_ASYNC_RUNNING)
         return FP_OK;
     size_t nth = fp_sample_get_thread_count(sm);
     for (size_t k = 0; k < nth; k++) {

@@ -16,6 +16,7 @@
 #ifndef FPR_ASYNC_STACKS_H
 #define FPR_ASYNC_STACKS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "frameproof/async.h"
@@ -55,13 +56,21 @@ typedef struct fpr_async_buf {
 
 void fpr_async_buf_free(fpr_async_buf *b);
 
+/* Which task stacks a read gives, and how they are joined. */
+typedef struct fpr_async_view {
+    int mode;                      /* enum fpr_async_mode */
+    const fp_async_graph *edges;   /* the graph whose awaiter edges join the stacks: NULL for the read's own;
+                                    * a self-test gives the previous read's (the edge of a node at the same
+                                    * address there, a stale edge the checks must catch) */
+    bool no_task_step;             /* self-test: a task being stepped gets its waiting chain with no
+                                    * "<task step>" over it, so the function it waits in takes the instant's
+                                    * self time as if it ran (a bias the accuracy verdict must catch) */
+} fpr_async_view;
+
 /* Adds the task stacks of graph g and sample sm (read at one instant by
- * fp_async_graph_read_sample) taken at t_ns to p, as mode says, counting
- * into *c.  edges: the graph whose awaiter edges join the stacks, g but in
- * a self-test (the previous read's: the edge of a node at the same
- * address there, a stale edge the checks must catch).  FP_OK or
- * FP_E_NOMEM. */
-int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, int mode, const fp_async_graph *edges,
+ * fp_async_graph_read_sample) taken at t_ns to p, as v says, counting
+ * into *c.  FP_OK or FP_E_NOMEM. */
+int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fpr_async_view *v,
                   int64_t t_ns, fpr_async_buf *b, fpr_async_counts *c);
 
 #endif

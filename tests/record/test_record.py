@@ -493,7 +493,7 @@ def errors(provisioned):
     r = record("--pid", 1, "--seed", 3)
     check("error: --seed without --poisson", *one_line_error(r, 2, "--seed needs --poisson"))
     for flags, needle in ((("--blocking", "--pause-torn"), "--blocking and --pause-torn exclude each other"),
-                          (("--inject-fault", "bogus"), "--inject-fault must be drop-torn, retry-quiet or stale-awaiter"),
+                          (("--inject-fault", "bogus"), "--inject-fault must be drop-torn, retry-quiet, or with --async"),
                           (("--inject-fault", "drop-torn", "--blocking"), "--inject-fault and --blocking exclude"),
                           (("--inject-fault", "retry-quiet", "--colocate"), "--inject-fault takes plain reads"),
                           (("--inject-fault", "drop-torn", "--hold"), "--inject-fault takes plain reads"),
@@ -502,9 +502,10 @@ def errors(provisioned):
                           (("--async-mode", "all"), "--async-mode needs --async"),
                           (("--async", "--async-mode", "some"), "--async-mode must be running or all"),
                           (("--inject-fault", "stale-awaiter"), "--inject-fault stale-awaiter needs --async"),
+                          (("--inject-fault", "no-task-step"), "--inject-fault no-task-step needs --async"),
                           (("--async", "--blocking"), "--async stops every thread for each read"),
                           (("--async", "--hold", "--no-colocate"), "--hold holds the thread on the sampler's CPU"),
-                          (("--async", "--inject-fault", "drop-torn"), "its fault is stale-awaiter"),
+                          (("--async", "--inject-fault", "drop-torn"), "its faults are stale-awaiter and no-task-step"),
                           (("--async", "--mode", "cpu"), "--async samples tasks, not threads")):
         r = record("--pid", 1, *flags)
         check(f"error: {' '.join(flags)}", *one_line_error(r, 2, needle))
