@@ -3,7 +3,9 @@ every profiler of targets/accuracy/real_profilers.py on real workloads
 (CPython's own regression tests, a gevent pool, an asyncio TaskGroup) on
 each interpreter, judged against `frameproof record --blocking` beside a
 measured noise floor (targets/accuracy/verdict.py) after one normalisation
-(targets/accuracy/leaves.py).  docs/accuracy-real.md explains the verdict."""
+(targets/accuracy/leaves.py).  The asyncio program is judged twice: as
+thread stacks ("asyncio") and as task stacks ("asyncio-tasks": the
+async-aware profilers, against the reference's samples of a task running).  docs/accuracy-real.md explains the verdict."""
 import argparse
 import json
 import os
@@ -117,11 +119,15 @@ class Runs:
 
     def __init__(self):
         self.dists, self.kept, self.ticks, self.dropped, self.torn, self.errors = [], [], [], [], [], []
+        self.left_out, self.stepped = [], []   # task-stack workloads: samples of no task running, of a task's step
 
     def counts(self):
         """The per-run figures a Row carries."""
-        return {"kept": self.kept, "ticks": self.ticks, "dropped": self.dropped, "torn": self.torn,
-                "errors": self.errors}
+        out = {"kept": self.kept, "ticks": self.ticks, "dropped": self.dropped, "torn": self.torn,
+               "errors": self.errors}
+        if any(self.left_out) or any(self.stepped):
+            out.update(left_out=self.left_out, stepped=self.stepped)
+        return out
 
 
 def take_run(ctx, interp, place, workload, profiler, i, n, runs, label):
@@ -143,6 +149,8 @@ def take_run(ctx, interp, place, workload, profiler, i, n, runs, label):
     runs.ticks.append(tick)
     runs.dropped.append(got.dropped)
     runs.torn.append(got.torn)
+    runs.left_out.append(got.left_out)
+    runs.stepped.append(got.stepped)
 
 
 def interleaved_runs(ctx, interp, place, workload, plan, label):
@@ -386,20 +394,23 @@ def main(argv=None):
     if not os.access(args.frameproof, os.X_OK):
         sys.exit(f"ci/accuracy real: no frameproof binary at {args.frameproof} (build it first)")
     help_text = subprocess.run([args.frameproof, "record", "--help"], capture_output=True, text=True).stdout
-    table = rp.profiler_table(help_text)
+    workloads = args.workload or list(rp.REAL_WORKLOADS)
+    tables = {w: rp.table_of(w, help_text) for w in workloads}
     if args.profiler:
-        unknown = [n for n in args.profiler if n not in {p.name for p in table}]
+        names = {p.name for t in tables.values() for p in t}
+        unknown = [n for n in args.profiler if n not in names]
         if unknown:
-            sys.exit(f"ci/accuracy real: unknown profiler {unknown[0]!r} (one of: "
-                     f"{', '.join(p.name for p in table)})")
-        table = [table[0]] + [p for p in table[1:] if p.name in args.profiler]
+            sys.exit(f"ci/accuracy real: unknown profiler {unknown[0]!r} (one of the workloads' "
+                     f"{', '.join(sorted(names))})")
+        tables = {w: [t[0]] + [p for p in t[1:] if p.name in args.profiler] for w, t in tables.items()}
     args.started = time.monotonic()
     # The commit of the checkout when the run starts: a commit made while
     # it runs is not the code it ran.
     commit = result_file.stamp()[0]
     rows = []
     for ident, interp, why in interpreters(args):
-        for workload in args.workload or list(rp.REAL_WORKLOADS):
+        for workload in workloads:
+            table = tables[workload]
             if interp is None:
                 rows += [Row(workload, ident, p, verdict="error" if p.role in ("judged", "reference") else "n/a",
                              reason=why) for p in table]
@@ -408,7 +419,8 @@ def main(argv=None):
     date = result_file.stamp(commit)[1]
     doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(result_file.public_args(sys.argv[1:] if argv is None else argv)),
            "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
-           "references": args.references, "reference": " ".join(["frameproof record"] + table[0].flags),
+           "references": args.references,
+           "reference": " ".join(["frameproof record"] + tables[workloads[0]][0].flags),
            "bound": args.bound, "scale": args.scale, "top": args.top,
            "seconds": round(time.monotonic() - args.started), "rows": rows}
     return report(args, doc)

@@ -13,6 +13,15 @@ sample austin marks as not read whole (an "INVALID" frame) is dropped.  A
 sample with no Python frame left (a thread outside Python) is left out and
 counted; every other thread's sample counts (wall mode).
 
+Task stacks (`record --async`, CPython's --async-aware) hold frames of
+file "<task>": a task's marker (named after the task) is no Python frame
+and is dropped as the pseudo-frames are; a sample whose innermost frame is
+frameproof's "<task step>" (a task being stepped by asyncio's C code, its
+coroutine not entered) is left out whole and counted as stepped — the
+reference's samples of that instant hold no frame of the task's coroutines
+and are left out too (tasks_of below), as are CPython's, whose own frames
+are then the event loop's.
+
 Each reader returns a Leaves: counts {(file, function): samples}, kept
 (samples with a leaf), dropped (samples without one or broken), torn (thread
 samples the profiler itself left out as torn; frameproof's summary says)
@@ -25,15 +34,23 @@ import re
 
 PSEUDO_FUNCTIONS = {"<GC>", "<native>"}   # CPython's sampler's artificial frames
 NO_FILE = {"", "~", None}
+TASK_FILE = "<task>"                    # a task stack's marker frames
+STEP = (TASK_FILE, "<task step>")       # frameproof's frame of a task being stepped
 BROKEN = ("", "INVALID")   # austin's mark of a stack it could not read whole: the sample is dropped
 
 
 class Leaves:
-    def __init__(self):
+    def __init__(self, keep=None):
+        """keep: None, or a predicate on a sample's keys (innermost last)
+        that says whether the sample is one of those read (the others are
+        counted in left_out)."""
         self.counts = collections.Counter()
         self.totals = collections.Counter()
         self.kept = 0
         self.dropped = 0
+        self.stepped = 0   # task stacks of a task being stepped, left out
+        self.left_out = 0  # samples keep refused
+        self.keep = keep
         self.torn = None   # thread samples the profiler left out as torn, when it says
 
     def add(self, frames, n=1):
@@ -41,8 +58,14 @@ class Leaves:
         if BROKEN in frames:
             self.dropped += n
             return
+        if frames and tuple(frames[-1]) == STEP:
+            self.stepped += n
+            return
         keys = [(os.path.basename(file), function.rsplit(".", 1)[-1]) for file, function in frames
-                if function not in PSEUDO_FUNCTIONS and file not in NO_FILE]
+                if function not in PSEUDO_FUNCTIONS and file not in NO_FILE and file != TASK_FILE]
+        if self.keep is not None and not self.keep(own_keys(frames)):
+            self.left_out += n
+            return
         if not keys:
             self.dropped += n
             return
@@ -55,9 +78,28 @@ class Leaves:
         return {k: v / self.kept for k, v in self.counts.items()} if self.kept else {}
 
 
-def frameproof_json(path):
+def own_keys(frames):
+    """The keys of a sample's own frames: in a task stack, those innermost
+    of its innermost task marker (the running task's; CPython's
+    --async-aware gives a task being stepped its thread's event-loop frames
+    there), else all of them."""
+    marks = [i for i, (file, _) in enumerate(frames) if file == TASK_FILE]
+    own = frames[marks[-1] + 1:] if marks else frames
+    return [(os.path.basename(file), function.rsplit(".", 1)[-1]) for file, function in own
+            if function not in PSEUDO_FUNCTIONS and file not in NO_FILE]
+
+
+def tasks_of(file, functions):
+    """A keep predicate: the samples whose own frames (own_keys) hold a
+    frame of one of functions (plain names) of file (a basename) — a task
+    of the workload, whose coroutines these are, running."""
+    wanted = {(file, f) for f in functions}
+    return lambda keys: any(k in wanted for k in keys)
+
+
+def frameproof_json(path, keep=None):
     """(Leaves, summary record) of `frameproof record --format json`."""
-    frames, stacks, leaves, summary = {}, {}, Leaves(), {}
+    frames, stacks, leaves, summary = {}, {}, Leaves(keep), {}
     with open(path, encoding="utf-8") as f:
         for line in f:
             r = json.loads(line)
@@ -81,12 +123,12 @@ def split_frame(text):
     return (parts[0], parts[1]) if len(parts) == 3 else ("", text)
 
 
-def read_collapsed(path, is_thread_field, weighted):
+def read_collapsed(path, is_thread_field, weighted, keep=None):
     """Leaves of collapsed stacks ("THREAD;file:function:line;... N",
     outermost first, "#" lines skipped): leading fields for which
     is_thread_field is true name the process or thread and are skipped; a
-    line counts N samples when weighted, else one."""
-    leaves = Leaves()
+    line counts N samples when weighted, else one; keep as Leaves'."""
+    leaves = Leaves(keep)
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.rstrip("\n")
@@ -103,10 +145,10 @@ def read_collapsed(path, is_thread_field, weighted):
     return leaves
 
 
-def collapsed(path):
+def collapsed(path, keep=None):
     """CPython's `profiling.sampling --collapsed` and
     remote_unwinder_record.py: "tid:N;..." then COUNT samples."""
-    return read_collapsed(path, lambda field: field.startswith("tid:"), True)
+    return read_collapsed(path, lambda field: field.startswith("tid:"), True, keep)
 
 
 AUSTIN_THREAD_FIELD = re.compile(r"^[PT][0-9a-fx:]+$")

@@ -42,9 +42,17 @@ WORKLOADS = {
         "selectors:EpollSelector.select,asyncio.base_events:BaseEventLoop.call_soon",
         "{dir}/inside.txt", "{dir}/asyncio_tasks.py", "%g" % (scale * (DEBUG_SCALE if debug else 1))]),
 }
+WORKLOADS["asyncio-tasks"] = WORKLOADS["asyncio"]
+# The workloads seen as task stacks (the async-aware profilers,
+# task_profiler_table): their script and its coroutines, a frame of which
+# on a thread's stack means a task is running there (main: the TaskGroup's
+# owner, task: each worker, handle: gather's children and the workers'
+# callee, fetch: below handle).
+TASK_COROUTINES = {"asyncio-tasks": ("asyncio_tasks.py", ("main", "task", "handle", "fetch"))}
 # what ci/accuracy real judges against its reference; asyncio-inside is judged
 # against the truth from inside, by ci/accuracy inside alone
-REAL_WORKLOADS = ("testsuite", "gevent", "asyncio")
+REAL_WORKLOADS = ("testsuite", "gevent", "asyncio", "asyncio-tasks")
+ASYNC_MINOR = 14            # frameproof reads asyncio task graphs of 3.14+ (docs/async.md)
 
 
 class ProfileError(Exception):
@@ -130,6 +138,15 @@ def run(cmd, env):
         raise ProfileError(f"did not finish within {RUN_TIMEOUT_S} s") from None
 
 
+def task_keep(workload):
+    """On a task-stack workload, the samples every profile is read for:
+    those of a task of the workload running (leaves.tasks_of) — of a
+    thread-stack profile (the reference's) the samples holding a frame of
+    the workload's coroutines, of a task-stack profile those whose own
+    frames do; None elsewhere (every sample)."""
+    return leaves.tasks_of(*TASK_COROUTINES[workload]) if workload in TASK_COROUTINES else None
+
+
 # --- the profilers ------------------------------------------------------------------
 # Each runner: (ctx, interp, place, workload, scale, flags) -> (Leaves, ticks or None).
 
@@ -140,20 +157,22 @@ def run_frameproof(ctx, interp, place, workload, scale, flags):
     r = run(cmd, interp.env())
     if r.returncode != 0 or not os.path.exists(out):
         raise ProfileError(last_line(r.stderr, f"frameproof exited {r.returncode}"))
-    got, summary = leaves.frameproof_json(out)
+    got, summary = leaves.frameproof_json(out, task_keep(workload))
     return got, summary.get("attempts")
 
 
 def run_cpython_sampling(ctx, interp, place, workload, scale, flags):
+    # every thread (-a); with --async-aware, which refuses -a, every task
+    threads = [] if "--async-aware" in flags else ["-a"]
     cmd = interp.prefix() + list(interp.entry["argv"]) + \
-        ["-m", "profiling.sampling", "run", "-a", "-r", str(ctx.rate), "--collapsed", "-o", place.inner("cpython.txt")] + \
+        ["-m", "profiling.sampling", "run"] + threads + ["-r", str(ctx.rate), "--collapsed", "-o", place.inner("cpython.txt")] + \
         flags + workload_args(interp, place, workload, scale)
     r = run(cmd, interp.env())
     if r.returncode != 0 or not os.path.exists(place.host("cpython.txt")):
         raise ProfileError(last_line(r.stderr, f"profiling.sampling exited {r.returncode}"))
     # Its closing summary: "Captured N samples in S seconds" (attempts, failed ones included).
     m = re.search(r"Captured (\d+) samples", r.stdout + r.stderr)
-    return leaves.collapsed(place.host("cpython.txt")), int(m.group(1)) if m else None
+    return leaves.collapsed(place.host("cpython.txt"), task_keep(workload)), int(m.group(1)) if m else None
 
 
 def run_remote_unwinder(ctx, interp, place, workload, scale, flags):
@@ -240,6 +259,12 @@ def cpython_sampling_applies(interp):
     return None
 
 
+def async_applies(interp):
+    if interp.minor < ASYNC_MINOR or interp.free_threaded:
+        return f"frameproof reads asyncio task graphs of CPython 3.{ASYNC_MINOR}+ with the GIL (docs/async.md)"
+    return None
+
+
 def remote_unwinder_applies(interp):
     if interp.minor < REMOTE_UNWINDER_MINOR:
         return f"RemoteUnwinder first shipped in CPython 3.{REMOTE_UNWINDER_MINOR}"
@@ -295,3 +320,22 @@ def profiler_table(help_text):
         Profiler("austin", "field", run_austin, [], austin_applies),
     ]
     return [needs_flags(p, help_text) if p.runner is run_frameproof else p for p in table]
+
+
+def task_profiler_table(help_text):
+    """Every profiler of the task-stack workloads (TASK_COROUTINES), the
+    reference first: profiler_table's, read for its samples of a task running."""
+    table = [
+        profiler_table(help_text)[0],
+        Profiler("frameproof --async", "judged", run_frameproof, ["--async"], async_applies),
+        Profiler("mutant no-task-step", "mutant", run_frameproof, ["--async", "--inject-fault", "no-task-step"],
+                 async_applies),
+        Profiler("cpython profiling.sampling --async-aware", "field", run_cpython_sampling, ["--async-aware"],
+                 cpython_sampling_applies),
+    ]
+    return [table[0]] + [needs_flags(p, help_text) if p.runner is run_frameproof else p for p in table[1:]]
+
+
+def table_of(workload, help_text):
+    """The profiler table of a workload: task stacks or thread stacks."""
+    return task_profiler_table(help_text) if workload in TASK_COROUTINES else profiler_table(help_text)

@@ -36,7 +36,7 @@ MUTANT = "mutant drop-torn"
 
 
 class FakeProfile:
-    kept, dropped, torn = 1, 0, 0
+    kept, dropped, torn, left_out, stepped = 1, 0, 0, 0, 0
 
     def distribution(self):
         return {("f", "g"): 1.0}
@@ -95,9 +95,32 @@ def merged_results():
     check("--merge refuses results taken at another rate", refused)
 
 
+def task_leaves():
+    """The task-stack workload reads every profile for its samples of a task
+    running: a thread stack holding a coroutine of the workload; a task
+    stack whose own frames (innermost of its innermost task marker) do —
+    not CPython's task being stepped, whose own frames are the event
+    loop's, nor frameproof's "<task step>" (counted apart)."""
+    keep = rp.task_keep("asyncio-tasks")
+    got = rp.leaves.Leaves(keep)
+    loop = [("runners.py", "Runner.run"), ("events.py", "Handle._run")]
+    got.add(loop + [("asyncio_tasks.py", "task"), ("asyncio_tasks.py", "handle"), ("asyncio_tasks.py", "digest")])
+    got.add(loop)                                                    # the loop, no task running
+    got.add([("<task>", "Task-1"), ("asyncio_tasks.py", "main"), ("<task>", "Task-2")] + loop)   # CPython, stepping
+    got.add([("<task>", "Task-1"), ("asyncio_tasks.py", "main"), ("<task>", "Task-9"),
+             ("asyncio_tasks.py", "handle"), ("asyncio_tasks.py", "score")])
+    got.add([("<task>", "Task-1"), ("asyncio_tasks.py", "main"), ("<task>", "Task-9"),
+             ("asyncio_tasks.py", "handle"), ("tasks.py", "sleep"), ("<task>", "<task step>")], 3)
+    want = {("asyncio_tasks.py", "digest"): 1, ("asyncio_tasks.py", "score"): 1}
+    check("the task-stack workload keeps the samples of a task running, by their own frames",
+          (dict(got.counts), got.left_out, got.stepped) == (want, 2, 3),
+          f"{dict(got.counts)}, left out {got.left_out}, stepped {got.stepped}")
+
+
 def main():
     run_order()
     merged_results()
+    task_leaves()
     frameproof = os.path.abspath(sys.argv[1])
     name = f"{INTERPRETER} {WORKLOAD}: the verdict fails the {MUTANT} sampler"
     _, provisioned = rp.fpfacts.provisioned(rp.fpfacts.load())
