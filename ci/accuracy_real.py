@@ -186,6 +186,10 @@ def case(ctx, table, ident, interp, workload):
             return [Row(workload, ident, p, verdict="n/a", reason=WORKLOAD_NA + why)
                     for p in table]
         ref = table[0]
+        if all(p.applies(interp) for p in table[1:]):
+            # nothing to judge (the async-aware profilers before 3.14): no reference run either
+            return [Row(workload, ident, p, verdict="n/a", reason=p.applies(interp) if p is not ref else
+                        "no profiler of this workload applies") for p in table]
         plan = [(ref, ctx.references)] + [(p, ctx.mutant_runs if p.role == "mutant" else ctx.runs)
                                           for p in table[1:] if not p.applies(interp)]
         got = interleaved_runs(ctx, interp, place, workload, plan, label)
@@ -281,6 +285,8 @@ def summary_markdown(doc):
     command; the cells of docs/accuracy-real.md's full table in brief."""
     profilers, cases = [], {}
     for r in doc["rows"]:
+        if r["workload"] in rp.TASK_COROUTINES:   # async_summary_markdown's
+            continue
         if r["role"] == "reference":
             cases.setdefault((r["workload"], r["interpreter"]), {})["floor"] = r.get("floor")
             continue
@@ -306,6 +312,38 @@ def summary_markdown(doc):
     return "\n".join(lines) + "\n"
 
 
+def async_summary_markdown(doc):
+    """The task-stack workloads' rows (rp.TASK_COROUTINES) in brief: one row
+    per interpreter where an async-aware profiler ran, its x floor per
+    profiler (bold beyond the bound)."""
+    rows = [r for r in doc["rows"] if r["workload"] in rp.TASK_COROUTINES]
+    profilers, cases = [], {}
+    for r in rows:
+        cell = cases.setdefault((r["workload"], r["interpreter"]), {})
+        if r["role"] == "reference":
+            cell["floor"] = r.get("floor")
+            continue
+        if r["profiler"] not in profilers:
+            profilers.append(r["profiler"])
+        cell[r["profiler"]] = "n/a" if r["verdict"] == "n/a" else "error" if "x_floor" not in r else \
+            ("%.2f" % r["x_floor"] if r["x_floor"] <= doc["bound"] else "**%.2f**" % r["x_floor"]) + \
+            (" (void)" if "void" in r["verdict"] else "")
+    runs = list(dict.fromkeys((r["source"]["date"], r["source"]["commit"], r["source"]["command"]) if "source" in r
+                              else (doc["date"], doc["commit"], doc["command"]) for r in rows))
+    lines = ["; ".join(f"{date} on {commit}: `{command}`" for date, commit, command in runs) +
+             f": the asyncio program as task stacks, x floor (bound {doc['bound']}; bold: beyond it) against the "
+             f"reference's samples of a task running; every row in [docs/accuracy-real.md](docs/accuracy-real.md).",
+             "",
+             "| workload | interpreter | floor | " + " | ".join(profilers) + " |",
+             "|---|---|---:|" + "---:|" * len(profilers)]
+    for (workload, interp), cells in cases.items():
+        if all(cells.get(p, "n/a") == "n/a" for p in profilers):
+            continue
+        floor = "%.3f" % cells["floor"] if isinstance(cells.get("floor"), float) else "—"
+        lines.append(f"| {workload} | {interp} | {floor} | " + " | ".join(cells.get(p, "") for p in profilers) + " |")
+    return "\n".join(lines) + "\n"
+
+
 # Header fields that must agree for rows to be merged into one table.
 MERGE_SAME = ("rate_hz", "reference", "bound", "scale", "top")
 
@@ -326,6 +364,8 @@ def merge(docs):
     for i, d in enumerate(docs):
         mine = {}
         for r in d["rows"]:
+            if i and "source" not in r:   # a later run's row names its run
+                r = dict(r, source={"commit": d["commit"], "date": d["date"], "command": d["command"]})
             mine.setdefault((r["workload"], r["interpreter"]), []).append(r)
         for key, rows in mine.items():
             cases[key] = rows

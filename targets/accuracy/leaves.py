@@ -41,9 +41,10 @@ BROKEN = ("", "INVALID")   # austin's mark of a stack it could not read whole: t
 
 class Leaves:
     def __init__(self, keep=None):
-        """keep: None, or a predicate on a sample's keys (innermost last)
-        that says whether the sample is one of those read (the others are
-        counted in left_out)."""
+        """keep: None, or a predicate on a sample's own keys (innermost
+        last) and whether it is a task stack (own_keys) that says whether
+        the sample is one of those read (the others are counted in
+        left_out)."""
         self.counts = collections.Counter()
         self.totals = collections.Counter()
         self.kept = 0
@@ -63,7 +64,7 @@ class Leaves:
             return
         keys = [(os.path.basename(file), function.rsplit(".", 1)[-1]) for file, function in frames
                 if function not in PSEUDO_FUNCTIONS and file not in NO_FILE and file != TASK_FILE]
-        if self.keep is not None and not self.keep(own_keys(frames)):
+        if self.keep is not None and not self.keep(*own_keys(frames)):
             self.left_out += n
             return
         if not keys:
@@ -79,22 +80,28 @@ class Leaves:
 
 
 def own_keys(frames):
-    """The keys of a sample's own frames: in a task stack, those innermost
-    of its innermost task marker (the running task's; CPython's
-    --async-aware gives a task being stepped its thread's event-loop frames
-    there), else all of them."""
+    """The keys of a sample's own frames and whether it is a task stack: in
+    a task stack, the frames innermost of its innermost task marker (the
+    running task's), else all of them."""
     marks = [i for i, (file, _) in enumerate(frames) if file == TASK_FILE]
     own = frames[marks[-1] + 1:] if marks else frames
     return [(os.path.basename(file), function.rsplit(".", 1)[-1]) for file, function in own
-            if function not in PSEUDO_FUNCTIONS and file not in NO_FILE]
+            if function not in PSEUDO_FUNCTIONS and file not in NO_FILE], bool(marks)
 
 
-def tasks_of(file, functions):
-    """A keep predicate: the samples whose own frames (own_keys) hold a
-    frame of one of functions (plain names) of file (a basename) — a task
-    of the workload, whose coroutines these are, running."""
-    wanted = {(file, f) for f in functions}
-    return lambda keys: any(k in wanted for k in keys)
+def tasks_of(file, coroutines, functions):
+    """A keep predicate for a workload whose tasks run coroutines (plain
+    names) and, under them, functions of file (a basename): the samples of
+    one of its tasks running.  A thread stack is one when it holds a frame
+    of the coroutines (under a plain function there is always one); a task
+    stack when its own frames hold a frame of either — not CPython's task
+    being stepped, whose own frames are then the event loop's."""
+    coro = {(file, f) for f in coroutines}
+    code = coro | {(file, f) for f in functions}
+
+    def keep(own, task_stack):
+        return any(k in (code if task_stack else coro) for k in own)
+    return keep
 
 
 def frameproof_json(path, keep=None):

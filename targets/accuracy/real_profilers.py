@@ -44,11 +44,12 @@ WORKLOADS = {
 }
 WORKLOADS["asyncio-tasks"] = WORKLOADS["asyncio"]
 # The workloads seen as task stacks (the async-aware profilers,
-# task_profiler_table): their script and its coroutines, a frame of which
-# on a thread's stack means a task is running there (main: the TaskGroup's
+# task_profiler_table): their script, its coroutines, a frame of which on a
+# thread's stack means a task is running there (main: the TaskGroup's
 # owner, task: each worker, handle: gather's children and the workers'
-# callee, fetch: below handle).
-TASK_COROUTINES = {"asyncio-tasks": ("asyncio_tasks.py", ("main", "task", "handle", "fetch"))}
+# callee, fetch: below handle), and the plain functions they call.
+TASK_COROUTINES = {"asyncio-tasks": ("asyncio_tasks.py", ("main", "task", "handle", "fetch"),
+                                     ("build", "digest", "score", "<genexpr>"))}
 # what ci/accuracy real judges against its reference; asyncio-inside is judged
 # against the truth from inside, by ci/accuracy inside alone
 REAL_WORKLOADS = ("testsuite", "gevent", "asyncio", "asyncio-tasks")

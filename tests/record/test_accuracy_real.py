@@ -98,9 +98,10 @@ def merged_results():
 def task_leaves():
     """The task-stack workload reads every profile for its samples of a task
     running: a thread stack holding a coroutine of the workload; a task
-    stack whose own frames (innermost of its innermost task marker) do —
-    not CPython's task being stepped, whose own frames are the event
-    loop's, nor frameproof's "<task step>" (counted apart)."""
+    stack whose own frames (innermost of its innermost task marker) hold a
+    coroutine or function of the workload — not CPython's task being
+    stepped, whose own frames are the event loop's, nor frameproof's
+    "<task step>" (counted apart)."""
     keep = rp.task_keep("asyncio-tasks")
     got = rp.leaves.Leaves(keep)
     loop = [("runners.py", "Runner.run"), ("events.py", "Handle._run")]
@@ -111,9 +112,12 @@ def task_leaves():
              ("asyncio_tasks.py", "handle"), ("asyncio_tasks.py", "score")])
     got.add([("<task>", "Task-1"), ("asyncio_tasks.py", "main"), ("<task>", "Task-9"),
              ("asyncio_tasks.py", "handle"), ("tasks.py", "sleep"), ("<task>", "<task step>")], 3)
-    want = {("asyncio_tasks.py", "digest"): 1, ("asyncio_tasks.py", "score"): 1}
+    got.add([("<task>", "Task-1"), ("asyncio_tasks.py", "main"), ("<task>", "Task-15"),
+             ("asyncio_tasks.py", "build")], 2)                      # CPython, the task's coroutines cut off
+    got.add([("asyncio_tasks.py", "build")])                         # a thread stack with no coroutine: not a task's
+    want = {("asyncio_tasks.py", "digest"): 1, ("asyncio_tasks.py", "score"): 1, ("asyncio_tasks.py", "build"): 2}
     check("the task-stack workload keeps the samples of a task running, by their own frames",
-          (dict(got.counts), got.left_out, got.stepped) == (want, 2, 3),
+          (dict(got.counts), got.left_out, got.stepped) == (want, 3, 3),
           f"{dict(got.counts)}, left out {got.left_out}, stepped {got.stepped}")
 
 
