@@ -57,12 +57,14 @@ def parse_args(argv):
                     help="repeatable; default all of them")
     ap.add_argument("--profiler", action="append", metavar="NAME",
                     help="only these profilers (the table's names; the reference always runs); repeatable")
-    ap.add_argument("--runs", type=int, default=DEFAULT_RUNS,
-                    help="runs of each profiler per row, the mean is judged (default %(default)s)")
+    ap.add_argument("--runs", type=int,
+                    help=f"runs of each profiler per row, the mean is judged (default {DEFAULT_RUNS}; "
+                         f"{', '.join(f'{w}: {n}' for w, n in rp.MIN_RUNS.items())})")
     ap.add_argument("--mutant-runs", type=int, default=DEFAULT_MUTANT_RUNS,
                     help="runs of each mutant per row (default %(default)s)")
-    ap.add_argument("--references", type=int, default=DEFAULT_REFERENCES,
-                    help="reference runs per row, >= 2; the floor is their mean pairwise TVD (default %(default)s)")
+    ap.add_argument("--references", type=int,
+                    help=f"reference runs per row, >= 2; the floor is their mean pairwise TVD (default "
+                         f"{DEFAULT_REFERENCES}; {', '.join(f'{w}: {n}' for w, n in rp.MIN_RUNS.items())})")
     ap.add_argument("--scale", type=float, default=1.0,
                     help="multiplies the gevent and asyncio work; the test suite runs its list round(SCALE) "
                          "times, below 1 its short list once (default %(default)s)")
@@ -83,7 +85,8 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.quick:
         args.scale, args.runs, args.mutant_runs = QUICK_SCALE, 1, 1
-    if args.references < 2 or args.runs < 1 or args.mutant_runs < 1:
+    if (args.references is not None and args.references < 2) or (args.runs is not None and args.runs < 1) or \
+            args.mutant_runs < 1:
         ap.error("--references must be >= 2, --runs and --mutant-runs >= 1")
     if args.rate < 1:
         ap.error("--rate must be >= 1")
@@ -168,6 +171,14 @@ def interleaved_runs(ctx, interp, place, workload, plan, label):
     return out
 
 
+def counts(ctx, workload):
+    """(references, runs) of a row: --references and --runs, else the
+    workload's (rp.MIN_RUNS) or the defaults."""
+    n = rp.MIN_RUNS.get(workload)
+    return (ctx.references if ctx.references is not None else n or DEFAULT_REFERENCES,
+            ctx.runs if ctx.runs is not None else n or DEFAULT_RUNS)
+
+
 def torn_share(kept, torn):
     """The share of thread samples a frameproof profile left out as torn."""
     torn = sum(t or 0 for t in torn)
@@ -190,7 +201,8 @@ def case(ctx, table, ident, interp, workload):
             # nothing to judge (the async-aware profilers before 3.14): no reference run either
             return [Row(workload, ident, p, verdict="n/a", reason=p.applies(interp) if p is not ref else
                         "no profiler of this workload applies") for p in table]
-        plan = [(ref, ctx.references)] + [(p, ctx.mutant_runs if p.role == "mutant" else ctx.runs)
+        refs, runs = counts(ctx, workload)
+        plan = [(ref, refs)] + [(p, ctx.mutant_runs if p.role == "mutant" else runs)
                                           for p in table[1:] if not p.applies(interp)]
         got = interleaved_runs(ctx, interp, place, workload, plan, label)
         r = got[ref.name]
@@ -458,8 +470,8 @@ def main(argv=None):
             rows += case(args, table, ident, interp, workload)
     date = result_file.stamp(commit)[1]
     doc = {"date": date, "commit": commit, "command": "ci/accuracy real " + shlex.join(result_file.public_args(sys.argv[1:] if argv is None else argv)),
-           "rate_hz": args.rate, "runs": args.runs, "mutant_runs": args.mutant_runs,
-           "references": args.references,
+           "rate_hz": args.rate, "runs": counts(args, workloads[0])[1], "mutant_runs": args.mutant_runs,
+           "references": counts(args, workloads[0])[0],
            "reference": " ".join(["frameproof record"] + tables[workloads[0]][0].flags),
            "bound": args.bound, "scale": args.scale, "top": args.top,
            "seconds": round(time.monotonic() - args.started), "rows": rows}
