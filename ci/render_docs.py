@@ -36,7 +36,6 @@ RENDERERS = {
     "accuracy-real": ("accuracy-real.json", "accuracy_real", "markdown"),
     "accuracy-real-summary": ("accuracy-real.json", "accuracy_real", "summary_markdown"),
     "accuracy-real-async": ("accuracy-real.json", "accuracy_real", "async_summary_markdown"),
-    "accuracy-real-async-runs6": ("accuracy-real-async-runs6.json", "accuracy_real", "markdown"),
     "accuracy-real-runs6": ("accuracy-real-runs6.json", "accuracy_real", "markdown"),
     "overhead": ("overhead.json", "overhead", "markdown"),
     "bench": ("bench.json", "bench", "markdown"),
