@@ -511,12 +511,17 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
         fpi_code_cache_invalidate(&s->cc);
         s->have_generation = false;
     }
-    if (found && (rc = walk_lists(r)))
+    /* The target cannot change until it is resumed: the graph's many small
+     * objects are read a block at a time (block_cache.h). */
+    if (found && (rc = fpi_block_cache_begin(&s->blocks)))
+        rc = fpi_err(&s->err, rc, "out of memory: the asyncio graph's read cache");
+    if (found && !rc && (rc = walk_lists(r)))
         goto out;
-    for (size_t i = 0; i < g->nnodes; i++)
+    for (size_t i = 0; !rc && i < g->nnodes; i++)
         if ((rc = resolve_awaiters(r, i)))
             goto out;
 out:
+    fpi_block_cache_end(&s->blocks); /* before the target may change */
     if (p) {
         /* Timed up to the resume, not past it: once the first thread runs
          * again this process may wait for a CPU, which is no stop. */

@@ -44,6 +44,9 @@
 #define FPI_PAUSE_MAX_PASSES 64                      /* passes over /proc/PID/task until no new thread appears */
 
 /* asyncio's task graph (async_graph.c). */
+#define FPI_BLOCK_CACHE_BLOCK 4096u                  /* a stopped target's reads: bytes per block (block_cache.h) */
+#define FPI_BLOCK_CACHE_SLOT_BITS 8                  /* ... 2^this blocks kept (1 MiB) */
+#define FPI_BLOCK_CACHE_SLOTS (1u << FPI_BLOCK_CACHE_SLOT_BITS)
 #define FPI_ASYNC_MAX_NODES (1u << 20)               /* tasks and futures in one graph */
 #define FPI_ASYNC_MAX_AWAITERS (1u << 16)            /* slots of one awaited_by set's table */
 #define FPI_ASYNC_MAX_LONG_DIGITS 3u                 /* 30-bit digits of an unnamed task's number */

@@ -146,6 +146,7 @@ void fp_session_free(fp_session *s)
     free(s->prefetch_buf);
     fpi_read_set_free(&s->prefetch);
     free(s->prefetch_entries);
+    fpi_block_cache_free(&s->blocks);
     free(s);
 }
 

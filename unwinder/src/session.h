@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frameproof/frameproof.h"
+#include "block_cache.h"
 #include "fp_error.h"
 #include "fpi_limits.h"
 #include "frame_cache.h"
@@ -162,6 +163,7 @@ struct fp_session {
      * (fpi_session_walk_stopped): a thread caught mid-update stays so. */
     bool all_stopped;
     fp_read_stats reads;      /* what the samples read (fpi_read, fpi_readv) */
+    fpi_block_cache blocks;   /* on while a caller holds the target stopped (block_cache.h) */
     fpi_seen_last seen_last;  /* the threads and stacks the last sample saw */
     fpi_readback_ahead rb_ahead;     /* read-backs taken with the first read (readback_ahead.c) */
     fpi_tlbc_ahead tlbc_ahead;       /* thread-local bytecode found with the first read (tlbc_ahead.c) */
