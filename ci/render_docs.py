@@ -46,6 +46,8 @@ RENDERERS = {
     "live-field": ("live-field.json", "live_table", "markdown"),
     "async-field": ("async-field.json", "async_field", "markdown"),
     "async-field-summary": ("async-field.json", "async_field", "summary_markdown"),
+    "async-live": ("async-live.json", "async_live", "markdown"),
+    "async-live-summary": ("async-live.json", "async_live", "summary_markdown"),
     "async-record": ("async-record.json", "async_record", "markdown"),
     "async-record-summary": ("async-record.json", "async_record", "summary_markdown"),
 }

@@ -33,7 +33,20 @@ static size_t awaiter_of(const fp_async_graph *g, const fp_async_node *nd, size_
     return a < n ? a : n;
 }
 
-void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g)
+/* The node of g at addr, or NULL. */
+static const fp_async_node *node_at(const fp_async_graph *g, uint64_t addr)
+{
+    size_t n = fp_async_graph_get_node_count(g);
+    for (size_t i = 0; i < n; i++) {
+        const fp_async_node *nd = fp_async_graph_get_node(g, i);
+        if (nd && nd->addr == addr)
+            return nd;
+    }
+    return NULL;
+}
+
+void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,
+                           const fp_async_graph *edges)
 {
     size_t n = fp_async_graph_get_node_count(g);
     jw_writer j;
@@ -81,15 +94,37 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
         jw_end_array(&j);
         jw_key(&j, "awaited_by");
         jw_begin_array(&j);
-        for (size_t k = 0; k < nd->awaiter_count; k++) {
-            size_t a = awaiter_of(g, nd, k, n);
-            if (a < n)
-                jw_uint(&j, fp_async_graph_get_node(g, a)->addr);
+        const fp_async_graph *eg = g;
+        const fp_async_node *en = nd;
+        if (edges && (en = node_at(edges, nd->addr)) != NULL)
+            eg = edges;
+        else
+            en = nd;
+        size_t en_n = fp_async_graph_get_node_count(eg);
+        for (size_t k = 0; k < en->awaiter_count; k++) {
+            size_t a = awaiter_of(eg, en, k, en_n);
+            if (a < en_n)
+                jw_uint(&j, fp_async_graph_get_node(eg, a)->addr);
         }
         jw_end_array(&j);
         jw_end_object(&j);
     }
     jw_end_array(&j);
+    jw_end_object(&j);
+    fputc('\n', out);
+}
+
+void cli_async_output_json_error(FILE *out, int pid, int code, const char *message)
+{
+    jw_writer j;
+    jw_init(&j, out);
+    jw_begin_object(&j);
+    jw_key(&j, "pid");
+    jw_int(&j, pid);
+    jw_key(&j, "error");
+    jw_string(&j, message);
+    jw_key(&j, "code");
+    jw_int(&j, code);
     jw_end_object(&j);
     fputc('\n', out);
 }

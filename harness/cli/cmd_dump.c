@@ -2,6 +2,7 @@
  * print it as text or JSON; with --async, read asyncio's task graph instead. */
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,9 +13,12 @@
 #include "frameproof/frameproof.h"
 #include "sample_output.h"
 
+#define CLI_DUMP_MAX_COUNT 100000000ul /* --count: reads of one dump */
+
 static const char DUMP_USAGE[] =
-    "usage: frameproof dump --pid PID [--json] [--async] [--reader auto|vm|mem] [--max-depth N]\n"
-    "                       [--no-cache] [--blocking | --pause-torn] [--allow-untested-version]\n"
+    "usage: frameproof dump --pid PID [--json] [--async [--count N [--inject-fault stale-awaiter]]]\n"
+    "                       [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
+    "                       [--blocking | --pause-torn] [--allow-untested-version]\n"
     "\n"
     "Prints the Python stack of every thread of every interpreter of process PID\n"
     "(CPython " FP_FACT_PY_SUPPORTED ", GIL, free-threaded or debug builds).\n"
@@ -26,6 +30,11 @@ static const char DUMP_USAGE[] =
     "                   awaiters, as a tree of who awaits whom; the target is\n"
     "                   stopped (ptrace) while it is read (not with --blocking or\n"
     "                   --pause-torn)\n"
+    "  --count N        with --async --json: N reads on one session, back to back,\n"
+    "                   one JSON document per line; a read that fails is a line\n"
+    "                   {\"pid\", \"error\", \"code\"} and the reads go on (default 1)\n"
+    "  --inject-fault stale-awaiter  with --count: a self-test fault, each graph\n"
+    "                   printed with the previous read's awaiter edges\n"
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
@@ -40,28 +49,48 @@ static const char DUMP_USAGE[] =
     "(process exited, permission denied, not a Python process, unsupported\n"
     "version, incomplete sample, no task graph before 3.14); 2 on a usage error.\n";
 
-/* `dump --async` once attached: reads the graph (the library stops and
- * resumes the target) and prints it; returns the exit status. */
-static int dump_async(fp_session *s, int pid, int json)
+/* `dump --async` once attached: reads the graph count times (the library
+ * stops and resumes the target each time) and prints each; returns the
+ * exit status (an error when any read failed).  stale: print each graph
+ * with the previous read's awaiter edges (a self-test fault). */
+static int dump_async(fp_session *s, int pid, int json, unsigned long count, bool stale)
 {
-    fp_async_graph *g = NULL;
-    int status = CLI_EXIT_ERROR;
-    if (fp_async_graph_read(s, &g)) {
-        fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
-        goto out;
-    }
+    fp_async_graph *g = NULL, *prev = NULL;
     fp_python_info py;
     fp_session_get_python(s, &py);
-    if (json) {
-        cli_async_output_json(stdout, pid, &py, g);
-    } else if (cli_async_output_text(stdout, pid, &py, g)) {
-        fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(FP_E_NOMEM));
-        goto out;
+    unsigned long failed = 0;
+    int last = FP_OK;
+    for (unsigned long i = 0; i < count; i++) {
+        int rc = fp_async_graph_read(s, &g);
+        if (rc) {
+            failed++;
+            last = rc;
+            if (count == 1 || rc == FP_E_PROCESS_GONE || rc == FP_E_PERMISSION) {
+                fprintf(stderr, "frameproof dump: %s\n", fp_session_get_errmsg(s));
+                goto out;
+            }
+            cli_async_output_json_error(stdout, pid, rc, fp_session_get_errmsg(s));
+            continue;
+        }
+        if (json) {
+            cli_async_output_json(stdout, pid, &py, g, stale ? prev : NULL);
+        } else if (cli_async_output_text(stdout, pid, &py, g)) {
+            fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(FP_E_NOMEM));
+            goto out;
+        }
+        fp_async_graph_free(prev);
+        prev = g;
+        g = NULL;
     }
-    status = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+    if (failed)
+        fprintf(stderr, "frameproof dump: %lu of %lu reads failed, the last: %s\n", failed, count,
+                fp_error_describe(last));
 out:
     fp_async_graph_free(g);
-    return status;
+    fp_async_graph_free(prev);
+    if (fflush(stdout) != 0)
+        return CLI_EXIT_ERROR;
+    return failed ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }
 
 int cli_cmd_dump(int argc, char **argv)
@@ -76,13 +105,16 @@ int cli_cmd_dump(int argc, char **argv)
         {"blocking", no_argument, NULL, 'B'},
         {"pause-torn", no_argument, NULL, 'T'},
         {"async", no_argument, NULL, 'A'},
+        {"count", required_argument, NULL, 'c'},
+        {"inject-fault", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     fp_options o;
     fp_options_init(&o);
-    unsigned long pid = 0, v;
+    unsigned long pid = 0, v, count = 1;
     int json = 0, async = 0, c;
+    bool count_given = false, stale = false;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:jr:d:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -109,6 +141,20 @@ int cli_cmd_dump(int argc, char **argv)
         case 'B': o.blocking = true; break;
         case 'T': o.pause_torn = true; break;
         case 'A': async = 1; break;
+        case 'c':
+            if (cli_parse_uint(optarg, CLI_DUMP_MAX_COUNT, &count) || count == 0) {
+                fprintf(stderr, "frameproof dump: --count must be 1 to %lu, not '%s'\n", CLI_DUMP_MAX_COUNT, optarg);
+                return CLI_EXIT_USAGE;
+            }
+            count_given = true;
+            break;
+        case 'I':
+            if (strcmp(optarg, "stale-awaiter") != 0) {
+                fprintf(stderr, "frameproof dump: --inject-fault must be stale-awaiter, not '%s'\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            stale = true;
+            break;
         case 'h': fputs(DUMP_USAGE, stdout); return CLI_EXIT_OK;
         default: fputs(DUMP_USAGE, stderr); return CLI_EXIT_USAGE;
         }
@@ -130,6 +176,14 @@ int cli_cmd_dump(int argc, char **argv)
               stderr);
         return CLI_EXIT_USAGE;
     }
+    if (count_given && !(async && json)) {
+        fputs("frameproof dump: --count needs --async --json\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (stale && !count_given) {
+        fputs("frameproof dump: --inject-fault stale-awaiter needs --count\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
     fp_session *s = NULL;
     fp_sample *sm = NULL;
     int status = CLI_EXIT_ERROR;
@@ -146,7 +200,7 @@ int cli_cmd_dump(int argc, char **argv)
         goto out;
     }
     if (async) {
-        status = dump_async(s, (int)pid, json);
+        status = dump_async(s, (int)pid, json, count, stale);
         goto out;
     }
     rc = fp_session_sample(s, sm);

@@ -29,7 +29,10 @@
 # Exit status 0 with the document; 3 with {"pid", "error"} when
 # RemoteUnwinder or get_all_awaited_by() raised (the view failed);
 # 2 when _remote_debugging cannot be imported (nothing was measured).
-# usage: cpython_awaited_by.py PID
+# With COUNT (ci/async-live), get_all_awaited_by() is called COUNT times on
+# one RemoteUnwinder, back to back, one line each (a document, or
+# {"pid", "error"} for a call that raised, and the calls go on); exit 0.
+# usage: cpython_awaited_by.py PID [COUNT]
 import json
 import platform
 import sys
@@ -53,24 +56,15 @@ def innermost_cause(e):
     return e
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: cpython_awaited_by.py PID")
-    pid = int(sys.argv[1])
-    try:
-        from _remote_debugging import RemoteUnwinder
-    except ImportError as e:
-        print("cpython_awaited_by.py: no _remote_debugging in this interpreter: %s" % e, file=sys.stderr)
-        return 2
-    try:
-        result = RemoteUnwinder(pid).get_all_awaited_by()
-    except Exception as e:  # the view's failure, reported as data
-        cause = innermost_cause(e)
-        msg = "%s: %s" % (type(e).__name__, e)
-        if cause is not e:
-            msg += " (from %s: %s)" % (type(cause).__name__, cause)
-        print(json.dumps({"pid": pid, "error": msg}))
-        return 3
+def error_doc(pid, e):
+    cause = innermost_cause(e)
+    msg = "%s: %s" % (type(e).__name__, e)
+    if cause is not e:
+        msg += " (from %s: %s)" % (type(cause).__name__, cause)
+    return {"pid": pid, "error": msg}
+
+
+def document(pid, result):
     tasks, foreign = [], 0
     for info in result:
         thread = info.thread_id or None
@@ -83,8 +77,34 @@ def main():
                     foreign += 1
             tasks.append({"addr": task.task_id, "task": True, "name": task.task_name, "thread": thread,
                           "stack": stack, "awaited_by": [c.task_name for c in task.awaited_by]})
-    print(json.dumps({"pid": pid, "python": {"version": platform.python_version()},
-                      "foreign_coroutines": foreign, "tasks": tasks}))
+    return {"pid": pid, "python": {"version": platform.python_version()}, "foreign_coroutines": foreign,
+            "tasks": tasks}
+
+
+def main():
+    if len(sys.argv) not in (2, 3):
+        sys.exit("usage: cpython_awaited_by.py PID [COUNT]")
+    pid = int(sys.argv[1])
+    count = int(sys.argv[2]) if len(sys.argv) == 3 else None
+    try:
+        from _remote_debugging import RemoteUnwinder
+    except ImportError as e:
+        print("cpython_awaited_by.py: no _remote_debugging in this interpreter: %s" % e, file=sys.stderr)
+        return 2
+    try:
+        unwinder = RemoteUnwinder(pid)
+        if count is None:
+            print(json.dumps(document(pid, unwinder.get_all_awaited_by())))
+            return 0
+    except Exception as e:  # the view's failure, reported as data
+        print(json.dumps(error_doc(pid, e)))
+        return 3
+    for _ in range(count):
+        try:
+            doc = document(pid, unwinder.get_all_awaited_by())
+        except Exception as e:  # one call's failure, counted by the caller
+            doc = error_doc(pid, e)
+        print(json.dumps(doc))
     return 0
 
 

@@ -20,8 +20,6 @@ given to the other loop's thread); the target must run on afterwards with no
 thread stopped or traced.  Every graph taken while the tasks churn is one
 instant because the target is stopped for the read; these checks are what
 would show a graph that is not."""
-import ast
-import copy
 import json
 import os
 import subprocess
@@ -32,121 +30,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "targets", "async"))
 from tap_results import check, report, skip  # noqa: E402
 import asyncgraph  # noqa: E402  (starting targets; the interpreters)
-import churn_tasks  # noqa: E402  (its DECLARED and CALLS; nothing runs on import)
+from churn_check import graph_problems, injected  # noqa: E402
 
 FP = os.path.abspath(sys.argv[1])
 TARGET = os.path.join(HERE, "..", "..", "targets", "async", "churn_tasks.py")
 DUMPS = 40
+COUNT = 500          # graphs of one `dump --async --count` (and of its stale-awaiter fault)
 REFUSED_MAX = 4      # dumps of DUMPS that may exit 1 (none of 100 on 3.15, nor of 40 on each id, 2026-12-04)
 TIMEOUT = 60
 DETACH_GRACE_S = 2.0  # how long the kernel may take to let the target's threads go
-
-
-def await_lines(path):
-    """{function: (lines it may wait at: its awaits and its def, lines of its body)}."""
-    lines = {}
-    for node in ast.walk(ast.parse(open(path).read())):
-        if isinstance(node, ast.AsyncFunctionDef):
-            at = {node.lineno} | {sub.lineno for sub in ast.walk(node)
-                                  if isinstance(sub, (ast.Await, ast.AsyncWith, ast.AsyncFor))}
-            lines[node.name] = (at, set(range(node.lineno, node.end_lineno + 1)))
-    return lines
-
-
-LINES = await_lines(TARGET)
-
-
-def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, lines=LINES):
-    """What is wrong with one `dump --async --json` document of
-    churn_tasks.py: strings, none when the graph is one the program can have."""
-    problems = []
-    nodes = doc.get("tasks") if isinstance(doc, dict) else None
-    if not isinstance(nodes, list):
-        return ["no task list"]
-    by_addr = {}
-    for n in nodes:
-        if n.get("addr") in by_addr:
-            problems.append("node %#x listed twice" % n.get("addr"))
-        by_addr[n.get("addr")] = n
-    names = [n.get("name") for n in nodes if n.get("task")]
-    if len(set(names)) != len(names):
-        problems.append("a task name twice: %s" % sorted({x for x in names if names.count(x) > 1}))
-    threads = {(n.get("name") or "")[5:]: n.get("thread") for n in nodes if (n.get("name") or "").startswith("main-")}
-    running = {}
-    for n in nodes:
-        name = n.get("name") or ""
-        if not n.get("task"):
-            problems.append("a future that is no task: %#x" % n["addr"])
-            continue
-        kind = next((p for p in declared if name.startswith(p)), None)
-        if kind is None:
-            problems.append("task %r: no such task in the program" % name)
-            continue
-        loop = name[len(kind):].split("-")[0]
-        if threads.get(loop) is not None and n.get("thread") != threads[loop]:
-            problems.append("task %r on thread %s, its loop runs on %s" % (name, n.get("thread"), threads[loop]))
-        if n.get("running"):
-            running.setdefault(n.get("thread"), []).append(name)
-        stack = n.get("stack") or []
-        chain = [f.get("function") for f in stack][::-1]  # outermost first
-        if not chain and (n.get("running") or n.get("state") != "pending"):
-            # Its step is finishing it: the coroutine has returned (its
-            # result being set, or set), the task not unlisted yet.
-            pass
-        elif not chain or chain[0] != declared[kind]["root"]:
-            problems.append("task %r: stack starts at %s, not %s (%s%s)" % (
-                name, chain[:1], declared[kind]["root"], n.get("state"), ", running" if n.get("running") else ""))
-        for caller, callee in zip(chain, chain[1:]):
-            if callee not in calls.get(caller, ()):
-                problems.append("task %r: %s under %s" % (name, callee, caller))
-        for k, f in enumerate(stack):
-            fn, line = f.get("function"), f.get("line")
-            if fn not in lines or not (f.get("file") or "").endswith("churn_tasks.py"):
-                continue  # asyncio's own frames are not checked
-            at, body = lines[fn]
-            if not (line in at or (k == 0 and n.get("running") and line in body)):
-                problems.append("task %r: %s at line %s" % (name, fn, line))
-        want = declared[kind]["awaited_by"]
-        expect = (want or "") + (name[len(kind):].rsplit("-", 1)[0] if kind == "job-" else loop)
-        awaiters = n.get("awaited_by") or []
-        if len(awaiters) > 1:
-            problems.append("task %r awaited by %d nodes" % (name, len(awaiters)))
-        for a in awaiters:
-            parent = by_addr.get(a)
-            if parent is None:
-                problems.append("task %r: awaited by %#x, no node of the graph" % (name, a))
-            elif want is None or parent.get("name") != expect:
-                problems.append("task %r awaited by %r" % (name, parent.get("name")))
-    for thread, names_running in running.items():
-        if len(names_running) > 1:
-            problems.append("thread %s runs %d tasks at once: %s" % (thread, len(names_running), names_running))
-    return problems
-
-
-def injected(doc):
-    """(what, a copy of doc with that fault) for the faults the checks must report."""
-    tasks = doc["tasks"]
-    jobs = [t for t in tasks if (t.get("name") or "").startswith("job-") and t.get("awaited_by")]
-    deep = [t for t in tasks if len(t.get("stack") or []) >= 2 and not t.get("running")]
-    sups = [t for t in tasks if (t.get("name") or "").startswith("sup-")]
-    faults = []
-
-    def variant(what, change):
-        d = copy.deepcopy(doc)
-        change({t["addr"]: t for t in d["tasks"]})
-        faults.append((what, d))
-    if jobs and len(sups) > 1:
-        other = next(s["addr"] for s in sups if s["addr"] not in jobs[0]["awaited_by"])
-        variant("a job moved under another supervisor", lambda ts: ts[jobs[0]["addr"]].update(awaited_by=[other]))
-        variant("a job given to another thread", lambda ts: ts[jobs[0]["addr"]].update(thread=-1))
-    if deep:
-        variant("a stack's frames swapped", lambda ts: ts[deep[0]["addr"]]["stack"].reverse())
-        own = [f for f in deep[0]["stack"] if f["function"] in LINES]
-        if own:
-            variant("a frame at a line of no await",
-                    lambda ts: next(f for f in ts[deep[0]["addr"]]["stack"] if f["function"] in LINES).update(
-                        line=max(LINES[own[0]["function"]][1]) + 1000))
-    return faults
 
 
 def churn(ident, entry):
@@ -186,6 +78,18 @@ def churn(ident, entry):
         missed = [what for what, d in faults if not graph_problems(d)]
         check("%s: the checks report each injected fault" % ident, len(faults) == 4 and not missed,
               "%d faults injected, not reported: %s" % (len(faults), ", ".join(missed)))
+        for fault, want in ((None, "every graph is one the program can have"),
+                            ("stale-awaiter", "the stale-awaiter fault gives graphs the checks report")):
+            argv = [FP, "dump", "--async", "--json", "--count", str(COUNT), "--pid", str(proc.pid)]
+            r = subprocess.run(argv + (["--inject-fault", fault] if fault else []), capture_output=True,
+                               timeout=TIMEOUT)
+            docs = [json.loads(line) for line in r.stdout.decode().splitlines()]
+            bad = [p[0] for d in docs if "error" not in d for p in [graph_problems(d)] if p]
+            errors = [d["error"] for d in docs if "error" in d]
+            got = len(docs) == COUNT and len(errors) <= REFUSED_MAX and (bool(bad) if fault else not bad)
+            check("%s: --count %d on one session: %s" % (ident, COUNT, want), got,
+                  "status %d, %d lines, %d failed (%s), %d wrong (%s)" % (
+                      r.returncode, len(docs), len(errors), "; ".join(errors[:2]), len(bad), "; ".join(bad[:2])))
         ok, detail = asyncgraph.resumed(proc, DETACH_GRACE_S)
         check("%s: the target runs on, no thread left stopped or traced" % ident, ok, detail)
     finally:

@@ -50,7 +50,14 @@ finally:
 
 # 3. usage errors
 for args, needle in ((["--pid", "0"], "invalid pid"), (["--pid", "abc"], "invalid pid"),
-                     ([], "--pid is required"), (["--pid", "1", "--reader", "x"], "--reader")):
+                     ([], "--pid is required"), (["--pid", "1", "--reader", "x"], "--reader"),
+                     (["--pid", "1", "--async", "--count", "5"], "--count needs --async --json"),
+                     (["--pid", "1", "--json", "--count", "5"], "--count needs --async --json"),
+                     (["--pid", "1", "--async", "--json", "--count", "0"], "--count must be 1 to"),
+                     (["--pid", "1", "--async", "--json", "--inject-fault", "stale-awaiter"],
+                      "--inject-fault stale-awaiter needs --count"),
+                     (["--pid", "1", "--async", "--json", "--count", "2", "--inject-fault", "x"],
+                      "--inject-fault must be stale-awaiter")):
     r = dump(*args)
     ok = r.returncode == 2 and needle in r.stderr
     check(f"usage error {' '.join(args) or '(no args)'}", ok, f"status {r.returncode}, stderr {r.stderr!r}")

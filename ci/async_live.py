@@ -1,0 +1,244 @@
+"""async_live.py — the body of ci/async-live: asyncio task graphs read
+from a program whose tasks never stop coming and going
+(targets/async/churn_tasks.py), many times on one session, each judged by
+targets/async/churn_check.py (one the program can have, or wrong), on every
+provisioned CPython 3.14+ interpreter with the GIL; written as a result
+file (docs/data/async-live.json) that ci/render_docs.py renders into
+docs/async.md and the README.  Run it through ci/async-live (see there for
+usage)."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "ci"))
+sys.path.insert(0, os.path.join(REPO, "targets", "async"))
+import result_file  # noqa: E402  (the commit and date a result file is stamped with)
+import asyncgraph  # noqa: E402  (the interpreters, starting targets)
+import churn_check  # noqa: E402  (the truth: graph_problems())
+from bench import kill_all_targets, live_targets, run_main  # noqa: E402
+
+PROG = "async-live"
+CHURN = os.path.join(REPO, "targets", "async", "churn_tasks.py")
+HELPER = os.path.join(REPO, "targets", "async", "cpython_awaited_by.py")
+READY_TIMEOUT_S = 30
+EXAMPLE_CHARS = 240
+PROGRESS_EVERY = 50000
+# A problem's class: its text with names, addresses and numbers left out.
+CLASS_OF = re.compile(r"'[^']*'|\[[^\]]*\]|0x[0-9a-f]+|-?\d+")
+
+VIEWS = [
+    {"view": "frameproof", "role": "judged",
+     "command": "frameproof dump --async --json --count N --pid PID"},
+    {"view": "frameproof, stale-awaiter fault", "role": "mutant",
+     "command": "frameproof dump --async --json --count N --inject-fault stale-awaiter --pid PID (the mutant: each "
+                "graph printed with the previous read's awaiter edges; must be found wrong)"},
+    {"view": "CPython get_all_awaited_by", "role": "field",
+     "command": "_remote_debugging.RemoteUnwinder(PID).get_all_awaited_by() called N times, by the target's "
+                "interpreter (targets/async/cpython_awaited_by.py PID N)"},
+]
+
+
+class MeasurementError(Exception):
+    pass
+
+
+def say(msg):
+    print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
+
+
+def judge_stream(lines, what):
+    """Every line of a view's output judged: counts, and per class of
+    problem (or of failed read) its count and first example."""
+    got = {"graphs": 0, "wrong": 0, "failed": 0, "tasks": 0, "classes": {}, "failures": {}}
+    for n, line in enumerate(lines, 1):
+        doc = json.loads(line)
+        if "error" in doc:
+            got["failed"] += 1
+            key = CLASS_OF.sub("_", str(doc["error"]))[:120]
+            c = got["failures"].setdefault(key, {"count": 0, "example": str(doc["error"])[:EXAMPLE_CHARS]})
+            c["count"] += 1
+            continue
+        got["graphs"] += 1
+        got["tasks"] += len(doc.get("tasks") or [])
+        problems = churn_check.graph_problems(doc)
+        if problems:
+            got["wrong"] += 1
+            key = CLASS_OF.sub("_", problems[0])
+            c = got["classes"].setdefault(key, {"count": 0, "example": problems[0][:EXAMPLE_CHARS]})
+            c["count"] += 1
+        if n % PROGRESS_EVERY == 0:
+            say("%s: %d read, %d wrong, %d failed" % (what, n, got["wrong"], got["failed"]))
+    return got
+
+
+def run_view(view, fp, entry, inside, pid, count):
+    ident = entry["id"]
+    if view["view"].startswith("frameproof"):
+        argv = [fp, "dump", "--async", "--json", "--count", str(count), "--pid", str(pid)]
+        if "fault" in view["view"]:
+            argv += ["--inject-fault", "stale-awaiter"]
+        env = None
+    else:
+        argv = asyncgraph.command(entry, [inside + "/cpython_awaited_by.py", str(pid), str(count)])
+        env = asyncgraph.environment(entry)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL,
+                         text=True)
+    try:
+        got = judge_stream(p.stdout, "%s: %s" % (ident, view["view"]))
+    finally:
+        p.stdout.close()
+        err = p.stderr.read()
+        p.wait()
+    # frameproof exits 1 when a read failed (each one a line, counted);
+    # anything else, or fewer lines than reads, is a measurement that failed.
+    lines = got["graphs"] + got["failed"]
+    if lines != count or p.returncode not in (0, 1) or (p.returncode == 1 and not got["failed"]):
+        raise MeasurementError("%s: %s: %d lines of %d, exit status %d: %s" % (
+            ident, view["view"], lines, count, p.returncode, (err.strip().splitlines() or [""])[-1]))
+    got["seconds"] = round(time.monotonic() - t0, 1)
+    return got
+
+
+def measure(entry, fp, counts):
+    ident = entry["id"]
+    dest = proc = None
+    rows = []
+    try:
+        dest, inside = asyncgraph.install(entry.get("root", "/"), (CHURN, HELPER))
+        try:
+            proc, _ = asyncgraph.start(entry, inside + "/churn_tasks.py", READY_TIMEOUT_S, live_targets)
+        except RuntimeError as e:
+            raise MeasurementError("%s: churn_tasks.py: %s" % (ident, e))
+        for v in VIEWS:
+            if proc.poll() is not None:
+                raise MeasurementError("%s: churn_tasks.py exited (status %s)" % (ident, proc.returncode))
+            got = run_view(v, fp, entry, inside, proc.pid, counts[v["role"]])
+            rows.append({"interpreter": ident, "version": entry["version"], "view": v["view"], "role": v["role"],
+                         **got})
+            say("%s: %s: %d graphs, %d wrong, %d failed reads, %.0f s" % (
+                ident, v["view"], got["graphs"], got["wrong"], got["failed"], got["seconds"]))
+        ok, detail = asyncgraph.resumed(proc, 2.0)
+        if not ok:
+            raise MeasurementError("%s: the target after the reads: %s" % (ident, detail))
+        return rows
+    finally:
+        asyncgraph.stop(proc, dest)
+        kill_all_targets()
+
+
+# ---------------------------------------------------------------------------
+# The tables
+
+def share(part, whole):
+    return "%.2f %%" % (100.0 * part / whole) if whole else "—"
+
+
+def classes_cell(r):
+    items = sorted(r["classes"].items(), key=lambda x: -x[1]["count"])
+    return ", ".join("`%s` (%d)" % (k, x["count"]) for k, x in items[:4]) + (" …" if len(items) > 4 else "") \
+        if items else "none"
+
+
+def markdown(doc):
+    """docs/async.md's table: every view on every interpreter, and the first
+    example of each class."""
+    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({len(doc['interpreters'])} interpreters, "
+             f"{doc['seconds']:.0f} s); each view reads the task graph of the running targets/async/churn_tasks.py "
+             f"back to back on one session; a graph is wrong when churn_check.graph_problems() finds it one the "
+             f"program cannot have; a failed read is one the view reported as failed.", "",
+             "| interpreter | view | reads | graphs | wrong | failed reads | tasks per graph | classes of wrong "
+             "graphs (count) |", "|---|---|---:|---:|---:|---:|---:|---|"]
+    for r in doc["rows"]:
+        reads = r["graphs"] + r["failed"]
+        lines.append("| %s | %s | %d | %d | **%d** (%s) | %d (%s) | %.1f | %s |" % (
+            r["interpreter"], r["view"], reads, r["graphs"], r["wrong"], share(r["wrong"], r["graphs"]),
+            r["failed"], share(r["failed"], reads), r["tasks"] / r["graphs"] if r["graphs"] else 0.0,
+            classes_cell(r)))
+    lines.append("")
+    lines += ["- %s: `%s`." % (v["view"], v["command"]) for v in doc["views"]]
+    failures = {}
+    for r in doc["rows"]:
+        for k, x in r["failures"].items():
+            failures.setdefault(r["view"], {}).setdefault(k, [0, x["example"]])[0] += x["count"]
+    for view, fs in failures.items():
+        top = sorted(fs.items(), key=lambda x: -x[1][0])[:4]
+        lines.append("- %s, failed reads: %s." % (view, "; ".join("%d × `%s`" % (n, ex.replace("`", "'"))
+                                                                   for _, (n, ex) in top)))
+    examples = {}
+    for r in doc["rows"]:
+        for k, x in r["classes"].items():
+            examples.setdefault((r["view"], k), (r["interpreter"], x["example"]))
+    if examples:
+        lines += ["", "The first example of each class of wrong graph:", ""]
+        lines += ["- %s (%s): `%s`" % (v, i, e.replace("`", "'")) for (v, _), (i, e) in examples.items()]
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(doc):
+    """The README's line per view: over every interpreter."""
+    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` (task graphs of a program whose tasks never "
+             f"stop coming and going, {len(doc['interpreters'])} interpreters; every row in "
+             f"[docs/async.md](docs/async.md)).", "",
+             "| view | interpreters | reads | wrong graphs | failed reads |", "|---|---:|---:|---:|---:|"]
+    for v in doc["views"]:
+        rows = [r for r in doc["rows"] if r["view"] == v["view"]]
+        if not rows:
+            continue
+        graphs, wrong = sum(r["graphs"] for r in rows), sum(r["wrong"] for r in rows)
+        failed = sum(r["failed"] for r in rows)
+        lines.append("| %s | %d | %d | %d (%s) | %d (%s) |" % (
+            v["view"], len(rows), graphs + failed, wrong, share(wrong, graphs), failed, share(failed, graphs + failed)))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="ci/async-live", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--frameproof", default=os.path.join(REPO, "build", "frameproof"))
+    ap.add_argument("--python", action="append", metavar="ID", help="only this interpreter id (repeatable)")
+    ap.add_argument("--graphs", type=int, default=1000000,
+                    help="frameproof's reads per interpreter (default %(default)s)")
+    ap.add_argument("--mutant-graphs", type=int, default=2000,
+                    help="reads of the stale-awaiter fault per interpreter (default %(default)s)")
+    ap.add_argument("--cpython-graphs", type=int, default=10000,
+                    help="calls of CPython's get_all_awaited_by() per interpreter (default %(default)s)")
+    ap.add_argument("--report-dir", help="write async-live.json there, not to docs/data/")
+    args = ap.parse_args(argv)
+    if min(args.graphs, args.mutant_graphs, args.cpython_graphs) < 1:
+        ap.error("--graphs, --mutant-graphs and --cpython-graphs must be >= 1")
+    t0 = time.monotonic()
+    if not os.access(args.frameproof, os.X_OK):
+        raise MeasurementError("no frameproof at %s (build it first)" % args.frameproof)
+    fp = os.path.abspath(args.frameproof)
+    try:
+        plan, skipped = asyncgraph.plan(args.python, say)
+    except LookupError as e:
+        raise MeasurementError(str(e))
+    counts = {"judged": args.graphs, "mutant": args.mutant_graphs, "field": args.cpython_graphs}
+    rows = []
+    for entry in plan:
+        rows += measure(entry, fp, counts)
+    commit, date = result_file.stamp()
+    doc = {"date": date, "commit": commit or "unknown",
+           "command": " ".join(["ci/async-live"] + result_file.public_args(argv)),
+           "seconds": round(time.monotonic() - t0, 1),
+           "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,
+           "views": [{k: v[k] for k in ("view", "role", "command")} for v in VIEWS], "rows": rows}
+    sys.stdout.write(markdown(doc))
+    result_file.publish(doc, "async-live.json", args.report_dir, say)
+    bad = [r for r in rows if (r["role"] == "judged" and (r["wrong"] or r["failed"] > 0.02 * (r["graphs"] + r["failed"])))
+           or (r["role"] == "mutant" and not r["wrong"])]
+    for r in bad:
+        say("FAILED: %s %s: %d wrong, %d failed reads" % (r["interpreter"], r["view"], r["wrong"], r["failed"]))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    run_main(main, PROG, (MeasurementError, subprocess.TimeoutExpired))
