@@ -291,68 +291,53 @@ def markdown(doc):
     return "\n".join(lines) + "\n"
 
 
-def summary_markdown(doc):
-    """One row per (workload, interpreter), one column per profiler: its x
-    floor (bold beyond the bound), with the floor and the run's date and
-    command; the cells of docs/accuracy-real.md's full table in brief."""
+def x_floor_table(rows, bound):
+    """The lines of a table of rows in brief: one row per (workload,
+    interpreter), one column per profiler, its x floor (bold beyond bound);
+    rows where no profiler applies are left out."""
     profilers, cases = [], {}
-    for r in doc["rows"]:
-        if r["workload"] in rp.TASK_COROUTINES:   # async_summary_markdown's
-            continue
+    for r in rows:
+        cells = cases.setdefault((r["workload"], r["interpreter"]), {})
         if r["role"] == "reference":
-            cases.setdefault((r["workload"], r["interpreter"]), {})["floor"] = r.get("floor")
+            cells["floor"] = r.get("floor")
             continue
         if r["profiler"] not in profilers:
             profilers.append(r["profiler"])
         cell = "n/a" if r["verdict"] == "n/a" else "error" if "x_floor" not in r else \
-            ("%.2f" % r["x_floor"] if r["x_floor"] <= doc["bound"] else "**%.2f**" % r["x_floor"])
-        if "void" in r["verdict"]:
-            cell += " (void)"
-        cases.setdefault((r["workload"], r["interpreter"]), {})[r["profiler"]] = cell
-    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}`; x floor (bound {doc['bound']}; bold: "
-             f"beyond it; void: the reference left more of its samples out as torn than the verdict allows); "
-             f"the floor is the distance between the exact reference's own runs; rows where no profiler "
-             f"applies are left out.", "",
-             "| workload | interpreter | floor | " + " | ".join(profilers) + " |",
-             "|---|---|---:|" + "---:|" * len(profilers)]
-    for (workload, interp), cells in cases.items():
-        if all(cells.get(p, "n/a") == "n/a" for p in profilers):
-            continue
-        floor = "%.3f" % cells["floor"] if isinstance(cells.get("floor"), float) else "—"
-        lines.append(f"| {workload} | {interp} | {floor} | " +
-                     " | ".join(cells.get(p, "") for p in profilers) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def async_summary_markdown(doc):
-    """The task-stack workloads' rows (rp.TASK_COROUTINES) in brief: one row
-    per interpreter where an async-aware profiler ran, its x floor per
-    profiler (bold beyond the bound)."""
-    rows = [r for r in doc["rows"] if r["workload"] in rp.TASK_COROUTINES]
-    profilers, cases = [], {}
-    for r in rows:
-        cell = cases.setdefault((r["workload"], r["interpreter"]), {})
-        if r["role"] == "reference":
-            cell["floor"] = r.get("floor")
-            continue
-        if r["profiler"] not in profilers:
-            profilers.append(r["profiler"])
-        cell[r["profiler"]] = "n/a" if r["verdict"] == "n/a" else "error" if "x_floor" not in r else \
-            ("%.2f" % r["x_floor"] if r["x_floor"] <= doc["bound"] else "**%.2f**" % r["x_floor"]) + \
-            (" (void)" if "void" in r["verdict"] else "")
-    runs = list(dict.fromkeys((r["source"]["date"], r["source"]["commit"], r["source"]["command"]) if "source" in r
-                              else (doc["date"], doc["commit"], doc["command"]) for r in rows))
-    lines = ["; ".join(f"{date} on {commit}: `{command}`" for date, commit, command in runs) +
-             f": the asyncio program as task stacks, x floor (bound {doc['bound']}; bold: beyond it) against the "
-             f"reference's samples of a task running; every row in [docs/accuracy-real.md](docs/accuracy-real.md).",
-             "",
-             "| workload | interpreter | floor | " + " | ".join(profilers) + " |",
+            ("%.2f" % r["x_floor"] if r["x_floor"] <= bound else "**%.2f**" % r["x_floor"])
+        cells[r["profiler"]] = cell + (" (void)" if "void" in r["verdict"] else "")
+    lines = ["| workload | interpreter | floor | " + " | ".join(profilers) + " |",
              "|---|---|---:|" + "---:|" * len(profilers)]
     for (workload, interp), cells in cases.items():
         if all(cells.get(p, "n/a") == "n/a" for p in profilers):
             continue
         floor = "%.3f" % cells["floor"] if isinstance(cells.get("floor"), float) else "—"
         lines.append(f"| {workload} | {interp} | {floor} | " + " | ".join(cells.get(p, "") for p in profilers) + " |")
+    return lines
+
+
+def summary_markdown(doc):
+    """The thread-stack workloads' rows in brief (x_floor_table), with the
+    run's date and command; the cells of docs/accuracy-real.md's full table."""
+    rows = [r for r in doc["rows"] if r["workload"] not in rp.TASK_COROUTINES]   # async_summary_markdown's
+    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}`; x floor (bound {doc['bound']}; bold: "
+             f"beyond it; void: the reference left more of its samples out as torn than the verdict allows); "
+             f"the floor is the distance between the exact reference's own runs; rows where no profiler "
+             f"applies are left out.", ""] + x_floor_table(rows, doc["bound"])
+    return "\n".join(lines) + "\n"
+
+
+def async_summary_markdown(doc):
+    """The task-stack workloads' rows (rp.TASK_COROUTINES) in brief
+    (x_floor_table), with the date, commit and command of the run they
+    came from."""
+    rows = [r for r in doc["rows"] if r["workload"] in rp.TASK_COROUTINES]
+    runs = list(dict.fromkeys((r["source"]["date"], r["source"]["commit"], r["source"]["command"]) if "source" in r
+                              else (doc["date"], doc["commit"], doc["command"]) for r in rows))
+    lines = ["; ".join(f"{date} on {commit}: `{command}`" for date, commit, command in runs) +
+             f": the asyncio program as task stacks, x floor (bound {doc['bound']}; bold: beyond it) against the "
+             f"reference's samples of a task running; every row in [docs/accuracy-real.md](docs/accuracy-real.md).",
+             ""] + x_floor_table(rows, doc["bound"])
     return "\n".join(lines) + "\n"
 
 

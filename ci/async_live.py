@@ -28,6 +28,9 @@ HELPER = os.path.join(REPO, "targets", "async", "cpython_awaited_by.py")
 READY_TIMEOUT_S = 30
 EXAMPLE_CHARS = 240
 PROGRESS_EVERY = 50000
+# The names CPython's view gives a frame it could not read: a graph whose
+# every problem is such a frame is counted as marked incomplete, not wrong.
+MARKED = ("<unknown function>", "<unreadable frame>")
 # A problem's class: its text with names, addresses and numbers left out.
 CLASS_OF = re.compile(r"'[^']*'|\[[^\]]*\]|0x[0-9a-f]+|-?\d+")
 
@@ -54,19 +57,21 @@ def say(msg):
 def judge_stream(lines, what):
     """Every line of a view's output judged: counts, and per class of
     problem (or of failed read) its count and first example."""
-    got = {"graphs": 0, "wrong": 0, "failed": 0, "tasks": 0, "classes": {}, "failures": {}}
+    got = {"graphs": 0, "wrong": 0, "marked": 0, "failed": 0, "tasks": 0, "classes": {}, "failures": {}}
     for n, line in enumerate(lines, 1):
         doc = json.loads(line)
         if "error" in doc:
             got["failed"] += 1
-            key = CLASS_OF.sub("_", str(doc["error"]))[:120]
-            c = got["failures"].setdefault(key, {"count": 0, "example": str(doc["error"])[:EXAMPLE_CHARS]})
+            key = CLASS_OF.sub("_", " ".join(str(doc["error"]).split()))[:120]
+            c = got["failures"].setdefault(key, {"count": 0, "example": " ".join(str(doc["error"]).split())[:EXAMPLE_CHARS]})
             c["count"] += 1
             continue
         got["graphs"] += 1
         got["tasks"] += len(doc.get("tasks") or [])
         problems = churn_check.graph_problems(doc)
-        if problems:
+        if problems and all(any(m in p for m in MARKED) for p in problems):
+            got["marked"] += 1   # frames the view says it could not read: incomplete, not wrong
+        elif problems:
             got["wrong"] += 1
             key = CLASS_OF.sub("_", problems[0])
             c = got["classes"].setdefault(key, {"count": 0, "example": problems[0][:EXAMPLE_CHARS]})
@@ -105,7 +110,20 @@ def run_view(view, fp, entry, inside, pid, count):
     return got
 
 
-def measure(entry, fp, counts):
+def into(path, doc, views):
+    """The result at path with its rows of views replaced by doc's (in
+    place, new rows last) and doc's run added to its runs."""
+    with open(path, encoding="utf-8") as f:
+        base = json.load(f)
+    mine = {(r["interpreter"], r["view"]): r for r in doc["rows"]}
+    rows = [mine.pop((r["interpreter"], r["view"]), r) if r["view"] in views else r for r in base["rows"]]
+    runs = base.get("runs") or [{k: base[k] for k in ("date", "commit", "command")}]
+    runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
+    return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs,
+                seconds=base["seconds"] + doc["seconds"])
+
+
+def measure(entry, fp, counts, views):
     ident = entry["id"]
     dest = proc = None
     rows = []
@@ -115,7 +133,7 @@ def measure(entry, fp, counts):
             proc, _ = asyncgraph.start(entry, inside + "/churn_tasks.py", READY_TIMEOUT_S, live_targets)
         except RuntimeError as e:
             raise MeasurementError("%s: churn_tasks.py: %s" % (ident, e))
-        for v in VIEWS:
+        for v in views:
             if proc.poll() is not None:
                 raise MeasurementError("%s: churn_tasks.py exited (status %s)" % (ident, proc.returncode))
             got = run_view(v, fp, entry, inside, proc.pid, counts[v["role"]])
@@ -135,6 +153,14 @@ def measure(entry, fp, counts):
 # ---------------------------------------------------------------------------
 # The tables
 
+def stamp(doc):
+    """The date, commit and command of each run the rows came from."""
+    runs = doc.get("runs") or [{"date": doc["date"], "commit": doc["commit"], "command": doc["command"]}]
+    return "; ".join("%s on %s: `%s`%s" % (r["date"], r["commit"], r["command"],
+                                          " (its rows of %s)" % ", ".join(r["views"]) if r.get("views") else "")
+                     for r in runs)
+
+
 def share(part, whole):
     return "%.2f %%" % (100.0 * part / whole) if whole else "—"
 
@@ -148,18 +174,18 @@ def classes_cell(r):
 def markdown(doc):
     """docs/async.md's table: every view on every interpreter, and the first
     example of each class."""
-    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({len(doc['interpreters'])} interpreters, "
+    lines = [f"{stamp(doc)} ({len(doc['interpreters'])} interpreters, "
              f"{doc['seconds']:.0f} s); each view reads the task graph of the running targets/async/churn_tasks.py "
              f"back to back on one session; a graph is wrong when churn_check.graph_problems() finds it one the "
              f"program cannot have; a failed read is one the view reported as failed.", "",
-             "| interpreter | view | reads | graphs | wrong | failed reads | tasks per graph | classes of wrong "
-             "graphs (count) |", "|---|---|---:|---:|---:|---:|---:|---|"]
+             "| interpreter | view | reads | graphs | wrong | marked incomplete | failed reads | tasks per graph | "
+             "classes of wrong graphs (count) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         reads = r["graphs"] + r["failed"]
-        lines.append("| %s | %s | %d | %d | **%d** (%s) | %d (%s) | %.1f | %s |" % (
+        lines.append("| %s | %s | %d | %d | **%d** (%s) | %d | %d (%s) | %.1f | %s |" % (
             r["interpreter"], r["view"], reads, r["graphs"], r["wrong"], share(r["wrong"], r["graphs"]),
-            r["failed"], share(r["failed"], reads), r["tasks"] / r["graphs"] if r["graphs"] else 0.0,
-            classes_cell(r)))
+            r.get("marked", 0), r["failed"], share(r["failed"], reads),
+            r["tasks"] / r["graphs"] if r["graphs"] else 0.0, classes_cell(r)))
     lines.append("")
     lines += ["- %s: `%s`." % (v["view"], v["command"]) for v in doc["views"]]
     failures = {}
@@ -182,18 +208,20 @@ def markdown(doc):
 
 def summary_markdown(doc):
     """The README's line per view: over every interpreter."""
-    lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` (task graphs of a program whose tasks never "
+    lines = [f"{stamp(doc)} (task graphs of a program whose tasks never "
              f"stop coming and going, {len(doc['interpreters'])} interpreters; every row in "
              f"[docs/async.md](docs/async.md)).", "",
-             "| view | interpreters | reads | wrong graphs | failed reads |", "|---|---:|---:|---:|---:|"]
+             "| view | interpreters | reads | wrong graphs | marked incomplete | failed reads |",
+             "|---|---:|---:|---:|---:|---:|"]
     for v in doc["views"]:
         rows = [r for r in doc["rows"] if r["view"] == v["view"]]
         if not rows:
             continue
         graphs, wrong = sum(r["graphs"] for r in rows), sum(r["wrong"] for r in rows)
-        failed = sum(r["failed"] for r in rows)
-        lines.append("| %s | %d | %d | %d (%s) | %d (%s) |" % (
-            v["view"], len(rows), graphs + failed, wrong, share(wrong, graphs), failed, share(failed, graphs + failed)))
+        failed, marked = sum(r["failed"] for r in rows), sum(r.get("marked", 0) for r in rows)
+        lines.append("| %s | %d | %d | %d (%s) | %d | %d (%s) |" % (
+            v["view"], len(rows), graphs + failed, wrong, share(wrong, graphs), marked, failed,
+            share(failed, graphs + failed)))
     return "\n".join(lines) + "\n"
 
 
@@ -209,6 +237,11 @@ def main(argv):
                     help="reads of the stale-awaiter fault per interpreter (default %(default)s)")
     ap.add_argument("--cpython-graphs", type=int, default=10000,
                     help="calls of CPython's get_all_awaited_by() per interpreter (default %(default)s)")
+    ap.add_argument("--view", action="append", choices=[v["view"] for v in VIEWS],
+                    help="only this view (repeatable; default all of them)")
+    ap.add_argument("--into", metavar="RESULT",
+                    help="an earlier async-live.json whose rows of the views run here are replaced by this run's "
+                         "(the header names both runs)")
     ap.add_argument("--report-dir", help="write async-live.json there, not to docs/data/")
     args = ap.parse_args(argv)
     if min(args.graphs, args.mutant_graphs, args.cpython_graphs) < 1:
@@ -222,15 +255,18 @@ def main(argv):
     except LookupError as e:
         raise MeasurementError(str(e))
     counts = {"judged": args.graphs, "mutant": args.mutant_graphs, "field": args.cpython_graphs}
+    views = [v for v in VIEWS if not args.view or v["view"] in args.view]
     rows = []
     for entry in plan:
-        rows += measure(entry, fp, counts)
+        rows += measure(entry, fp, counts, views)
     commit, date = result_file.stamp()
     doc = {"date": date, "commit": commit or "unknown",
            "command": " ".join(["ci/async-live"] + result_file.public_args(argv)),
            "seconds": round(time.monotonic() - t0, 1),
            "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,
            "views": [{k: v[k] for k in ("view", "role", "command")} for v in VIEWS], "rows": rows}
+    if args.into:
+        doc = into(args.into, doc, [v["view"] for v in views])
     sys.stdout.write(markdown(doc))
     result_file.publish(doc, "async-live.json", args.report_dir, say)
     bad = [r for r in rows if (r["role"] == "judged" and (r["wrong"] or r["failed"] > 0.02 * (r["graphs"] + r["failed"])))
