@@ -94,11 +94,9 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
         jw_end_array(&j);
         jw_key(&j, "awaited_by");
         jw_begin_array(&j);
-        const fp_async_graph *eg = g;
-        const fp_async_node *en = nd;
-        if (edges && (en = node_at(edges, nd->addr)) != NULL)
-            eg = edges;
-        else
+        const fp_async_node *en = edges ? node_at(edges, nd->addr) : NULL;
+        const fp_async_graph *eg = en ? edges : g;
+        if (!en)
             en = nd;
         size_t en_n = fp_async_graph_get_node_count(eg);
         for (size_t k = 0; k < en->awaiter_count; k++) {

@@ -133,15 +133,14 @@ static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_asy
     return chain ? append(b, n, chain, t->frame_count) : FP_OK;
 }
 
-/* The stack of task i joined through its awaiters, added to p. */
+/* The stack of task i joined through its awaiters (v->edges set), added to p. */
 static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fpr_async_view *v,
                     size_t i, int64_t t_ns, fpr_async_buf *b, fpr_async_counts *c)
 {
     size_t nnodes = fp_async_graph_get_node_count(g), n = 0;
     memset(b->seen, 0, nnodes);
     int rc = FP_OK;
-    const fp_async_graph *edges = v->edges ? v->edges : g;
-    for (size_t cur = i; cur != SIZE_MAX && rc == FP_OK; cur = first_awaiter(g, edges, cur)) {
+    for (size_t cur = i; cur != SIZE_MAX && rc == FP_OK; cur = first_awaiter(g, v->edges, cur)) {
         if (b->seen[cur]) {
             c->cut_chains++;
             break;
@@ -174,7 +173,10 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
 int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, const fpr_async_view *v,
                   int64_t t_ns, fpr_async_buf *b, fpr_async_counts *c)
 {
-    const fp_async_graph *edges = v->edges ? v->edges : g;
+    fpr_async_view w = *v; /* edges resolved once, for add_task too */
+    if (!w.edges)
+        w.edges = g;
+    const fp_async_graph *edges = w.edges;
     size_t nnodes = fp_async_graph_get_node_count(g);
     c->reads++;
     if (!fp_async_graph_get_asyncio_loaded(g))
@@ -191,7 +193,7 @@ int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, 
     for (size_t i = 0; i < nnodes; i++) {
         const fp_async_node *t = fp_async_graph_get_node(g, i);
         bool take = t->is_task && (t->running || (v->mode == FPR_ASYNC_ALL && !b->parent[i]));
-        int rc = take ? add_task(p, g, sm, v, i, t_ns, b, c) : FP_OK;
+        int rc = take ? add_task(p, g, sm, &w, i, t_ns, b, c) : FP_OK;
         if (rc)
             return rc;
     }

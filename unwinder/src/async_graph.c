@@ -512,12 +512,13 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
         s->have_generation = false;
     }
     /* The target cannot change until it is resumed: the graph's many small
-     * objects are read a block at a time (block_cache.h). */
-    if (found && (rc = fpi_block_cache_begin(&s->blocks)))
-        rc = fpi_err(&s->err, rc, "out of memory: the asyncio graph's read cache");
-    if (found && !rc && (rc = walk_lists(r)))
+     * objects are read a block at a time (block_cache.h).  Without memory
+     * for the blocks the same bytes are read one object at a time. */
+    if (found)
+        (void)fpi_block_cache_begin(&s->blocks);
+    if (found && (rc = walk_lists(r)))
         goto out;
-    for (size_t i = 0; !rc && i < g->nnodes; i++)
+    for (size_t i = 0; i < g->nnodes; i++)
         if ((rc = resolve_awaiters(r, i)))
             goto out;
 out:
