@@ -349,9 +349,12 @@ int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp
     size_t tasks = 0;
     for (size_t i = 0; i < t.n; i++)
         tasks += fp_async_graph_get_node(g, i)->is_task;
-    fprintf(out, "(asyncio: %zu task%s, %zu other future%s; read with the target stopped for %.3f ms)\n", tasks,
-            tasks == 1 ? "" : "s", t.n - tasks, t.n - tasks == 1 ? "" : "s",
-            (double)fp_async_graph_get_stopped_ns(g) / 1e6);
+    fprintf(out, "(asyncio: %zu task%s, %zu other future%s", tasks, tasks == 1 ? "" : "s", t.n - tasks,
+            t.n - tasks == 1 ? "" : "s");
+    uint64_t stopped = fp_async_graph_get_stopped_ns(g);
+    if (stopped) /* a memory image is read without stopping anything */
+        fprintf(out, "; read with the target stopped for %.3f ms", (double)stopped / 1e6);
+    fputs(")\n", out);
     size_t ns = find_starts(&t);
     for (size_t s = 0; s < ns; s++) {
         size_t sp = 0;

@@ -1,5 +1,7 @@
 /* cmd_replay.c — `frameproof replay`: unwind a memory image (.fpimg)
- * offline and print the sample exactly as `dump` prints a live one.  Each
+ * offline and print the sample exactly as `dump` prints a live one, or
+ * with --async the asyncio task graph the image holds as `dump --async`
+ * prints it.  Each
  * thread's on_cpu comes from the scheduler state the image recorded (there
  * is no live /proc to ask), so the JSON equals the live `dump --json` taken
  * when the image was captured. */
@@ -7,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "async_output.h"
 #include "cli.h"
+#include "frameproof/async.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
 #include "sample_output.h"
@@ -15,13 +19,18 @@
 #define REPLAY_MSG_MAX 2048
 
 static const char REPLAY_USAGE[] =
-    "usage: frameproof replay FILE [--json] [--max-depth N] [--no-cache] [--allow-untested-version]\n"
+    "usage: frameproof replay FILE [--json] [--async] [--max-depth N] [--no-cache]\n"
+    "                        [--allow-untested-version]\n"
     "\n"
     "Unwinds the memory image FILE (written by `frameproof snapshot`) and\n"
     "prints what `frameproof dump` printed for the live process.\n"
     "\n"
     "  --json           print the documented JSON form instead of text\n"
-    "  --max-depth N    frames per thread before the walk fails (default 65536)\n"
+    "  --async          print the asyncio task graph the image holds instead, as\n"
+    "                   `dump --async` does (an image from `snapshot --async`;\n"
+    "                   \"stopped_ns\" is 0: nothing is stopped to read an image)\n"
+    "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
+    "                   with --async: coroutines per task)\n"
     "  --no-cache       do not cache code objects\n"
     CLI_UNTESTED_HELP
     "  --help           print this help\n"
@@ -33,6 +42,7 @@ int cli_cmd_replay(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
+        {"async", no_argument, NULL, 'A'},
         {"max-depth", required_argument, NULL, 'd'},
         {"no-cache", no_argument, NULL, 'n'},
         {"allow-untested-version", no_argument, NULL, 'U'},
@@ -42,11 +52,12 @@ int cli_cmd_replay(int argc, char **argv)
     fp_options o;
     fp_options_init(&o);
     unsigned long v;
-    int json = 0, c;
+    int json = 0, async = 0, c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "jd:nh", opts, NULL)) != -1) {
         switch (c) {
         case 'j': json = 1; break;
+        case 'A': async = 1; break;
         case 'd':
             if (cli_parse_uint(optarg, UINT32_MAX, &v) || v == 0) {
                 fprintf(stderr, "frameproof replay: invalid --max-depth '%s'\n", optarg);
@@ -69,6 +80,7 @@ int cli_cmd_replay(int argc, char **argv)
     fp_image *img = NULL;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
+    fp_async_graph *g = NULL;
     fp_reader rd;
     fp_target_desc desc;
     fp_image_meta meta;
@@ -89,13 +101,27 @@ int cli_cmd_replay(int argc, char **argv)
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
         goto out;
     }
+    fp_python_info py;
+    fp_session_get_python(s, &py);
+    if (async) {
+        if ((rc = fp_async_graph_read(s, &g))) {
+            fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
+            goto out;
+        }
+        if (json)
+            cli_async_output_json(stdout, meta.pid, &py, g, NULL);
+        else if (cli_async_output_text(stdout, meta.pid, &py, g)) {
+            fputs("frameproof replay: out of memory\n", stderr);
+            goto out;
+        }
+        status = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+        goto out;
+    }
     rc = fp_session_sample(s, sm);
     if (!fp_sample_is_usable(sm, rc)) {
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
         goto out;
     }
-    fp_python_info py;
-    fp_session_get_python(s, &py);
     if (json)
         cli_output_json(stdout, meta.pid, &py, sm);
     else
@@ -104,6 +130,7 @@ int cli_cmd_replay(int argc, char **argv)
     if (rc) /* an incomplete sample: printed, and still a failure */
         fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
 out:
+    fp_async_graph_free(g);
     fp_sample_free(sm);
     fp_session_free(s);
     fp_image_free(img);

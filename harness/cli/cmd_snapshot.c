@@ -1,7 +1,8 @@
 /* cmd_snapshot.c — `frameproof snapshot`: stop every thread of a process
  * (frameproof/pause.h), sample it twice through a recording reader (a cold
- * and a cache-warm sample), resume it on every path and write the memory the
- * samples read as a memory image (.fpimg).
+ * and a cache-warm sample), with --async also read asyncio's task graph
+ * through it, resume it on every path and write the memory read as a
+ * memory image (.fpimg).
  *
  * Signals that would end this process (INT, TERM, HUP, QUIT) are blocked
  * while the target is stopped, so the detach always runs first; if this
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "frameproof/async.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
 #include "frameproof/pause.h"
@@ -27,8 +29,8 @@
 #define SNAP_MSG_MAX 2048
 
 static const char SNAPSHOT_USAGE[] =
-    "usage: frameproof snapshot --pid PID -o FILE [--reader vm|mem] [--granule N] [--no-stop]\n"
-    "                          [--keep-failed] [--allow-untested-version]\n"
+    "usage: frameproof snapshot --pid PID -o FILE [--async] [--reader vm|mem] [--granule N]\n"
+    "                          [--no-stop] [--keep-failed] [--allow-untested-version]\n"
     "\n"
     "Stops every thread of process PID, samples it twice (a cold and a\n"
     "cache-warm sample) through a recording reader, resumes it, and writes the\n"
@@ -37,6 +39,9 @@ static const char SNAPSHOT_USAGE[] =
     "\n"
     "  --pid PID        process to capture (required)\n"
     "  -o, --output F   image file to write (required)\n"
+    "  --async          also read asyncio's task graph (CPython 3.14+, GIL builds),\n"
+    "                   so that `replay --async` shows it; fails when asyncio's C\n"
+    "                   module is not loaded in PID\n"
     "  --reader KIND    memory reader: vm (process_vm_readv) or mem\n"
     "                   (/proc/PID/mem) (default vm)\n"
     "  --granule N      recorded ranges are rounded out to N bytes, a power of\n"
@@ -63,12 +68,32 @@ static bool failed_on_target(int rc)
     return rc == FP_E_INCOMPLETE || rc == FP_E_CORRUPT || rc == FP_E_LIMIT || rc == FP_E_READ;
 }
 
+typedef struct snap_opts {
+    int reader_kind;
+    uint32_t granule;
+    bool allow_untested, keep_failed, async;
+} snap_opts;
+
+/* With --async: asyncio's table found through the live session (0: its C
+ * module not loaded, an error). */
+static int find_table(fp_session *live, int pid, uint64_t *at, char *msg, size_t msglen)
+{
+    int rc = fp_async_find_table(live, at);
+    if (rc)
+        snprintf(msg, msglen, "--async: %s", fp_session_get_errmsg(live));
+    else if (!*at) {
+        rc = FP_E_UNSUPPORTED;
+        snprintf(msg, msglen, "--async: asyncio's C module is not loaded in process %d: no task graph to capture", pid);
+    }
+    return rc;
+}
+
 /* Samples the stopped target through a recording reader and fills *out
  * with an image builder holding everything read.  With keep_failed, a
- * sample that fails on the target's memory is named in failed (else
- * failed is left empty) and the image is still built. */
-static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granule, bool allow_untested, bool keep_failed,
-                   fp_image_builder **out, char *msg, size_t msglen, char *failed, size_t failedlen)
+ * sample or graph read that fails on the target's memory is named in
+ * failed (else failed is left empty) and the image is still built. */
+static int capture(const fp_pause *st, int pid, const snap_opts *so, fp_image_builder **out, char *msg, size_t msglen,
+                   char *failed, size_t failedlen)
 {
     fp_options o1, o2;
     fp_session *live = NULL, *rec_s = NULL;
@@ -76,13 +101,15 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     fp_reader inner = {0}, rr;
     fp_recorder *rec = NULL;
     fp_image_builder *b = NULL;
+    fp_async_graph *g = NULL;
     fp_python_info py;
+    uint64_t at = 0;
     char rmsg[SNAP_MSG_MAX] = "";
     int rc;
 
     fp_options_init(&o1);
-    o1.reader = reader_kind;
-    o1.allow_untested = allow_untested;
+    o1.reader = so->reader_kind;
+    o1.allow_untested = so->allow_untested;
     if ((rc = fp_session_new(&o1, &live)) || (rc = fp_sample_new(&sm)))
         goto fail_code;
     if ((rc = fp_session_attach_pid(live, pid))) {
@@ -90,18 +117,20 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
         goto out;
     }
     fp_session_get_python(live, &py);
-    rc = reader_kind == FP_READER_MEM ? fp_reader_open_mem(pid, &inner, rmsg, sizeof rmsg)
+    if (so->async && (rc = find_table(live, pid, &at, msg, msglen)))
+        goto out;
+    rc = so->reader_kind == FP_READER_MEM ? fp_reader_open_mem(pid, &inner, rmsg, sizeof rmsg)
                                       : fp_reader_open_vm(pid, &inner, rmsg, sizeof rmsg);
     if (rc) {
         snprintf(msg, msglen, "%s", rmsg);
         goto out;
     }
-    if ((rc = fp_recorder_new(&inner, granule, &rec)) || (rc = fp_reader_open_recorder(rec, &rr)))
+    if ((rc = fp_recorder_new(&inner, so->granule, &rec)) || (rc = fp_reader_open_recorder(rec, &rr)))
         goto fail_code;
     /* The same options as `replay`, so the replayed walk reads the same. */
     fp_options_init(&o2);
     o2.thread_cpu_state = false;
-    o2.allow_untested = allow_untested;
+    o2.allow_untested = so->allow_untested;
     if ((rc = fp_session_new(&o2, &rec_s)))
         goto fail_code;
     fp_target_desc desc = {
@@ -109,7 +138,8 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
         .hexversion = py.hexversion,
         .free_threaded = py.free_threaded,
         .debug = py.debug,
-        .pid = 0,
+        .pid = 0, /* the target is stopped already (or --no-stop): read as it stands */
+        .asyncio_debug_addr = at,
     };
     if ((rc = fp_session_attach_reader(rec_s, &rr, &desc))) {
         snprintf(msg, msglen, "attaching through the recorder: %s", fp_session_get_errmsg(rec_s));
@@ -117,7 +147,7 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     }
     for (int i = 0; i < SNAP_SAMPLES; i++) {
         if ((rc = fp_session_sample(rec_s, sm))) {
-            if (keep_failed && failed_on_target(rc)) {
+            if (so->keep_failed && failed_on_target(rc)) {
                 if (!failed[0])
                     snprintf(failed, failedlen, "sample %d: %s", i + 1, fp_session_get_errmsg(rec_s));
                 continue;
@@ -126,6 +156,14 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
             goto out;
         }
     }
+    if (so->async && (rc = fp_async_graph_read(rec_s, &g))) {
+        if (!(so->keep_failed && failed_on_target(rc))) {
+            snprintf(msg, msglen, "asyncio's task graph: %s", fp_session_get_errmsg(rec_s));
+            goto out;
+        }
+        if (!failed[0])
+            snprintf(failed, failedlen, "asyncio's task graph: %s", fp_session_get_errmsg(rec_s));
+    }
     fp_image_meta meta;
     memset(&meta, 0, sizeof meta);
     meta.pid = pid;
@@ -133,6 +171,7 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
     meta.free_threaded = py.free_threaded;
     meta.debug = py.debug;
     meta.runtime_addr = py.runtime_addr;
+    meta.asyncio_debug_addr = at;
     snprintf(meta.version, sizeof meta.version, "%s", py.version);
     if ((rc = fp_image_builder_new(&meta, &b)))
         goto fail_code;
@@ -149,6 +188,7 @@ static int capture(const fp_pause *st, int pid, int reader_kind, uint32_t granul
 fail_code:
     snprintf(msg, msglen, "%s", fp_error_describe(rc));
 out:
+    fp_async_graph_free(g);
     fp_image_builder_free(b);
     fp_session_free(rec_s);
     fp_recorder_free(rec);
@@ -166,6 +206,7 @@ int cli_cmd_snapshot(int argc, char **argv)
         {"reader", required_argument, NULL, 'r'},
         {"granule", required_argument, NULL, 'g'},
         {"no-stop", no_argument, NULL, 'n'},
+        {"async", no_argument, NULL, 'A'},
         {"keep-failed", no_argument, NULL, 'k'},
         {"allow-untested-version", no_argument, NULL, 'U'},
         {"help", no_argument, NULL, 'h'},
@@ -173,9 +214,9 @@ int cli_cmd_snapshot(int argc, char **argv)
     };
     unsigned long pid = 0, v;
     const char *output = NULL;
-    int reader_kind = FP_READER_VM, c;
-    uint32_t granule = FP_RECORD_DEFAULT_GRANULE;
-    bool stop = true, allow_untested = false, keep_failed = false;
+    int c;
+    snap_opts so = {.reader_kind = FP_READER_VM, .granule = FP_RECORD_DEFAULT_GRANULE};
+    bool stop = true;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:o:r:g:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -187,7 +228,7 @@ int cli_cmd_snapshot(int argc, char **argv)
             break;
         case 'o': output = optarg; break;
         case 'r':
-            if (cli_parse_reader("snapshot", optarg, 0, &reader_kind))
+            if (cli_parse_reader("snapshot", optarg, 0, &so.reader_kind))
                 return CLI_EXIT_USAGE;
             break;
         case 'g':
@@ -196,11 +237,12 @@ int cli_cmd_snapshot(int argc, char **argv)
                         FP_RECORD_MIN_GRANULE, FP_RECORD_MAX_GRANULE);
                 return CLI_EXIT_USAGE;
             }
-            granule = (uint32_t)v;
+            so.granule = (uint32_t)v;
             break;
         case 'n': stop = false; break;
-        case 'k': keep_failed = true; break;
-        case 'U': allow_untested = true; break;
+        case 'k': so.keep_failed = true; break;
+        case 'A': so.async = true; break;
+        case 'U': so.allow_untested = true; break;
         case 'h': fputs(SNAPSHOT_USAGE, stdout); return CLI_EXIT_OK;
         default: fputs(SNAPSHOT_USAGE, stderr); return CLI_EXIT_USAGE;
         }
@@ -227,8 +269,7 @@ int cli_cmd_snapshot(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &block, &old);
     rc = fp_pause_new((int)pid, stop, &st, msg, sizeof msg);
     if (rc == FP_OK)
-        rc = capture(st, (int)pid, reader_kind, granule, allow_untested, keep_failed, &b, msg, sizeof msg, failed,
-                     sizeof failed);
+        rc = capture(st, (int)pid, &so, &b, msg, sizeof msg, failed, sizeof failed);
     fp_pause_free(st);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc) {

@@ -18,14 +18,21 @@ provisioned is skipped) targets/async/park_tasks.py is started:
    imported asyncio (targets/async/park_plain.py) must give an empty graph
    whose asyncio_loaded says whether the interpreter has asyncio's C module
    built in (then its layout is found all the same);
+   `snapshot --async` of the parked target must write an image whose
+   `replay --async --json` is the live dump's document ("stopped_ns" 0: an
+   image is read without stopping anything), and of the program without
+   asyncio an image of the same empty graph where asyncio's C module is
+   built in, else a one-line error and no image;
 2. 3.11–3.13 and free-threaded builds (no task graph to read): it prints
-   "ready" and sleeps; `dump --async` must exit 1 with one line on stderr
-   and nothing on stdout, and leave the target running."""
+   "ready" and sleeps; `dump --async` and `snapshot --async` must exit 1
+   with one line on stderr and nothing on stdout (no image written), and
+   leave the target running."""
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
@@ -69,6 +76,31 @@ def said(err):
     the whole help after it), with the number of lines."""
     lines = text(err).splitlines()
     return "%r (%d lines)" % (lines[0][:300], len(lines)) if lines else "nothing"
+
+
+def snapshot_replayed(ident, proc, doc, what):
+    """`snapshot --async` of proc, then `replay --async --json` of the image:
+    the document doc (its stopped_ns 0), or, doc None, a one-line error
+    and no image."""
+    with tempfile.TemporaryDirectory(prefix="fp-async-img-") as tmp:
+        img = os.path.join(tmp, "g.fpimg")
+        status, out, err = fp("snapshot", "--async", "--pid", proc.pid, "-o", img)
+        if doc is None:
+            check("%s: %s: snapshot --async refused: exit 1, one line, no image" % (ident, what),
+                  status == 1 and len(text(err).splitlines()) == 1 and not os.path.exists(img),
+                  "status %s, stderr %s" % (status, said(err)))
+            return
+        rstatus, rout, rerr = fp("replay", "--async", "--json", img) if status == 0 else (None, b"", b"")
+        try:
+            got = json.loads(rout) if rstatus == 0 else None
+        except ValueError:
+            got = None
+        want = dict(doc, stopped_ns=0)
+        check("%s: %s: snapshot --async, replay --async --json gives the live dump's graph" % (ident, what),
+              got == want, "snapshot %s %s, replay %s %s, %s" % (
+                  status, said(err), rstatus, said(rerr),
+                  "no document" if got is None else "%d nodes, the live dump %d" % (
+                      len(got.get("tasks") or []), len(want.get("tasks") or []))))
 
 
 def graph(ident, entry, proc, rest):
@@ -120,6 +152,7 @@ def graph(ident, entry, proc, rest):
               "%d faults injected, not reported: %s" % (len(faults), ", ".join(missed)))
         diffs = future_differences(want_futures, dumped_futures, names)
         check("%s: %s" % (name, points[3]), not diffs, first(diffs))
+        snapshot_replayed(name, proc, doc, "parked tasks")
 
     status, out, err = fp("dump", "--async", "--pid", proc.pid)
     shown = text(out)
@@ -147,6 +180,7 @@ def no_asyncio(ident, entry):
               status == 0 and doc.get("tasks") == [] and doc.get("asyncio_loaded") is builtin,
               "status %s, stderr %s, asyncio_loaded %s, %s tasks" % (status, said(err), doc.get("asyncio_loaded"),
                                                                     len(doc.get("tasks") or [])))
+        snapshot_replayed(ident, proc, doc if builtin else None, "without asyncio imported")
     finally:
         stop(proc, dest)
 
@@ -158,6 +192,7 @@ def refusal(ident, proc):
     check("%s: dump --async refused: exit 1, one line on stderr, nothing on stdout" % ident,
           status == 1 and len(lines) == 1 and out == b"",
           "status %s, stderr %s, stdout %r" % (status, said(err), text(out, 300)))
+    snapshot_replayed(ident, proc, None, "no task graph")
     check_resumed(ident, proc)
 
 

@@ -1,4 +1,4 @@
-"""Bad-input tests of `frameproof dump` and `bench` (TAP): every failure is a clean
+"""Bad-input tests of `frameproof dump`, `bench` and `replay` (TAP): every failure is a clean
 one-line message and a defined exit status, never a crash or a hang.
 usage: test_errors.py FRAMEPROOF_BINARY"""
 import glob
@@ -213,5 +213,14 @@ try:
 finally:
     p.kill()
     p.wait()
+
+# 11. replay --async of an image that records no task graph (captured without
+# --async): one line naming what is missing
+IMAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "corpora", "images")
+for ident, needle in (("3.15", "no address of asyncio's table"), ("3.11", "CPython 3.14+ only")):
+    plain = os.path.join(IMAGES, ident, "basic.fpimg")
+    r = subprocess.run([FP, "replay", "--async", "--json", plain], capture_output=True, text=True, timeout=TIMEOUT)
+    ok, detail = one_line_error(r, 1, needle)
+    check("replay --async of a %s image without a task graph" % ident, ok and r.stdout == "", detail)
 
 report()

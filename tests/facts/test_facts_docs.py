@@ -29,6 +29,7 @@ HEADER_FIELDS = {
     "flags": "FPIMG_OFF_FLAGS", "hexversion": "FPIMG_OFF_HEXVERSION", "pid": "FPIMG_OFF_PID",
     "thread count": "FPIMG_OFF_THREAD_COUNT", "runtime address": "FPIMG_OFF_RUNTIME",
     "region count": "FPIMG_OFF_REGION_COUNT", "python version": "FPIMG_OFF_PYVERSION",
+    "asyncio table": "FPIMG_OFF_ASYNCIO",
 }
 ROW = re.compile(r"^\| (\d+) \| (\d+) \| ([a-z ]+) \|")
 
@@ -63,6 +64,7 @@ def image_doc_problems(text):
     if pyver and pyver[1] != int(FACTS["FPIMG_PYVERSION_LEN"]):
         bad.append("python version field is %d bytes, facts say %s" % (pyver[1], FACTS["FPIMG_PYVERSION_LEN"]))
     for phrase in ("%s for version 1" % FACTS["FPIMG_HEADER_SIZE"],
+                   "%s when the image records asyncio's table" % FACTS["FPIMG_ASYNCIO_HEADER_SIZE"],
                    "thread count x %s bytes" % FACTS["FPIMG_THREAD_ENTRY"],
                    "One %s-byte entry per thread" % FACTS["FPIMG_THREAD_ENTRY"],
                    "Each region is a %s-byte header" % FACTS["FPIMG_REGION_HEADER"]):

@@ -48,6 +48,11 @@ static void put64(uint8_t *p, uint64_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+static uint32_t get32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 static void put32(uint8_t *p, uint32_t v)
 {
     for (int i = 0; i < 4; i++)
@@ -150,6 +155,49 @@ static void test_valid_roundtrip(void **state)
     iov[1].addr = BASE_ADDR + 0x200;
     assert_int_equal(fp_reader_readv(&r, iov, 2), FP_E_READ);
     fp_reader_close(&r); /* harmless */
+    fp_image_free(img);
+    free(buf);
+}
+
+/* The appended field: an image with asyncio's table address has the longer
+ * header, the address read back into its meta and target description; one
+ * without keeps the version 1 header byte for byte, the address 0. */
+static void test_asyncio_field(void **state)
+{
+    (void)state;
+    fp_image_meta m;
+    memset(&m, 0, sizeof m);
+    m.hexversion = 0x030f00f0;
+    m.runtime_addr = BASE_ADDR;
+    m.asyncio_debug_addr = 0x7f00deadbee0ull;
+    snprintf(m.version, sizeof m.version, "3.15.2");
+    fp_image_builder *b = NULL;
+    uint8_t a[16] = {1};
+    assert_int_equal(fp_image_builder_new(&m, &b), FP_OK);
+    assert_int_equal(fp_image_builder_add_region(b, BASE_ADDR, a, sizeof a), FP_OK);
+    uint8_t *buf;
+    size_t len;
+    char err[ERR_LEN];
+    assert_int_equal(fp_image_builder_serialize(b, &buf, &len, err, sizeof err), FP_OK);
+    fp_image_builder_free(b);
+    assert_int_equal(len, FP_FACT_FPIMG_ASYNCIO_HEADER_SIZE + REGION_HEADER + sizeof a);
+    assert_int_equal(get32(buf + H_HEADER_SIZE), FP_FACT_FPIMG_ASYNCIO_HEADER_SIZE);
+    fp_image *img = NULL;
+    assert_int_equal(fp_image_open_mem(buf, len, &img, err, sizeof err), FP_OK);
+    fp_image_meta got;
+    fp_target_desc d;
+    assert_int_equal(fp_image_get_meta(img, &got), FP_OK);
+    assert_int_equal(fp_image_get_target(img, &d), FP_OK);
+    assert_int_equal(got.asyncio_debug_addr, 0x7f00deadbee0ull);
+    assert_int_equal(d.asyncio_debug_addr, 0x7f00deadbee0ull);
+    fp_image_free(img);
+    free(buf);
+
+    make_valid(&buf, &len);
+    assert_int_equal(get32(buf + H_HEADER_SIZE), H_SIZE);
+    assert_int_equal(fp_image_open_mem(buf, len, &img, err, sizeof err), FP_OK);
+    assert_int_equal(fp_image_get_target(img, &d), FP_OK);
+    assert_int_equal(d.asyncio_debug_addr, 0);
     fp_image_free(img);
     free(buf);
 }
@@ -426,6 +474,7 @@ int main(void)
     cmocka_set_message_output(CM_OUTPUT_TAP);
     static const struct CMUnitTest unit[] = {
         cmocka_unit_test(test_valid_roundtrip),
+        cmocka_unit_test(test_asyncio_field),
         cmocka_unit_test(test_truncated_header),
         cmocka_unit_test(test_every_truncation),
         cmocka_unit_test(test_bad_magic),

@@ -4,7 +4,10 @@
  * tests the format's parser, builder and recorder on hand-made images).  An image
  * named refused_*.fpimg holds a state no stack may be returned for (a
  * process stopped in the middle of an update of its own): its replay must
- * exit 1, its stored .json saying which thread failed.
+ * exit 1, its stored .json saying which thread failed.  An image named
+ * async_*.fpimg holds an asyncio task graph (`snapshot --async`, checked
+ * against the target's own capture_call_graph() when it was captured): it
+ * is replayed with `replay --async --json`.
  *
  * Usage: test_images FRAMEPROOF_EXE IMAGES_DIR   (TAP on stdout)
  */
@@ -33,6 +36,7 @@
 #define OUT_MAX (64u * 1024u * 1024u)
 #define READ_CHUNK 65536
 #define REFUSED_PREFIX "refused_"
+#define ASYNC_PREFIX "async_"
 
 typedef struct image_case {
     const char *exe; /* the frameproof CLI */
@@ -40,6 +44,7 @@ typedef struct image_case {
     char json[PATH_MAX_LEN];
     char name[PATH_MAX_LEN];
     bool refused; /* refused_*.fpimg: the replay must fail (exit 1) */
+    bool async;   /* async_*.fpimg: its task graph is replayed */
 } image_case;
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -169,6 +174,7 @@ static size_t find_images(const char *exe, const char *dir, image_case *cases, s
             image_case *c = &cases[n];
             c->exe = exe;
             c->refused = strncmp(fe->d_name, REFUSED_PREFIX, strlen(REFUSED_PREFIX)) == 0;
+            c->async = strncmp(fe->d_name, ASYNC_PREFIX, strlen(ASYNC_PREFIX)) == 0;
             int a = snprintf(c->path, sizeof c->path, "%s/%s", sub, fe->d_name);
             int b = snprintf(c->name, sizeof c->name, "replay %s/%s", de->d_name, fe->d_name);
             if (a < 0 || (size_t)a >= sizeof c->path || b < 0 || (size_t)b >= sizeof c->name)
@@ -191,7 +197,8 @@ static size_t find_images(const char *exe, const char *dir, image_case *cases, s
 static void test_replay_image(void **state)
 {
     const image_case *c = *state;
-    char *argv[] = {(char *)(uintptr_t)c->exe, (char *)"replay", (char *)"--json", (char *)c->path, NULL};
+    char *argv[] = {(char *)(uintptr_t)c->exe, (char *)"replay", (char *)"--json", (char *)c->path,
+                    c->async ? (char *)"--async" : NULL, NULL};
     uint8_t *got = NULL, *want = NULL;
     size_t ngot = 0, nwant = 0;
     int status = run_capture(argv, &got, &ngot);

@@ -433,11 +433,16 @@ static int resolve_awaiters(graph_read *r, size_t i)
     return rc;
 }
 
-static int check_target(fp_session *s)
+/* A live process is stopped for the read; a session attached to a reader
+ * without one (an image) reads it as it is, through the table address its
+ * target description gave. */
+static int check_target(fp_session *s, bool with_sample)
 {
     const fpi_layout *l = &s->layout;
-    if (!s->attached || s->pid <= 0)
-        return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: the session is not attached to a process");
+    if (!s->attached)
+        return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: the session is not attached");
+    if (s->pid <= 0 && with_sample)
+        return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: a graph with the threads' stacks needs a live process");
     if (l->minor < 14 || l->gen_iframe == FPI_OFF_NONE || l->tp_flags == FPI_OFF_NONE || l->set_table == FPI_OFF_NONE ||
         l->long_digits == FPI_OFF_NONE || l->fr_stackpointer == FPI_OFF_NONE)
         return fpi_err(&s->err, FP_E_UNSUPPORTED,
@@ -445,7 +450,30 @@ static int check_target(fp_session *s)
                        s->info.version);
     if (l->free_threaded)
         return fpi_err(&s->err, FP_E_UNSUPPORTED, "asyncio task graphs: free-threaded builds are not supported yet");
+    if (s->pid <= 0 && !s->async_debug_at)
+        return fpi_err(&s->err, FP_E_STATE,
+                       "asyncio task graphs: no live process and no address of asyncio's table (an image holds one"
+                       " when `snapshot --async` captured a task graph)");
     return FP_OK;
+}
+
+int fp_async_find_table(fp_session *s, uint64_t *addr)
+{
+    if (!s || !addr)
+        return FP_E_INVALID_ARG;
+    *addr = 0;
+    s->err.msg[0] = 0;
+    if (!s->attached)
+        return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: the session is not attached");
+    if (s->async_debug_at || s->pid <= 0) {
+        *addr = s->async_debug_at;
+        return FP_OK;
+    }
+    bool found = false;
+    int rc = fpi_async_offsets_locate(s->pid, &found, addr, &s->err);
+    if (!rc && found)
+        s->async_debug_at = *addr;
+    return rc;
 }
 
 int fp_async_graph_read(fp_session *s, fp_async_graph **out)
@@ -459,7 +487,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
         return FP_E_INVALID_ARG;
     *out = NULL;
     s->err.msg[0] = 0;
-    int rc = check_target(s);
+    int rc = check_target(s, sm != NULL);
     if (rc)
         return rc;
     graph_read *r = calloc(1, sizeof *r);
@@ -472,12 +500,12 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     r->s = s;
     r->l = &s->layout;
     r->g = g;
-    bool found = s->async_debug_at != 0;
-    uint64_t at = s->async_debug_at;
-    if (!found && (rc = fpi_async_offsets_locate(s->pid, &found, &at, &s->err)))
+    uint64_t at;
+    if ((rc = fp_async_find_table(s, &at)))
         goto out;
+    bool found = at != 0;
     if (found) {
-        s->async_debug_at = at; /* its table is read and validated at every read still */
+        /* The table is read and validated at every read still. */
         uint8_t table[FPI_ASYNC_TABLE_SIZE];
         if ((rc = fpi_read(s, at, table, sizeof table))) {
             rc = fpi_err_code(&s->err, rc, "cannot read asyncio's debug offsets at 0x%llx", U(at));
@@ -492,7 +520,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     char msg[256];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if ((rc = fp_pause_new(s->pid, true, &p, msg, sizeof msg))) {
+    if (s->pid > 0 && (rc = fp_pause_new(s->pid, true, &p, msg, sizeof msg))) {
         rc = fpi_err(&s->err, rc, "asyncio: cannot stop the target: %s", msg);
         goto out;
     }

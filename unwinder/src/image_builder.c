@@ -125,7 +125,10 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
     }
     if (merged > FP_IMAGE_MAX_REGIONS)
         return fpi_msg(err, errlen, FP_E_LIMIT, "image builder: too many regions (%zu)", merged);
-    uint64_t total = (uint64_t)FPI_IMG_V1_HEADER_SIZE + (uint64_t)b->nthreads * FPI_IMG_THREAD_ENTRY +
+    /* The revision's field only where there is something to say in it, so
+     * images without a task graph stay byte for byte what they were. */
+    uint32_t hsize = b->meta.asyncio_debug_addr ? FPI_IMG_ASYNCIO_HEADER_SIZE : FPI_IMG_V1_HEADER_SIZE;
+    uint64_t total = (uint64_t)hsize + (uint64_t)b->nthreads * FPI_IMG_THREAD_ENTRY +
                      (uint64_t)merged * FPI_IMG_REGION_HEADER + b->bytes;
     if (total > SIZE_MAX)
         return fpi_msg(err, errlen, FP_E_LIMIT, "image builder: image too large");
@@ -134,7 +137,7 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
         return fpi_msg(err, errlen, FP_E_NOMEM, "out of memory: serialising %llu bytes", (unsigned long long)total);
     memcpy(buf, FPI_IMG_MAGIC, FPI_IMG_MAGIC_LEN);
     fpi_le_put_u32(buf + FPI_IMG_OFF_FORMAT, FP_IMAGE_FORMAT_VERSION);
-    fpi_le_put_u32(buf + FPI_IMG_OFF_HEADER_SIZE, FPI_IMG_V1_HEADER_SIZE);
+    fpi_le_put_u32(buf + FPI_IMG_OFF_HEADER_SIZE, hsize);
     fpi_le_put_u32(buf + FPI_IMG_OFF_FLAGS, (b->meta.free_threaded ? FPI_IMG_FLAG_FREE_THREADED : 0u) |
                                                 (b->meta.debug ? FPI_IMG_FLAG_DEBUG : 0u));
     fpi_le_put_u32(buf + FPI_IMG_OFF_HEXVERSION, b->meta.hexversion);
@@ -145,7 +148,9 @@ int fp_image_builder_serialize(fp_image_builder *b, uint8_t **out, size_t *outle
     /* strncpy semantics: the field is NUL-padded. */
     size_t vlen = strnlen(b->meta.version, FP_IMAGE_VERSION_LEN - 1);
     memcpy(buf + FPI_IMG_OFF_PYVERSION, b->meta.version, vlen);
-    size_t pos = FPI_IMG_V1_HEADER_SIZE;
+    if (b->meta.asyncio_debug_addr)
+        fpi_le_put_u64(buf + FPI_IMG_OFF_ASYNCIO, b->meta.asyncio_debug_addr);
+    size_t pos = hsize;
     for (size_t i = 0; i < b->nthreads; i++, pos += FPI_IMG_THREAD_ENTRY) {
         fpi_le_put_u64(buf + pos, b->threads[i].native_id);
         buf[pos + FPI_IMG_THREAD_OFF_STATE] = (uint8_t)b->threads[i].state;

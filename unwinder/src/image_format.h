@@ -28,6 +28,10 @@
 #define FPI_IMG_OFF_REGION_COUNT FP_FACT_FPIMG_OFF_REGION_COUNT
 #define FPI_IMG_OFF_PYVERSION FP_FACT_FPIMG_OFF_PYVERSION
 #define FPI_IMG_V1_HEADER_SIZE FP_FACT_FPIMG_HEADER_SIZE
+/* The appended field: asyncio's table address, in headers of at least
+ * FPI_IMG_ASYNCIO_HEADER_SIZE bytes (absent: 0, no task graph recorded). */
+#define FPI_IMG_OFF_ASYNCIO FP_FACT_FPIMG_OFF_ASYNCIO
+#define FPI_IMG_ASYNCIO_HEADER_SIZE FP_FACT_FPIMG_ASYNCIO_HEADER_SIZE
 /* Room for fields a later minor revision may append to the header. */
 #define FPI_IMG_MAX_HEADER_SIZE FP_FACT_FPIMG_MAX_HEADER_SIZE
 /* Smallest prefix that tells the magic, format version and header size. */
@@ -48,6 +52,9 @@ _Static_assert(FP_IMAGE_FORMAT_VERSION == FP_FACT_FPIMG_FORMAT_VERSION, "image f
 _Static_assert(FP_IMAGE_VERSION_LEN == FP_FACT_FPIMG_PYVERSION_LEN, "image version field size");
 _Static_assert(FP_FACT_FPIMG_OFF_PYVERSION + FP_FACT_FPIMG_PYVERSION_LEN == FP_FACT_FPIMG_HEADER_SIZE,
                "the version string field ends the version 1 header");
+_Static_assert(FP_FACT_FPIMG_OFF_ASYNCIO == FP_FACT_FPIMG_HEADER_SIZE &&
+                   FP_FACT_FPIMG_ASYNCIO_HEADER_SIZE == FP_FACT_FPIMG_OFF_ASYNCIO + 8,
+               "asyncio's table address is the one field appended to the version 1 header");
 
 /* Largest file fp_image_open accepts. */
 #define FPI_IMG_MAX_FILE_SIZE                                                                    \

@@ -55,6 +55,7 @@ static int parse_image(fp_image *img, char *err, size_t errlen)
     m->debug = (flags & FPI_IMG_FLAG_DEBUG) != 0;
     m->runtime_addr = fpi_le_get_u64(b + FPI_IMG_OFF_RUNTIME);
     memcpy(m->version, ver, FP_IMAGE_VERSION_LEN);
+    m->asyncio_debug_addr = hsize >= FPI_IMG_ASYNCIO_HEADER_SIZE ? fpi_le_get_u64(b + FPI_IMG_OFF_ASYNCIO) : 0;
 
     uint32_t nthreads = fpi_le_get_u32(b + FPI_IMG_OFF_THREAD_COUNT);
     uint64_t nregions = fpi_le_get_u64(b + FPI_IMG_OFF_REGION_COUNT);

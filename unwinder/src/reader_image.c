@@ -100,6 +100,7 @@ int fp_image_get_target(const fp_image *img, fp_target_desc *out)
     out->pid = 0;
     out->thread_state = image_thread_state;
     out->thread_state_ctx = (void *)(uintptr_t)img; /* read only */
+    out->asyncio_debug_addr = img->meta.asyncio_debug_addr;
     return FP_OK;
 }
 

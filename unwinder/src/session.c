@@ -254,6 +254,7 @@ int fp_session_attach_reader(fp_session *s, const fp_reader *reader, const fp_ta
         return rc;
     }
     finish_attach(s);
+    s->async_debug_at = desc->asyncio_debug_addr;
     return FP_OK;
 }
 

@@ -8,8 +8,10 @@
  * One instant: every thread of the target is stopped (ptrace, as
  * frameproof/pause.h) while the graph is read and resumed before
  * fp_async_graph_read returns, so a graph never mixes two instants (tasks
- * finish and are freed while a running program is read).  Conventions as in
- * frameproof.h. */
+ * finish and are freed while a running program is read).  A session
+ * attached to a reader without a live process (fp_target_desc.pid 0: a
+ * memory image, frameproof/image.h) is read as it stands, through the table
+ * address its description gives.  Conventions as in frameproof.h. */
 #ifndef FRAMEPROOF_ASYNC_H
 #define FRAMEPROOF_ASYNC_H
 
@@ -54,17 +56,29 @@ typedef struct fp_async_node {
 
 typedef struct fp_async_graph fp_async_graph;
 
-/* Reads the task graph of the process s is attached to (fp_session_attach_pid),
- * stopping its threads for the read.  *out is the caller's (fp_async_graph_free).
+/* Reads the task graph of the process s is attached to (fp_session_attach_pid,
+ * or fp_session_attach_reader with a pid), stopping its threads for the
+ * read; or, attached to a reader without a pid, the graph its memory holds
+ * (the caller vouches that it does not change: an image), found through
+ * fp_target_desc.asyncio_debug_addr.  *out is the caller's (fp_async_graph_free).
  * A target where asyncio's C module is not found (an extension module not
  * imported yet; where it is built in, it is always found) gives an empty
  * graph, fp_async_graph_get_asyncio_loaded false.  Frame strings are the
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
- * (not attached to a process), FP_E_UNSUPPORTED (before 3.14, a
+ * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before 3.14, a
  * free-threaded build), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT,
  * FP_E_LIMIT, FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
+
+/* Where asyncio's debug offsets table (.AsyncioDebug) is in the target s is
+ * attached to: *addr 0 when asyncio's C module is not loaded (the extension
+ * not imported yet).  With a pid it is looked for in the files the process
+ * maps (/proc/PID/maps and /proc/PID/root) and remembered; without, it is
+ * the description's.  What `snapshot --async` records in an image.  Errors:
+ * FP_E_INVALID_ARG, FP_E_STATE (not attached), FP_E_IO, FP_E_PROCESS_GONE,
+ * FP_E_FORMAT, with the session's message. */
+FP_API int fp_async_find_table(fp_session *s, uint64_t *addr);
 
 /* As fp_async_graph_read, and sm (may be NULL: fp_async_graph_read) gets
  * the stack of every thread at the same instant, walked while the target
@@ -73,8 +87,8 @@ FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
  * that frame's frame_addr is found on its thread's stack, above it what
  * the task runs now (the coroutines it awaits, the functions they call).  With
  * sm the target is stopped even where asyncio's C module is not found (the
- * graph is then empty).  The errors of both calls; on any, neither sm nor
- * *out holds a result. */
+ * graph is then empty).  A live process only (FP_E_STATE without a pid).
+ * The errors of both calls; on any, neither sm nor *out holds a result. */
 FP_API int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **out);
 
 /* Accessors; an out-of-range index gives NULL (and SIZE_MAX for

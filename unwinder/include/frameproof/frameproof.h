@@ -202,6 +202,10 @@ typedef struct fp_target_desc {
      * not call into the session.  NULL: on_cpu is FP_UNKNOWN. */
     char (*thread_state)(void *ctx, uint64_t native_id);
     void *thread_state_ctx;
+    /* Optional: the address of asyncio's debug offsets table (.AsyncioDebug)
+     * in the target, for fp_async_graph_read (frameproof/async.h); 0: found
+     * through /proc/PID/maps with a pid, none without. */
+    uint64_t asyncio_debug_addr;
 } fp_target_desc;
 
 /* Attaches s to the target that reader reads, as desc describes it.  The

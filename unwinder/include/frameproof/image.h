@@ -40,6 +40,8 @@ typedef struct fp_image_meta {
     bool debug;              /* Py_DEBUG build */
     uint64_t runtime_addr;   /* address of _PyRuntime */
     char version[FP_IMAGE_VERSION_LEN]; /* "3.14.0b4" */
+    uint64_t asyncio_debug_addr; /* asyncio's debug offsets table, when the image holds the
+                                  * memory of a task graph read (snapshot --async); else 0 */
 } fp_image_meta;
 
 /* One thread of the target as seen when it was captured. */
