@@ -541,8 +541,11 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     }
     /* The target cannot change until it is resumed: the graph's many small
      * objects are read a block at a time (block_cache.h).  Without memory
-     * for the blocks the same bytes are read one object at a time. */
-    if (found)
+     * for the blocks the same bytes are read one object at a time, and so
+     * they are without a stop of this call's: an image's reads cost no
+     * system call, and a recorder (`snapshot --async`) then keeps only
+     * the bytes the graph is made of. */
+    if (found && p)
         (void)fpi_block_cache_begin(&s->blocks);
     if (found && (rc = walk_lists(r)))
         goto out;
