@@ -20,7 +20,7 @@
 # linked by $CXX).  $OUT receives every target with its .options file, its
 # dictionary and <target>_seed_corpus.zip (corpora/fuzz/<target>,
 # corpora/regressions/<target>, and the captured images for
-# fuzz_image_unwind).
+# fuzz_image_unwind and fuzz_async_graph).
 REPO="${FRAMEPROOF_SRC:-$SRC/frameproof}"
 DEPS_SRC="${FRAMEPROOF_DEPS_SRC:-$SRC/deps-src}"
 DEPS="$WORK/deps"
@@ -89,7 +89,7 @@ for t in "${targets[@]}"; do
     for d in "$REPO/corpora/fuzz/$t" "$REPO/corpora/regressions/$t"; do
         [ -d "$d" ] && find "$d" -maxdepth 1 -type f -exec cp {} "$seeds/" \;
     done
-    if [ "$t" = fuzz_image_unwind ]; then
+    if [ "$t" = fuzz_image_unwind ] || [ "$t" = fuzz_async_graph ]; then
         # Captured images share file names across versions: prefix them.
         for img in "$REPO"/corpora/images/*/*.fpimg; do
             cp "$img" "$seeds/$(basename "$(dirname "$img")")-$(basename "$img")"
