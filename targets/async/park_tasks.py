@@ -3,7 +3,10 @@
 # event loop whose tasks all end up suspended in asyncio.sleep(): a
 # TaskGroup of workers (worker -> mid -> leaf), a gather() of two tasks, a
 # task awaiting another task, a shield(), a wait_for(), an unnamed task, a
-# recursive chain and a task reached through plain (non-task) futures; and a
+# recursive chain, a task reached through plain (non-task) futures, an eager
+# task, a task cleaning up after its cancellation, a task iterating an async
+# generator and one awaiting an object of the program's own class named
+# `coroutine` (not the built-in type, whatever its name); and a
 # third thread leaves a task pending and exits (its task then on the
 # interpreter's list, "thread": null in the truth).  Once
 # every loop is idle, the truth is computed inside the process with
@@ -71,6 +74,52 @@ async def descend(n):
 
 async def awaits_future(fut):
     await fut
+
+
+async def cleaning_up():
+    try:
+        await asyncio.sleep(PARK_SECONDS)
+    except asyncio.CancelledError:
+        await asyncio.sleep(PARK_SECONDS)   # cancelled: cleaning up, still pending
+
+
+async def ticks():
+    while True:
+        await asyncio.sleep(PARK_SECONDS)
+        yield 1
+
+
+async def consumes():
+    async for _ in ticks():
+        pass
+
+
+class coroutine:  # noqa: N801  (named like the built-in type on purpose)
+    """An awaitable that is its own iterator, so awaiting it leaves this
+    object itself on the awaiting coroutine's stack; its type is called
+    `coroutine` and is no coroutine."""
+
+    def __init__(self, fut):
+        self.fut = fut
+
+    def __await__(self):
+        return self
+
+    def __next__(self):
+        if not self.fut.done():
+            self.fut._asyncio_future_blocking = True
+            return self.fut
+        raise StopIteration(self.fut.result())
+
+    def send(self, _value):
+        return self.__next__()
+
+    def throw(self, *exc):
+        raise exc[-1] if len(exc) == 1 else exc[1]
+
+
+async def awaits_impostor():
+    await coroutine(asyncio.get_running_loop().create_future())
 
 
 def task_name(task):
@@ -191,6 +240,11 @@ async def main():
         asyncio.future_add_to_awaited_by(relayed, relay)
         asyncio.future_add_to_awaited_by(relay, relay_outer)
         keep += [relay, relay_outer, relayed, asyncio.create_task(awaits_future(relay), name="relay-waiter")]
+        keep.append(asyncio.create_task(leaf(), name="eager", eager_start=True))  # its first step runs here
+        cancelled = asyncio.create_task(cleaning_up(), name="cancelled")
+        loop.call_later(SETTLE_SECONDS / 4, cancelled.cancel)
+        keep += [cancelled, asyncio.create_task(consumes(), name="agen-consumer")]
+        keep.append(asyncio.create_task(awaits_impostor(), name="impostor-awaiter"))
         loop.call_later(SETTLE_SECONDS, announce, loop)
     return keep
 

@@ -5,7 +5,7 @@ usage: test_dump_async.py FRAMEPROOF_BINARY
 For every interpreter of the provisioning matrix (facts/facts.env's
 MATRIX_IDS, then its JIT_IDS; the manifest is read at run time, an id not
 provisioned is skipped) targets/async/park_tasks.py is started:
-1. CPython 3.14+ with the GIL: it parks its tasks on two threads' loops and
+1. CPython 3.14+ with the GIL: it parks its 24 tasks on two threads' loops and
    prints "ready <truth>", the graph asyncio.capture_call_graph() gives
    inside the process; `dump --async --json` must exit 0 with the
    document's header, the same tasks, each with its name, state, thread,

@@ -8,6 +8,7 @@
 #include "session.h"
 
 #define MAX_UNICODE 0x10FFFFu
+#define TPFLAGS_HEAPTYPE (1ull << 9)
 #define TYPE_NAME_PROBE 10 /* strlen("coroutine") + 1 */
 
 static const struct { const char *name; int kind; } known_types[] = {
@@ -51,6 +52,17 @@ int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)
         size_t n = strlen(known_types[i].name);
         if (memcmp(name, known_types[i].name, n) == 0 && name[n] == 0)
             k = known_types[i].kind;
+    }
+    /* The built-in coroutine type is static; a class of the program's own
+     * named `coroutine` is a heap type, and no coroutine (an awaitable that
+     * is its own iterator leaves such an object where a coroutine awaits).
+     * Where the layout has no tp_flags (3.11-3.13: no task graphs) the name
+     * alone is all there is. */
+    if (k == FPI_TYPE_COROUTINE && l->tp_flags != FPI_OFF_NONE) {
+        if ((rc = fpi_read(s, type_addr + (uint64_t)l->tp_flags, tbuf, sizeof tbuf)))
+            return rc;
+        if (fpi_load_u64(tbuf, 0) & TPFLAGS_HEAPTYPE)
+            k = FPI_TYPE_OTHER;
     }
     if (s->ntypes < FPI_TYPE_CACHE_SLOTS && k != FPI_TYPE_OTHER) {
         s->types[s->ntypes].addr = type_addr;
