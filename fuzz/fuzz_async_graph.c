@@ -8,7 +8,7 @@
  * Checked: no crash, hang or over-read (ASan/UBSan); every call returns a
  * documented code and a failing one leaves a message; a graph returned is
  * well formed (each node's frames and awaiters tile the graph's arrays in
- * node order, every awaiter a node, no address twice, a task named and a
+ * node order, every awaiter a node, no address twice, a task on a list and a
  * future bare, at most one running task per thread, known states and frame
  * kinds, every string live); and the second read gives the same graph or
  * the same error as the first (an image cannot change, so anything else is
@@ -91,8 +91,9 @@ static uint64_t check_graph(const fp_async_graph *g)
         FUZZ_CHECK(nd->state >= FP_FUTURE_PENDING && nd->state <= FP_FUTURE_FINISHED, "node %zu: state %d", i,
                    nd->state);
         if (nd->is_task) {
-            FUZZ_CHECK(nd->name != NULL && nd->interp_id >= 0, "task %zu: name %p, interpreter %lld", i,
-                       (const void *)nd->name, (long long)nd->interp_id);
+            FUZZ_CHECK(nd->interp_id >= 0, "task %zu: interpreter %lld", i, (long long)nd->interp_id);
+            volatile size_t sink = nd->name ? strlen(nd->name) : 0; /* ASan: the name is live */
+            (void)sink;
         } else {
             FUZZ_CHECK(!nd->name && !nd->running && nd->frame_count == 0 && nd->thread_native_id == 0 &&
                            nd->interp_id == -1,

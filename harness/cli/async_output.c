@@ -255,8 +255,12 @@ static size_t find_starts(tree *t)
  * escaped, so that a name cannot break the tree's lines. */
 static void put_name(FILE *out, const char *s)
 {
+    if (!s) { /* a task whose name slot is empty (frameproof/async.h) */
+        fputs("(no name)", out);
+        return;
+    }
     fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         if (*p == '"' || *p == '\\')
             fprintf(out, "\\%c", *p);
         else if (*p < 0x20 || *p == 0x7f)

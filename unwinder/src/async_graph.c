@@ -350,6 +350,10 @@ static int walk_lists(graph_read *r)
             (rc = read_u64(r, interp + (uint64_t)l->interp_threads_head, &tstate, "a thread list")) ||
             (rc = read_u64(r, interp + (uint64_t)l->interp_next, &next, "the interpreter list")))
             break;
+        if ((int64_t)id < 0) { /* CPython numbers its interpreters from 0 */
+            rc = fpi_err(&s->err, FP_E_CORRUPT, "asyncio: interpreter 0x%llx has id %lld", U(interp), (long long)id);
+            break;
+        }
         for (uint32_t nt = 0; !rc && tstate; nt++) {
             if (nt == s->opts.max_threads) {
                 rc = fpi_err(&s->err, FP_E_LIMIT, "asyncio: more than %u threads", s->opts.max_threads);

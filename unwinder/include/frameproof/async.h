@@ -40,7 +40,9 @@ enum fp_future_state {
 typedef struct fp_async_node {
     uint64_t addr;            /* the object's address: id() in the target */
     bool is_task;
-    const char *name;         /* a task's name, UTF-8 ("Task-N" for an unnamed one); NULL for a future */
+    const char *name;         /* a task's name, UTF-8 ("Task-N" for an unnamed one); NULL for a
+                               * future, and for a task whose name slot is empty (get_name()
+                               * gives None: a task the GC cleared and has not freed yet) */
     int state;                /* enum fp_future_state */
     uint64_t thread_native_id;/* kernel id of the thread whose task list holds it; 0: on the
                                * interpreter's list (its thread exited), or a future */
