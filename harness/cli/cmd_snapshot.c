@@ -78,7 +78,7 @@ typedef struct snap_opts {
  * module not loaded, an error). */
 static int find_table(fp_session *live, int pid, uint64_t *at, char *msg, size_t msglen)
 {
-    int rc = fp_async_find_table(live, at);
+    int rc = fp_session_get_asyncio_table(live, at);
     if (rc)
         snprintf(msg, msglen, "--async: %s", fp_session_get_errmsg(live));
     else if (!*at) {

@@ -11,7 +11,10 @@
 # interpreter's list, "thread": null in the truth).  Once
 # every loop is idle, the truth is computed inside the process with
 # asyncio.capture_call_graph() on each loop's own thread, from a callback
-# (so no task is running), and printed as one line "ready <json>":
+# (so no task is running) — its stacks continued into the async generator
+# an `async for` awaits, where capture_call_graph stops (the awaitable
+# __anext__() returns has no cr_await; the generator is found among its
+# referents) — and printed as one line "ready <json>":
 #   {"pid": P, "tasks": [{"addr": id(task), "task": true, "name", "thread",
 #     "stack": [[co_qualname, f_lineno], ...] innermost first,
 #     "awaited_by": sorted ids}, ...,
@@ -20,6 +23,7 @@
 # so that the refusal of older interpreters can be checked on a live process.
 import asyncio
 import gc
+import inspect
 import json
 import os
 import sys
@@ -154,12 +158,40 @@ def loop_truth(loop):
     return entries
 
 
+AGEN_AWAITABLES = ("async_generator_asend", "async_generator_athrow")
+
+
+def coroutine_stack(task):
+    """The frames task's coroutine chain is suspended in, innermost first:
+    what capture_call_graph follows (cr_await, ag_await), and through the
+    awaitable of an async generator's __anext__()/asend()/athrow() into
+    the generator itself, where capture_call_graph stops."""
+    frames, obj = [], task.get_coro()
+    while obj is not None:
+        if inspect.iscoroutine(obj):
+            frames.append(obj.cr_frame)
+            obj = obj.cr_await
+        elif inspect.isasyncgen(obj):
+            frames.append(obj.ag_frame)
+            obj = obj.ag_await
+        elif type(obj).__name__ in AGEN_AWAITABLES and type(obj).__module__ == "builtins":
+            gens = [r for r in gc.get_referents(obj) if inspect.isasyncgen(r)]
+            obj = gens[0] if len(gens) == 1 else None
+        else:
+            break
+    return [f for f in reversed(frames) if f is not None]
+
+
 def task_entry(task, thread, entries):
     """Appends task's entry (thread: the native id of the thread whose list
     holds it, None for the interpreter's) to entries; returns its graph."""
     graph = asyncio.capture_call_graph(task)
+    frames = coroutine_stack(task)
+    known = [e.frame for e in graph.call_stack]
+    if frames[len(frames) - len(known):] != known:
+        sys.exit("%r: capture_call_graph's stack is not the end of the chain followed" % task.get_name())
     entries.append({"addr": id(task), "task": True, "name": task_name(task), "thread": thread,
-                    "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
+                    "stack": [[f.f_code.co_qualname, f.f_lineno] for f in frames],
                     "awaited_by": sorted(id(p.future) for p in graph.awaited_by)})
     return graph
 

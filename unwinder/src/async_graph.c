@@ -211,7 +211,8 @@ static int push_coro_frame(graph_read *r, uint64_t frame, const uint8_t *fr)
 }
 
 /* The coroutine chain from a task's coroutine down what each awaits, while
- * that is a coroutine: the node's frames, innermost first. */
+ * that is a coroutine or an async generator (through the awaitable its
+ * __anext__() returns): the node's frames, innermost first. */
 static int coro_stack(graph_read *r, fp_async_node *n, uint64_t coro)
 {
     const fpi_layout *l = r->l;
@@ -236,7 +237,18 @@ static int coro_stack(graph_read *r, fp_async_node *n, uint64_t coro)
         uint64_t type = fpi_load_u64(obj, l->ob_type);
         if ((rc = fpi_type_kind(r->s, type, &kind)))
             return fpi_err_code(&r->s->err, rc, "cannot read the name of type 0x%llx", U(type));
-        if (kind != FPI_TYPE_COROUTINE)
+        if (kind == FPI_TYPE_ASYNC_GEN_AWAIT) {
+            /* `async for`'s __anext__() (or asend(), athrow(), aclose()):
+             * the stack goes on in its async generator, which the object
+             * holds right after its header. */
+            uint64_t at = coro + (uint64_t)l->ob_type + 8;
+            if (whole)
+                coro = fpi_load_u64(obj, l->ob_type + 8);
+            else if ((rc = read_u64(r, at, &coro, "an async generator's awaitable")))
+                return rc;
+            continue;
+        }
+        if (kind != FPI_TYPE_COROUTINE && kind != FPI_TYPE_ASYNC_GEN)
             break; /* a future, a task, another awaitable: the stack ends here */
         if (!whole)
             return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: coroutine 0x%llx ends before its frame", U(coro));
@@ -461,7 +473,7 @@ static int check_target(fp_session *s, bool with_sample)
     return FP_OK;
 }
 
-int fp_async_find_table(fp_session *s, uint64_t *addr)
+int fp_session_get_asyncio_table(fp_session *s, uint64_t *addr)
 {
     if (!s || !addr)
         return FP_E_INVALID_ARG;
@@ -505,7 +517,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     r->l = &s->layout;
     r->g = g;
     uint64_t at;
-    if ((rc = fp_async_find_table(s, &at)))
+    if ((rc = fp_session_get_asyncio_table(s, &at)))
         goto out;
     bool found = at != 0;
     if (found) {

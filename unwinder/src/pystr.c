@@ -9,7 +9,7 @@
 
 #define MAX_UNICODE 0x10FFFFu
 #define TPFLAGS_HEAPTYPE (1ull << 9)
-#define TYPE_NAME_PROBE 10 /* strlen("coroutine") + 1 */
+#define TYPE_NAME_PROBE 23 /* strlen("async_generator_athrow") + 1 */
 
 static const struct { const char *name; int kind; } known_types[] = {
     {"code", FPI_TYPE_CODE},
@@ -18,6 +18,9 @@ static const struct { const char *name; int kind; } known_types[] = {
     {"NoneType", FPI_TYPE_NONE},
     {"coroutine", FPI_TYPE_COROUTINE},
     {"int", FPI_TYPE_INT},
+    {"async_generator", FPI_TYPE_ASYNC_GEN},
+    {"async_generator_asend", FPI_TYPE_ASYNC_GEN_AWAIT},
+    {"async_generator_athrow", FPI_TYPE_ASYNC_GEN_AWAIT},
 };
 
 int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)
@@ -53,12 +56,13 @@ int fpi_type_kind(fp_session *s, uint64_t type_addr, int *kind)
         if (memcmp(name, known_types[i].name, n) == 0 && name[n] == 0)
             k = known_types[i].kind;
     }
-    /* The built-in coroutine type is static; a class of the program's own
-     * named `coroutine` is a heap type, and no coroutine (an awaitable that
-     * is its own iterator leaves such an object where a coroutine awaits).
-     * Where the layout has no tp_flags (3.11-3.13: no task graphs) the name
-     * alone is all there is. */
-    if (k == FPI_TYPE_COROUTINE && l->tp_flags != FPI_OFF_NONE) {
+    /* The built-in coroutine and async generator types are static; a class
+     * of the program's own named `coroutine` is a heap type, and no
+     * coroutine (an awaitable that is its own iterator leaves such an object
+     * where a coroutine awaits).  Where the layout has no tp_flags
+     * (3.11-3.13: no task graphs) the name alone is all there is. */
+    bool awaited = k == FPI_TYPE_COROUTINE || k == FPI_TYPE_ASYNC_GEN || k == FPI_TYPE_ASYNC_GEN_AWAIT;
+    if (awaited && l->tp_flags != FPI_OFF_NONE) {
         if ((rc = fpi_read(s, type_addr + (uint64_t)l->tp_flags, tbuf, sizeof tbuf)))
             return rc;
         if (fpi_load_u64(tbuf, 0) & TPFLAGS_HEAPTYPE)

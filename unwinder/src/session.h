@@ -23,7 +23,11 @@
 #define FPI_TYPE_CACHE_SLOTS 16
 #define FPI_CODE_FINGERPRINT_WORDS 8
 
-enum fpi_type_kind { FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE, FPI_TYPE_COROUTINE, FPI_TYPE_INT };
+enum fpi_type_kind {
+    FPI_TYPE_OTHER = 0, FPI_TYPE_CODE, FPI_TYPE_STR, FPI_TYPE_BYTES, FPI_TYPE_NONE, FPI_TYPE_COROUTINE, FPI_TYPE_INT,
+    FPI_TYPE_ASYNC_GEN,       /* async_generator: a generator object, as a coroutine is */
+    FPI_TYPE_ASYNC_GEN_AWAIT, /* async_generator_asend / _athrow: its generator right after the header */
+};
 
 typedef struct fpi_type_slot {
     uint64_t addr;

@@ -80,7 +80,7 @@ FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
  * the description's.  What `snapshot --async` records in an image.  Errors:
  * FP_E_INVALID_ARG, FP_E_STATE (not attached), FP_E_IO, FP_E_PROCESS_GONE,
  * FP_E_FORMAT, with the session's message. */
-FP_API int fp_async_find_table(fp_session *s, uint64_t *addr);
+FP_API int fp_session_get_asyncio_table(fp_session *s, uint64_t *addr);
 
 /* As fp_async_graph_read, and sm (may be NULL: fp_async_graph_read) gets
  * the stack of every thread at the same instant, walked while the target
