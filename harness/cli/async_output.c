@@ -33,18 +33,6 @@ static size_t awaiter_of(const fp_async_graph *g, const fp_async_node *nd, size_
     return a < n ? a : n;
 }
 
-/* The node of g at addr, or NULL. */
-static const fp_async_node *node_at(const fp_async_graph *g, uint64_t addr)
-{
-    size_t n = fp_async_graph_get_node_count(g);
-    for (size_t i = 0; i < n; i++) {
-        const fp_async_node *nd = fp_async_graph_get_node(g, i);
-        if (nd && nd->addr == addr)
-            return nd;
-    }
-    return NULL;
-}
-
 void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,
                            const fp_async_graph *edges)
 {
@@ -94,7 +82,8 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
         jw_end_array(&j);
         jw_key(&j, "awaited_by");
         jw_begin_array(&j);
-        const fp_async_node *en = edges ? node_at(edges, nd->addr) : NULL;
+        /* get_node of SIZE_MAX (not in edges) is NULL */
+        const fp_async_node *en = edges ? fp_async_graph_get_node(edges, fp_async_graph_get_node_index(edges, nd->addr)) : NULL;
         const fp_async_graph *eg = en ? edges : g;
         if (!en)
             en = nd;

@@ -49,28 +49,19 @@ static int reserve(void *arr, size_t *cap, size_t n, size_t sz)
     return 0;
 }
 
-static size_t node_at(const fp_async_graph *g, uint64_t addr)
-{
-    size_t n = fp_async_graph_get_node_count(g);
-    for (size_t i = 0; i < n; i++)
-        if (fp_async_graph_get_node(g, i)->addr == addr)
-            return i;
-    return SIZE_MAX;
-}
-
 /* The node of g that node i's first awaiter is, by edges (see
  * fpr_async_view); SIZE_MAX when nothing awaits it. */
 static size_t first_awaiter(const fp_async_graph *g, const fp_async_graph *edges, size_t i)
 {
     const fp_async_node *n = fp_async_graph_get_node(g, i);
     if (edges != g) {
-        size_t j = node_at(edges, n->addr);
+        size_t j = fp_async_graph_get_node_index(edges, n->addr);
         if (j != SIZE_MAX) {
             const fp_async_node *e = fp_async_graph_get_node(edges, j);
             if (!e->awaiter_count)
                 return SIZE_MAX;
             const fp_async_node *a = fp_async_graph_get_node(edges, fp_async_graph_get_awaiter(edges, e->first_awaiter));
-            return a ? node_at(g, a->addr) : SIZE_MAX;
+            return a ? fp_async_graph_get_node_index(g, a->addr) : SIZE_MAX;
         }
     }
     return n->awaiter_count ? fp_async_graph_get_awaiter(g, n->first_awaiter) : SIZE_MAX;

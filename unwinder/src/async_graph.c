@@ -607,6 +607,14 @@ const fp_frame *fp_async_graph_get_frame(const fp_async_graph *g, size_t i)
     return g && i < g->nframes ? &g->frames[i] : NULL;
 }
 
+size_t fp_async_graph_get_node_index(const fp_async_graph *g, uint64_t addr)
+{
+    for (size_t i = 0; g && i < g->nnodes; i++)
+        if (g->nodes[i].addr == addr)
+            return i;
+    return SIZE_MAX;
+}
+
 size_t fp_async_graph_get_awaiter(const fp_async_graph *g, size_t i)
 {
     return g && i < g->nawaiters ? g->awaiters[i] : SIZE_MAX;

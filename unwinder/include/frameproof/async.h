@@ -104,6 +104,9 @@ FP_API size_t fp_async_graph_get_node_count(const fp_async_graph *g);
 FP_API const fp_async_node *fp_async_graph_get_node(const fp_async_graph *g, size_t i);
 FP_API size_t fp_async_graph_get_frame_count(const fp_async_graph *g);
 FP_API const fp_frame *fp_async_graph_get_frame(const fp_async_graph *g, size_t i);
+/* The index of the node whose object is at addr (an awaiter's, another
+ * graph's node); SIZE_MAX when none is.  A scan of the nodes. */
+FP_API size_t fp_async_graph_get_node_index(const fp_async_graph *g, uint64_t addr);
 /* The node index of awaiter i (fp_async_node.first_awaiter + k). */
 FP_API size_t fp_async_graph_get_awaiter(const fp_async_graph *g, size_t i);
 FP_API size_t fp_async_graph_get_awaiter_count(const fp_async_graph *g);
