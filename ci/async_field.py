@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -162,6 +163,38 @@ def view_asyncio_pstree(fp, entry, inside, pid, by_name):
 
 RUNNERS = {"frameproof": view_frameproof, "RemoteUnwinder": view_remote_unwinder,
            "asyncio ps": view_asyncio_ps, "asyncio pstree": view_asyncio_pstree}
+
+
+def command_view(spec):
+    """--command NAME=CMD: any unwinder that, run as CMD with {pid} replaced
+    by the target's pid, prints the document `frameproof dump --async --json`
+    prints (docs/cli.md); judged on its tasks as frameproof's view is.  A
+    view (and its runner) or ValueError."""
+    name, sep, cmd = spec.partition("=")
+    name = name.strip()
+    if not sep or not name or not cmd.strip() or "{pid}" not in cmd:
+        raise ValueError("--command wants NAME=COMMAND, the command with {pid} in it: %r" % spec)
+    if name in RUNNERS:
+        raise ValueError("--command %s: a view of that name exists already" % name)
+    argv = shlex.split(cmd)
+
+    def runner(fp, entry, inside, pid, by_name):
+        status, out, err = run([a.replace("{pid}", str(pid)) for a in argv])
+        if status != 0:
+            raise ViewFailed("exit status %d" % status, first_line(err, out))
+        try:
+            nodes = json.loads(out)["tasks"]
+            if not isinstance(nodes, list) or not all(isinstance(n, dict) for n in nodes):
+                raise ValueError("\"tasks\" is no list of objects")
+        except (ValueError, KeyError, TypeError) as e:
+            raise ViewFailed("unreadable output", "%s: %s" % (type(e).__name__, first_line(str(e))))
+        return nodes
+
+    view = {"view": name, "command": cmd.strip(), "fields": ["name", "stack", "awaiters", "thread"],
+            "stack": "function and line", "futures": False,
+            "note": "an unwinder command (--command): prints the `dump --async --json` document (docs/cli.md), "
+                    "its tasks judged as frameproof's are"}
+    return view, runner
 
 
 # ---------------------------------------------------------------------------
@@ -427,7 +460,18 @@ def main(argv):
     ap.add_argument("--frameproof", default=os.path.join(REPO, "build", "frameproof"))
     ap.add_argument("--python", action="append", metavar="ID", help="only this interpreter id (repeatable)")
     ap.add_argument("--report-dir", help="write async-field.json there, not to docs/data/")
+    ap.add_argument("--command", action="append", default=[], metavar="NAME=CMD",
+                    help="also judge the unwinder command CMD ({pid}: the target's pid), which prints the "
+                         "`dump --async --json` document, as the view NAME (repeatable)")
     args = ap.parse_args(argv)
+    views = list(VIEWS)
+    for spec in args.command:
+        try:
+            view, runner = command_view(spec)
+        except ValueError as e:
+            ap.error(str(e))
+        RUNNERS[view["view"]] = runner
+        views.append(view)
     t0 = time.monotonic()
     for path, what in ((args.frameproof, "frameproof"), (HELPER, "RemoteUnwinder's helper"),
                        (asyncgraph.TARGET, "the target")):
@@ -441,7 +485,7 @@ def main(argv):
     rows, failed = [], []
     for entry in plan:
         try:
-            rows += measure(entry, fp, VIEWS)
+            rows += measure(entry, fp, views)
         except MeasurementError as e:
             say("error: %s" % e)
             failed.append(str(e))
@@ -450,7 +494,7 @@ def main(argv):
            "command": " ".join(["ci/async-field"] + result_file.public_args(argv)),
            "seconds": round(time.monotonic() - t0, 1),
            "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,
-           "views": [{k: v[k] for k in ("view", "command", "fields", "stack", "note")} for v in VIEWS],
+           "views": [{k: v[k] for k in ("view", "command", "fields", "stack", "note")} for v in views],
            "rows": rows}
     sys.stdout.write(markdown(doc))
     if failed:
