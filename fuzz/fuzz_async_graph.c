@@ -8,8 +8,8 @@
  * Checked: no crash, hang or over-read (ASan/UBSan); every call returns a
  * documented code and a failing one leaves a message; a graph returned is
  * well formed (each node's frames and awaiters tile the graph's arrays in
- * node order, every awaiter a node, no address twice, a task on a list and a
- * future bare, at most one running task per thread, known states and frame
+ * node order, every awaiter a node, no address twice, a task on a list or,
+ * found only as an awaiter, on none, and a future bare, at most one running task per thread, known states and frame
  * kinds, every string live); and the second read gives the same graph or
  * the same error as the first (an image cannot change, so anything else is
  * state the session kept from the first read).  Limits are kept small so a
@@ -91,7 +91,10 @@ static uint64_t check_graph(const fp_async_graph *g)
         FUZZ_CHECK(nd->state >= FP_FUTURE_PENDING && nd->state <= FP_FUTURE_FINISHED, "node %zu: state %d", i,
                    nd->state);
         if (nd->is_task) {
-            FUZZ_CHECK(nd->interp_id >= 0, "task %zu: interpreter %lld", i, (long long)nd->interp_id);
+            /* a task on no list (found only as an awaiter) has neither thread nor interpreter */
+            FUZZ_CHECK(nd->interp_id >= 0 || (nd->interp_id == -1 && nd->thread_native_id == 0 && !nd->running),
+                       "task %zu: interpreter %lld, thread %llu", i, (long long)nd->interp_id,
+                       (unsigned long long)nd->thread_native_id);
             volatile size_t sink = nd->name ? strlen(nd->name) : 0; /* ASan: the name is live */
             (void)sink;
         } else {

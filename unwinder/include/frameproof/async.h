@@ -45,8 +45,10 @@ typedef struct fp_async_node {
                                * gives None: a task the GC cleared and has not freed yet) */
     int state;                /* enum fp_future_state */
     uint64_t thread_native_id;/* kernel id of the thread whose task list holds it; 0: on the
-                               * interpreter's list (its thread exited), or a future */
-    int64_t interp_id;        /* the interpreter whose list holds it (-1: a future) */
+                               * interpreter's list (its thread exited), or on no list */
+    int64_t interp_id;        /* the interpreter whose list holds it; -1: on no list, found only
+                               * as an awaiter: a future, or a task asyncio has unlisted (its
+                               * state says whether it is done) */
     bool running;             /* the task a thread is running now (its coroutine is executing) */
     size_t first_frame;       /* its coroutine stack, innermost first (the coroutine the task runs
                                * last, then what awaits it, ...): fp_async_graph_get_frame; at most
