@@ -36,7 +36,8 @@ static const char REPLAY_USAGE[] =
     "  --help           print this help\n"
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
-    "(malformed image, incomplete sample); 2 on a usage error.\n";
+    "(malformed image, incomplete sample; with --async, an image without a\n"
+    "task graph or a graph that cannot be read); 2 on a usage error.\n";
 
 int cli_cmd_replay(int argc, char **argv)
 {
