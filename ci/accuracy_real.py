@@ -260,13 +260,24 @@ def mean_or_blank(values, fmt="%.0f"):
     return fmt % statistics.fmean(values) if values else ""
 
 
+def runs_said(doc, roles, default):
+    """How many runs rows of roles took: default, and the workloads whose
+    rows (merged from another run) took another number ("3; asyncio-tasks 6")."""
+    other = {}
+    for r in doc["rows"]:
+        if r["role"] in roles and r.get("runs") not in (None, default):
+            other.setdefault(r["workload"], set()).add(r["runs"])
+    return "; ".join([str(default)] + ["%s %s" % (w, "/".join(map(str, sorted(n)))) for w, n in other.items()])
+
+
 def markdown(doc):
     lines = [f"Accuracy on real programs, {doc['date']} on {doc['commit']}: `{doc['command']}`", "",
              f"Leaf functions (self time; the {doc.get('top') or 'all'} largest apart, the rest as one), "
-             f"TVD against `{doc['reference']}` (mean over its "
-             f"{doc['references']} runs); floor = mean TVD between those runs; x floor = TVD / floor; bound "
-             f"{doc['bound']} x floor; {doc['rate_hz']} Hz; runs per profiler {doc['runs']} (mutants "
-             f"{doc['mutant_runs']}).", "",
+             f"TVD against `{doc['reference']}` (mean over its runs: "
+             f"{runs_said(doc, ('reference',), doc['references'])}); floor = mean TVD between those runs; x floor = "
+             f"TVD / floor; bound {doc['bound']} x floor; {doc['rate_hz']} Hz; runs per profiler "
+             f"{runs_said(doc, ('judged', 'field'), doc['runs'])} (mutants "
+             f"{runs_said(doc, ('mutant',), doc['mutant_runs'])}).", "",
              "| workload | interpreter | profiler | runs | kept samples | ticks | TVD mean (min–max) | floor | "
              "x floor | verdict |", "|---|---|---|---:|---:|---:|---|---:|---:|---|"]
     skipped = []
