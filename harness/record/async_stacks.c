@@ -104,17 +104,14 @@ static int append(fpr_async_buf *b, size_t *n, const fp_frame *f, size_t count)
  * from it: its chain is where it stands, under a pseudo-frame
  * STEP_FUNCTION that takes the instant's self time (else the function it
  * waits in would, as if it ran). */
-static int own_frames(const fp_async_graph *g, const fp_sample *sm, const fp_async_node *t, bool no_task_step,
+static int own_frames(const fp_async_graph *g, const fp_sample *sm, size_t node, bool no_task_step,
                       fpr_async_buf *b, size_t *n)
 {
+    const fp_async_node *t = fp_async_graph_get_node(g, node);
     const fp_frame *chain = t->frame_count ? fp_async_graph_get_frame(g, t->first_frame) : NULL;
-    const fp_thread *th = t->running && t->frame_count ? thread_of(sm, t->thread_native_id) : NULL;
-    if (th && !th->error) {
-        uint64_t coro_frame = chain[t->frame_count - 1].frame_addr;
-        for (size_t k = 0; k < th->frame_count; k++)
-            if (fp_sample_get_frame(sm, th->first_frame + k)->frame_addr == coro_frame)
-                return append(b, n, fp_sample_get_frame(sm, th->first_frame), k + 1);
-    }
+    size_t first, runs = fp_async_graph_get_running_frames(g, sm, node, &first);
+    if (runs)
+        return append(b, n, fp_sample_get_frame(sm, first), runs);
     if (t->running && !no_task_step) {
         fp_frame step = pseudo_frame(STEP_FUNCTION, 0);
         int rc = append(b, n, &step, 1);
@@ -141,7 +138,7 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
         if (!t->is_task)
             continue;
         if (cur == i)
-            rc = own_frames(g, sm, t, v->no_task_step, b, &n);
+            rc = own_frames(g, sm, cur, v->no_task_step, b, &n);
         else if (t->frame_count)
             rc = append(b, &n, fp_async_graph_get_frame(g, t->first_frame), t->frame_count);
         fp_frame marker = pseudo_frame(t->name ? t->name : UNNAMED_TASK, t->addr);

@@ -21,6 +21,7 @@
 #include "read.h"
 #include "session.h"
 #include "typed_load.h"
+#include "walk.h"
 
 #define TPFLAGS_LONG_SUBCLASS (1ull << 24)
 #define TPFLAGS_UNICODE_SUBCLASS (1ull << 28)
@@ -452,13 +453,11 @@ static int resolve_awaiters(graph_read *r, size_t i)
 /* A live process is stopped for the read; a session attached to a reader
  * without one (an image) reads it as it is, through the table address its
  * target description gave. */
-static int check_target(fp_session *s, bool with_sample)
+static int check_target(fp_session *s)
 {
     const fpi_layout *l = &s->layout;
     if (!s->attached)
         return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: the session is not attached");
-    if (s->pid <= 0 && with_sample)
-        return fpi_err(&s->err, FP_E_STATE, "asyncio task graphs: a graph with the threads' stacks needs a live process");
     if (l->minor < 14 || l->gen_iframe == FPI_OFF_NONE || l->tp_flags == FPI_OFF_NONE || l->set_table == FPI_OFF_NONE ||
         l->long_digits == FPI_OFF_NONE || l->fr_stackpointer == FPI_OFF_NONE)
         return fpi_err(&s->err, FP_E_UNSUPPORTED,
@@ -503,7 +502,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
         return FP_E_INVALID_ARG;
     *out = NULL;
     s->err.msg[0] = 0;
-    int rc = check_target(s, sm != NULL);
+    int rc = check_target(s);
     if (rc)
         return rc;
     graph_read *r = calloc(1, sizeof *r);
@@ -542,8 +541,10 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     }
     if (sm) {
         /* The threads' stacks first: the walk checks the code generation,
-         * after which every cached code object is one of this instant. */
-        if ((rc = fpi_session_walk_stopped(s, sm, p)))
+         * after which every cached code object is one of this instant.
+         * Without a process (an image) the walk is fp_session_sample's,
+         * which reads what `snapshot` recorded. */
+        if ((rc = p ? fpi_session_walk_stopped(s, sm, p) : fpi_walk_all(s, sm)))
             goto out;
         if (!s->have_generation)
             fpi_code_cache_invalidate(&s->cc); /* retired, not freed: the sample's strings stay valid */
@@ -613,6 +614,34 @@ size_t fp_async_graph_get_node_index(const fp_async_graph *g, uint64_t addr)
         if (g->nodes[i].addr == addr)
             return i;
     return SIZE_MAX;
+}
+
+size_t fp_async_graph_get_running_frames(const fp_async_graph *g, const fp_sample *sm, size_t node, size_t *first)
+{
+    const fp_async_node *t = fp_async_graph_get_node(g, node);
+    if (first)
+        *first = 0;
+    if (!t || !sm || !t->running || !t->frame_count || !t->thread_native_id)
+        return 0;
+    const fp_frame *root = fp_async_graph_get_frame(g, t->first_frame + t->frame_count - 1);
+    if (!root)
+        return 0;
+    size_t n = fp_sample_get_thread_count(sm);
+    for (size_t i = 0; i < n; i++) {
+        const fp_thread *th = fp_sample_get_thread(sm, i);
+        if (th->native_id != t->thread_native_id || th->error)
+            continue;
+        for (size_t k = 0; k < th->frame_count; k++) {
+            const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + k);
+            if (f && f->frame_addr == root->frame_addr) {
+                if (first)
+                    *first = th->first_frame;
+                return k + 1;
+            }
+        }
+        return 0;
+    }
+    return 0;
 }
 
 size_t fp_async_graph_get_awaiter(const fp_async_graph *g, size_t i)

@@ -86,13 +86,14 @@ FP_API int fp_session_get_asyncio_table(fp_session *s, uint64_t *addr);
 
 /* As fp_async_graph_read, and sm (may be NULL: fp_async_graph_read) gets
  * the stack of every thread at the same instant, walked while the target
- * is stopped (as a blocking fp_session_sample).  A running task's stack
+ * is stopped (as a blocking fp_session_sample; without a pid, as
+ * fp_session_sample walks the reader's memory).  A running task's stack
  * holds only its own coroutine's frame (executing, it awaits nothing);
  * that frame's frame_addr is found on its thread's stack, above it what
- * the task runs now (the coroutines it awaits, the functions they call).  With
- * sm the target is stopped even where asyncio's C module is not found (the
- * graph is then empty).  A live process only (FP_E_STATE without a pid).
- * The errors of both calls; on any, neither sm nor *out holds a result. */
+ * the task runs now (the coroutines it awaits, the functions they call):
+ * fp_async_graph_get_running_frames.  With sm the target is stopped even
+ * where asyncio's C module is not found (the graph is then empty).  The
+ * errors of both calls; on any, neither sm nor *out holds a result. */
 FP_API int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **out);
 
 /* Accessors; an out-of-range index gives NULL (and SIZE_MAX for
@@ -109,6 +110,17 @@ FP_API const fp_frame *fp_async_graph_get_frame(const fp_async_graph *g, size_t 
 /* The index of the node whose object is at addr (an awaiter's, another
  * graph's node); SIZE_MAX when none is.  A scan of the nodes. */
 FP_API size_t fp_async_graph_get_node_index(const fp_async_graph *g, uint64_t addr);
+/* What running task `node` runs now: the frames of its thread in sm (read
+ * with g by fp_async_graph_read_sample), innermost first, down to and
+ * including its coroutine's frame — the coroutines it awaits and the
+ * functions they call above it, as asyncio.capture_call_graph() gives the
+ * current task's stack inside the process.  Returns their number, the
+ * first at sample frame index *first; 0 when the node is no running task,
+ * its thread's walk failed, or its coroutine is not on its thread's stack
+ * (asyncio's C code is stepping it, about to enter the coroutine or just
+ * back from it: its stack in g is then where it stands). */
+FP_API size_t fp_async_graph_get_running_frames(const fp_async_graph *g, const fp_sample *sm, size_t node,
+                                                size_t *first);
 /* The node index of awaiter i (fp_async_node.first_awaiter + k). */
 FP_API size_t fp_async_graph_get_awaiter(const fp_async_graph *g, size_t i);
 FP_API size_t fp_async_graph_get_awaiter_count(const fp_async_graph *g);
