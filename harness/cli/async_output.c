@@ -33,8 +33,23 @@ static size_t awaiter_of(const fp_async_graph *g, const fp_async_node *nd, size_
     return a < n ? a : n;
 }
 
+/* Node i's stack as printed, innermost first, in one run of *frames: a
+ * running task's frames on its thread's stack in sm (what it runs now,
+ * down to its coroutine), else the coroutine chain the graph holds. */
+static size_t node_stack(const fp_async_graph *g, const fp_sample *sm, size_t i, const fp_frame **frames)
+{
+    size_t first, runs = fp_async_graph_get_running_frames(g, sm, i, &first);
+    if (runs) {
+        *frames = fp_sample_get_frame(sm, first);
+        return runs;
+    }
+    const fp_async_node *nd = fp_async_graph_get_node(g, i);
+    *frames = nd && nd->frame_count ? fp_async_graph_get_frame(g, nd->first_frame) : NULL;
+    return *frames ? nd->frame_count : 0;
+}
+
 void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,
-                           const fp_async_graph *edges)
+                           const fp_sample *sm, const fp_async_graph *edges)
 {
     size_t n = fp_async_graph_get_node_count(g);
     jw_writer j;
@@ -71,12 +86,11 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
         jw_bool(&j, nd->running);
         jw_key(&j, "stack");
         jw_begin_array(&j);
-        for (size_t f = 0; f < nd->frame_count; f++) {
-            const fp_frame *fr = fp_async_graph_get_frame(g, nd->first_frame + f);
-            if (!fr)
-                continue;
-            jw_begin_object(&j); /* as `dump --json`, without "kind": every frame is a coroutine's */
-            cli_json_frame_fields(&j, fr);
+        const fp_frame *frames;
+        size_t nf = node_stack(g, sm, i, &frames);
+        for (size_t f = 0; f < nf; f++) {
+            jw_begin_object(&j); /* as `dump --json`, without "kind": every frame is a Python function's */
+            cli_json_frame_fields(&j, &frames[f]);
             jw_end_object(&j);
         }
         jw_end_array(&j);
@@ -124,6 +138,7 @@ void cli_async_output_json_error(FILE *out, int pid, int code, const char *messa
 typedef struct tree {
     FILE *out;
     const fp_async_graph *g;
+    const fp_sample *sm;  /* the threads' stacks read with g, or NULL */
     size_t n;
     size_t *child_start;  /* n + 1 */
     size_t *child;        /* one per valid awaiter edge */
@@ -168,11 +183,12 @@ static void each_edge(tree *t, bool fill)
 /* Builds the reverse map in O(nodes + edges): counts per awaiter, prefix
  * sums, then fills each slot's run, which leaves child_start shifted by
  * one entry, shifted back at the end. */
-static int tree_init(tree *t, FILE *out, const fp_async_graph *g)
+static int tree_init(tree *t, FILE *out, const fp_async_graph *g, const fp_sample *sm)
 {
     memset(t, 0, sizeof *t);
     t->out = out;
     t->g = g;
+    t->sm = sm;
     size_t n = t->n = fp_async_graph_get_node_count(g);
     t->child_start = calloc(n + 1, sizeof *t->child_start);
     t->printed = calloc(n + 1, sizeof *t->printed);
@@ -314,10 +330,9 @@ static void put_node(tree *t, size_t i, size_t depth)
         fprintf(out, " [%s]", state_name(nd->state));
     fputc('\n', out);
     bool has_children = t->child_start[i + 1] > t->child_start[i];
-    for (size_t f = nd->frame_count; f-- > 0;) {
-        const fp_frame *fr = fp_async_graph_get_frame(t->g, nd->first_frame + f);
-        if (!fr)
-            continue;
+    const fp_frame *frames;
+    for (size_t f = node_stack(t->g, t->sm, i, &frames); f-- > 0;) {
+        const fp_frame *fr = &frames[f];
         put_prefix(t, depth + 1);
         fputs(has_children ? "│   " : "    ", out);
         if (fr->line == FP_POS_NONE)
@@ -328,10 +343,11 @@ static void put_node(tree *t, size_t i, size_t depth)
     t->printed[i] = true;
 }
 
-int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g)
+int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,
+                          const fp_sample *sm)
 {
     tree t;
-    if (tree_init(&t, out, g))
+    if (tree_init(&t, out, g, sm))
         return FP_E_NOMEM;
     fprintf(out, "Process %d: CPython %s%s%s%s ", pid, py->version, py->free_threaded ? ", free-threaded" : "",
             py->debug ? ", debug build" : "", py->untested ? ", untested version" : "");

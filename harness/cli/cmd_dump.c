@@ -26,10 +26,11 @@ static const char DUMP_USAGE[] =
     "  --pid PID        process to sample (required)\n"
     "  --json           print the documented JSON form instead of text\n"
     "  --async          print asyncio's task graph instead (CPython 3.14+, GIL\n"
-    "                   builds): every pending task, its coroutine stack and its\n"
-    "                   awaiters, as a tree of who awaits whom; the target is\n"
-    "                   stopped (ptrace) while it is read (not with --blocking or\n"
-    "                   --pause-torn)\n"
+    "                   builds): every pending task, its coroutine stack (a running\n"
+    "                   task's: what its thread runs now, down to its coroutine)\n"
+    "                   and its awaiters, as a tree of who awaits whom; the target\n"
+    "                   is stopped (ptrace) while it and every thread's stack are\n"
+    "                   read (not with --blocking or --pause-torn)\n"
     "  --count N        with --async --json: N reads on one session, back to back,\n"
     "                   one JSON document per line; a read that fails is a line\n"
     "                   {\"pid\", \"error\", \"code\"} and the reads go on (default 1)\n"
@@ -38,7 +39,7 @@ static const char DUMP_USAGE[] =
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
-    "                   with --async: coroutines per task)\n"
+    "                   with --async: also coroutines per task)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
     CLI_BLOCKING_HELP
     CLI_PAUSE_TORN_HELP
@@ -56,12 +57,18 @@ static const char DUMP_USAGE[] =
 static int dump_async(fp_session *s, int pid, int json, unsigned long count, bool stale)
 {
     fp_async_graph *g = NULL, *prev = NULL;
+    fp_sample *sm = NULL;
     fp_python_info py;
     fp_session_get_python(s, &py);
     unsigned long failed = 0;
     int last = FP_OK;
+    if (fp_sample_new(&sm)) {
+        fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(FP_E_NOMEM));
+        return CLI_EXIT_ERROR;
+    }
     for (unsigned long i = 0; i < count; i++) {
-        int rc = fp_async_graph_read(s, &g);
+        /* the threads' stacks too: a running task's is what it runs now */
+        int rc = fp_async_graph_read_sample(s, sm, &g);
         if (rc) {
             failed++;
             last = rc;
@@ -73,8 +80,8 @@ static int dump_async(fp_session *s, int pid, int json, unsigned long count, boo
             continue;
         }
         if (json) {
-            cli_async_output_json(stdout, pid, &py, g, stale ? prev : NULL);
-        } else if (cli_async_output_text(stdout, pid, &py, g)) {
+            cli_async_output_json(stdout, pid, &py, g, sm, stale ? prev : NULL);
+        } else if (cli_async_output_text(stdout, pid, &py, g, sm)) {
             fprintf(stderr, "frameproof dump: %s\n", fp_error_describe(FP_E_NOMEM));
             goto out;
         }
@@ -88,6 +95,7 @@ static int dump_async(fp_session *s, int pid, int json, unsigned long count, boo
 out:
     fp_async_graph_free(g);
     fp_async_graph_free(prev);
+    fp_sample_free(sm);
     if (fflush(stdout) != 0)
         return CLI_EXIT_ERROR;
     return failed ? CLI_EXIT_ERROR : CLI_EXIT_OK;

@@ -30,7 +30,7 @@ static const char REPLAY_USAGE[] =
     "                   `dump --async` does (an image from `snapshot --async`;\n"
     "                   \"stopped_ns\" is 0: nothing is stopped to read an image)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
-    "                   with --async: coroutines per task)\n"
+    "                   with --async: also coroutines per task)\n"
     "  --no-cache       do not cache code objects\n"
     CLI_UNTESTED_HELP
     "  --help           print this help\n"
@@ -105,13 +105,13 @@ int cli_cmd_replay(int argc, char **argv)
     fp_python_info py;
     fp_session_get_python(s, &py);
     if (async) {
-        if ((rc = fp_async_graph_read(s, &g))) {
+        if ((rc = fp_async_graph_read_sample(s, sm, &g))) { /* as `dump --async` reads it */
             fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
             goto out;
         }
         if (json)
-            cli_async_output_json(stdout, meta.pid, &py, g, NULL);
-        else if (cli_async_output_text(stdout, meta.pid, &py, g)) {
+            cli_async_output_json(stdout, meta.pid, &py, g, sm, NULL);
+        else if (cli_async_output_text(stdout, meta.pid, &py, g, sm)) {
             fputs("frameproof replay: out of memory\n", stderr);
             goto out;
         }

@@ -277,7 +277,7 @@ def differences(truth, dumped, names, fields):
 def task_differences(truth, dumped, names):
     """Tasks: name, state, thread, running and stack, and the awaiters."""
     return differences(truth, dumped, names, lambda t: (
-        ("name", t["name"]), ("state", "pending"), ("thread", t["thread"]), ("running", False),
+        ("name", t["name"]), ("state", "pending"), ("thread", t["thread"]), ("running", t.get("running", False)),
         ("stack", t["stack"])))
 
 
@@ -303,6 +303,9 @@ def injected_faults(dumped):
         tasks = copy.deepcopy(dumped)
         change(tasks)
         faults.append((what, tasks))
+    cut = [a for a, t in dumped.items() if t.get("running") and len(t.get("stack") or []) >= 2]
+    if cut:  # what a dump that follows only the running task's coroutine chain shows
+        variant("a running task's stack cut to its coroutine", lambda ts: ts[cut[0]].update(stack=ts[cut[0]]["stack"][-1:]))
     if deep:
         variant("a stack reversed", lambda ts: ts[deep[0]]["stack"].reverse())
         variant("a line off by one", lambda ts: ts[deep[0]]["stack"][0].update(line=(ts[deep[0]]["stack"][0]["line"] or 0) + 1))

@@ -6,8 +6,12 @@
 # recursive chain, a task reached through plain (non-task) futures, an eager
 # task, a task cleaning up after its cancellation, a task iterating an async
 # generator and one awaiting an object of the program's own class named
-# `coroutine` (not the built-in type, whatever its name); and a
-# third thread leaves a task pending and exits (its task then on the
+# `coroutine` (not the built-in type, whatever its name); a third
+# thread's loop is stopped inside a running task (the task "runner", awaited
+# by "runner-parent", blocked on a lock in a plain function two coroutines
+# deep: its stack is what its thread runs, as capture_call_graph() gives the
+# current task's, taken on the line it blocks on); and a fourth thread
+# leaves a task pending and exits (its task then on the
 # interpreter's list, "thread": null in the truth).  Once
 # every loop is idle, the truth is computed inside the process with
 # asyncio.capture_call_graph() on each loop's own thread, from a callback
@@ -17,7 +21,7 @@
 # referents) — and printed as one line "ready <json>":
 #   {"pid": P, "tasks": [{"addr": id(task), "task": true, "name", "thread",
 #     "stack": [[co_qualname, f_lineno], ...] innermost first,
-#     "awaited_by": sorted ids}, ...,
+#     "awaited_by": sorted ids[, "running": true for the running task]}, ...,
 #    {"addr": id(fut), "task": false, "awaited_by": [...]}, ...]}
 # Before 3.14 (no task graph to read) it prints a bare "ready" and sleeps,
 # so that the refusal of older interpreters can be checked on a live process.
@@ -182,6 +186,57 @@ def coroutine_stack(task):
     return [f for f in reversed(frames) if f is not None]
 
 
+class Runner:
+    """The third thread's loop, stopped in its running task, and the truth
+    that task computes of its loop before it blocks."""
+    lock = threading.Lock()       # held by the main thread for ever: the task blocks on it
+    parent_waits = False
+    truth = None
+    computed = threading.Event()
+
+
+def runner_truth():
+    """The running task's loop as entries, from inside that task: its own
+    stack (the caller's caller on, as capture_call_graph gives it) and
+    every other task of its loop; returns True, for Runner.lock.acquire."""
+    me = asyncio.current_task()
+    thread = threading.get_native_id()
+    graph = asyncio.capture_call_graph(depth=2)
+    entries = [{"addr": id(me), "task": True, "name": task_name(me), "thread": thread, "running": True,
+                "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
+                "awaited_by": sorted(id(p.future) for p in graph.awaited_by)}]
+    for task in asyncio.all_tasks():
+        if task is not me:
+            task_entry(task, thread, entries)
+    Runner.truth = entries
+    Runner.computed.set()
+    return True
+
+
+def runner_blocks():
+    Runner.lock.acquire(runner_truth())   # one line: the truth is taken where it blocks
+
+
+async def runner_inner():
+    runner_blocks()
+
+
+async def runner():
+    while not Runner.parent_waits:   # runner-parent awaits this task first
+        await asyncio.sleep(0)
+    await runner_inner()
+
+
+async def runner_parent(task):
+    Runner.parent_waits = True
+    await task
+
+
+async def runner_main():
+    task = asyncio.create_task(runner(), name="runner")
+    await asyncio.create_task(runner_parent(task), name="runner-parent")
+
+
 def task_entry(task, thread, entries):
     """Appends task's entry (thread: the native id of the thread whose list
     holds it, None for the interpreter's) to entries; returns its graph."""
@@ -242,6 +297,9 @@ def announce(loop):
     if not Other.computed.wait(CROSS_TIMEOUT):
         sys.exit("the second loop did not compute its truth")
     entries += Other.truth
+    if not Runner.computed.wait(CROSS_TIMEOUT):
+        sys.exit("the running task did not compute its truth")
+    entries += Runner.truth
     task_entry(Orphan.task, None, entries)
     print("ready " + json.dumps({"pid": os.getpid(), "tasks": entries}), flush=True)
 
@@ -286,6 +344,8 @@ def run():
     orphans.start()
     orphans.join()
     threading.Thread(target=asyncio.run, args=(other_main(),), daemon=True).start()
+    Runner.lock.acquire()
+    threading.Thread(target=asyncio.run, args=(runner_main(),), daemon=True).start()
     if not Other.settled.wait(CROSS_TIMEOUT):
         sys.exit("the second loop did not settle")
     asyncio.run(main())

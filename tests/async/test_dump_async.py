@@ -148,7 +148,7 @@ def graph(ident, entry, proc, rest):
         check("%s: %s" % (name, points[2]), not diffs, first(diffs))
         faults = injected_faults(dumped_tasks)
         missed = [what for what, tasks in faults if not task_differences(want_tasks, tasks, names)]
-        check("%s: the comparison reports each injected fault" % name, len(faults) == 5 and not missed,
+        check("%s: the comparison reports each injected fault" % name, len(faults) == 6 and not missed,
               "%d faults injected, not reported: %s" % (len(faults), ", ".join(missed)))
         diffs = future_differences(want_futures, dumped_futures, names)
         check("%s: %s" % (name, points[3]), not diffs, first(diffs))
