@@ -42,6 +42,13 @@ VIEWS = [
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "function and line", "futures": False,
      "note": "a task's stack: the frames of its own CoroInfo in coroutine_stack; its awaiters: the "
              "task_name (an address) of each CoroInfo in its awaited_by; thread: the AwaitedInfo's thread_id"},
+    {"view": "RemoteUnwinder running",
+     "command": "_remote_debugging.RemoteUnwinder(PID).get_async_stack_trace(), by the target's interpreter "
+                "(targets/async/cpython_awaited_by.py --running)",
+     "fields": ["name", "stack", "awaiters", "thread"], "stack": "function and line", "futures": False,
+     "scope": "running",
+     "note": "judged on the running tasks and the tasks that await them, in turn (what it reports: its truth "
+             "is that part of the graph); read as get_all_awaited_by() is"},
     {"view": "asyncio ps",
      "command": "python3.X -m asyncio ps PID",
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "functions", "futures": False,
@@ -124,8 +131,8 @@ def view_frameproof(fp, entry, inside, pid, by_name):
     return nodes
 
 
-def view_remote_unwinder(fp, entry, inside, pid, by_name):
-    status, out, err = run(asyncgraph.command(entry, [inside + "/cpython_awaited_by.py", pid]),
+def view_remote_unwinder(fp, entry, inside, pid, by_name, flags=()):
+    status, out, err = run(asyncgraph.command(entry, [inside + "/cpython_awaited_by.py", *flags, pid]),
                            asyncgraph.environment(entry))
     if status == 3:
         try:
@@ -146,6 +153,10 @@ def view_remote_unwinder(fp, entry, inside, pid, by_name):
     return doc["tasks"]
 
 
+def view_remote_unwinder_running(fp, entry, inside, pid, by_name):
+    return view_remote_unwinder(fp, entry, inside, pid, by_name, ["--running"])
+
+
 def view_asyncio_ps(fp, entry, inside, pid, by_name):
     status, out, err = run(asyncgraph.command(entry, ["-m", "asyncio", "ps", pid]), asyncgraph.environment(entry))
     if status != 0:
@@ -162,7 +173,24 @@ def view_asyncio_pstree(fp, entry, inside, pid, by_name):
 
 
 RUNNERS = {"frameproof": view_frameproof, "RemoteUnwinder": view_remote_unwinder,
+           "RemoteUnwinder running": view_remote_unwinder_running,
            "asyncio ps": view_asyncio_ps, "asyncio pstree": view_asyncio_pstree}
+
+
+def in_scope(view, tasks):
+    """The truth's tasks a view is judged on: all, or for a view of the
+    running tasks ("scope": "running") those and what awaits them, in turn."""
+    if view.get("scope") != "running":
+        return tasks
+    by_addr = {t["addr"]: t for t in tasks}
+    todo = [t["addr"] for t in tasks if t.get("running")]
+    keep = set()
+    while todo:
+        a = todo.pop()
+        if a in by_addr and a not in keep:
+            keep.add(a)
+            todo += by_addr[a]["awaited_by"]
+    return [t for t in tasks if t["addr"] in keep]
 
 
 def command_view(spec):
@@ -355,14 +383,15 @@ def measure(entry, fp, views):
                 raise MeasurementError("%s: the target exited (status %s) before %s read it"
                                        % (ident, proc.returncode, view["view"]))
             t0 = time.monotonic()
+            judged = in_scope(view, want_tasks)
             try:
                 nodes = RUNNERS[view["view"]](fp, entry, inside, proc.pid,
                                               {n: a for n, a in by_name.items() if a is not None})
-                verdict = asyncgraph.judge(want_tasks, nodes, view["fields"], view["stack"] == "functions",
+                verdict = asyncgraph.judge(judged, nodes, view["fields"], view["stack"] == "functions",
                                            want_futures if view["futures"] else None)
             except ViewFailed as e:
-                verdict = {"truth": len(want_tasks), "found": 0, "exact": 0,
-                           "right": {f: 0 for f in view["fields"]}, "missing": [t["name"] for t in want_tasks],
+                verdict = {"truth": len(judged), "found": 0, "exact": 0,
+                           "right": {f: 0 for f in view["fields"]}, "missing": [t["name"] for t in judged],
                            "futures": {"truth": len(want_futures), "exact": 0} if view["futures"] else None,
                            "failures": [(e.cls, e.example)]}
             seconds = time.monotonic() - t0
@@ -435,7 +464,7 @@ def summary_markdown(doc):
     failure class was seen."""
     n = len(doc["interpreters"])
     lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({n} interpreters, a parked program of "
-             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on two threads' loops and its interpreter's list; "
+             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on three threads' loops (one stopped in a running task) and its interpreter's list; "
              f"every row in [docs/async.md](docs/async.md)).", "",
              "| view | every task exact on | tasks exact | failure classes (interpreters) |",
              "|---|---:|---:|---|"]

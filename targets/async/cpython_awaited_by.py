@@ -32,7 +32,10 @@
 # With COUNT (ci/async-live), get_all_awaited_by() is called COUNT times on
 # one RemoteUnwinder, back to back, one line each (a document, or
 # {"pid", "error"} for a call that raised, and the calls go on); exit 0.
-# usage: cpython_awaited_by.py PID [COUNT]
+# With --running, get_async_stack_trace() instead: the task each thread is
+# running, then the tasks that await it, and what awaits those, in the same
+# AwaitedInfo/TaskInfo shape (3.14, 3.15), and so the same document.
+# usage: cpython_awaited_by.py [--running] PID [COUNT]
 import json
 import platform
 import sys
@@ -82,10 +85,13 @@ def document(pid, result):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
-        sys.exit("usage: cpython_awaited_by.py PID [COUNT]")
-    pid = int(sys.argv[1])
-    count = int(sys.argv[2]) if len(sys.argv) == 3 else None
+    args = sys.argv[1:]
+    running = args[:1] == ["--running"]
+    args = args[1:] if running else args
+    if len(args) not in (1, 2):
+        sys.exit("usage: cpython_awaited_by.py [--running] PID [COUNT]")
+    pid = int(args[0])
+    count = int(args[1]) if len(args) == 2 else None
     try:
         from _remote_debugging import RemoteUnwinder
     except ImportError as e:
@@ -93,15 +99,16 @@ def main():
         return 2
     try:
         unwinder = RemoteUnwinder(pid)
+        read = unwinder.get_async_stack_trace if running else unwinder.get_all_awaited_by
         if count is None:
-            print(json.dumps(document(pid, unwinder.get_all_awaited_by())))
+            print(json.dumps(document(pid, read())))
             return 0
     except Exception as e:  # the view's failure, reported as data
         print(json.dumps(error_doc(pid, e)))
         return 3
     for _ in range(count):
         try:
-            doc = document(pid, unwinder.get_all_awaited_by())
+            doc = document(pid, read())
         except Exception as e:  # one call's failure, counted by the caller
             doc = error_doc(pid, e)
         print(json.dumps(doc))

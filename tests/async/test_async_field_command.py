@@ -3,11 +3,15 @@
 usage: test_async_field_command.py FRAMEPROOF_BINARY
 
 On the first provisioned 3.14+ interpreter with the GIL (3.15 preferred),
-ci/async-field runs with three commands: frameproof itself (every task
+ci/async-field runs with four commands: frameproof itself (every task
 exact), the same output with its first task dropped (the judge must count
-one task missing and no other failure) and a command that exits 1 (counted
+one task missing and no other failure), with its running task's stack cut
+to its coroutine (as CPython 3.15's get_all_awaited_by() gives it: one
+"stack cut inside", nothing else) and a command that exits 1 (counted
 once, as "exit status 1"); the run exits 0 (a wrong view is data) and its
-result file has one row per view.  A --command without {pid}, or named like
+result file has one row per view; the view of CPython's
+get_async_stack_trace() is judged on the running task and the two tasks
+that await it, in turn (3 tasks).  A --command without {pid}, or named like
 a built-in view, is a usage error."""
 import json
 import os
@@ -29,6 +33,10 @@ TIMEOUT = 300
 DROP_FIRST = ("import json, sys; d = json.load(sys.stdin); "
               "d['tasks'].remove(next(t for t in d['tasks'] if t['task'])); json.dump(d, sys.stdout)")
 
+# Cuts each running task's stack to its coroutine, the outermost frame.
+CUT_RUNNING = ("import json, sys; d = json.load(sys.stdin); "
+               "[t.update(stack=t['stack'][-1:]) for t in d['tasks'] if t.get('running')]; json.dump(d, sys.stdout)")
+
 
 def field(*args):
     return subprocess.run([FIELD, "--frameproof", FP, *args], capture_output=True, text=True, timeout=TIMEOUT)
@@ -47,11 +55,15 @@ def main():
         drop = os.path.join(tmp, "drop_first.py")
         with open(drop, "w", encoding="utf-8") as f:
             f.write(DROP_FIRST + "\n")
+        cut = os.path.join(tmp, "cut_running.py")
+        with open(cut, "w", encoding="utf-8") as f:
+            f.write(CUT_RUNNING + "\n")
         r = field("--python", ident, "--report-dir", tmp,
                   "--command", "copy=%s dump --async --json --pid {pid}" % FP,
                   "--command", "drop-one=sh -c '%s dump --async --json --pid {pid} | %s %s'" % (FP, sys.executable, drop),
+                  "--command", "cut-running=sh -c '%s dump --async --json --pid {pid} | %s %s'" % (FP, sys.executable, cut),
                   "--command", "fails=sh -c 'exit 1' {pid}")
-        check("%s: ci/async-field with three commands exits 0" % ident, r.returncode == 0,
+        check("%s: ci/async-field with four commands exits 0" % ident, r.returncode == 0,
               "status %d: %s" % (r.returncode, r.stderr[-600:]))
         try:
             with open(os.path.join(tmp, "async-field.json"), encoding="utf-8") as f:
@@ -70,6 +82,14 @@ def main():
               truth and drop_one.get("tasks", {}).get("exact") == truth - 1
               and {c: f["count"] for c, f in drop_one.get("failures", {}).items()} == {"missing task": 1},
               json.dumps(drop_one)[:400])
+        cut_running = rows.get("cut-running", {})
+        check("%s: the command cutting the running task's stack: one stack cut inside, nothing else" % ident,
+              truth and cut_running.get("tasks", {}).get("exact") == truth - 1
+              and {c: f["count"] for c, f in cut_running.get("failures", {}).items()} == {"stack cut inside": 1},
+              json.dumps(cut_running)[:400])
+        running = rows.get("RemoteUnwinder running", {}).get("tasks", {})
+        check("%s: get_async_stack_trace() judged on the running task and its two awaiters" % ident,
+              running.get("truth") == 3, json.dumps(running))
         fails = rows.get("fails", {})
         check("%s: the failing command: counted once as its exit status" % ident,
               fails.get("tasks", {}).get("exact") == 0 and list(fails.get("failures", {})) == ["exit status 1"]
