@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "fuzz_image_session.h"
 #include "frameproof/async.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
@@ -27,11 +28,6 @@
 #define FUZZ_MAX_INTERPRETERS 4u
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
-
-static bool known_code(int rc)
-{
-    return rc <= FP_OK && rc >= FP_E_STATE;
-}
 
 static uint64_t mix(uint64_t h, const void *p, size_t n)
 {
@@ -133,7 +129,7 @@ static int read_once(fp_session *s, uint64_t *digest)
 {
     fp_async_graph *g = NULL;
     int rc = fp_async_graph_read(s, &g);
-    FUZZ_CHECK(known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION && rc != FP_E_IO,
+    FUZZ_CHECK(fuzz_known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION && rc != FP_E_IO,
                "graph read returned %d", rc);
     FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
     FUZZ_CHECK((rc == FP_OK) == (g != NULL), "graph read returned %d and %s graph", rc, g ? "a" : "no");
@@ -146,29 +142,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fp_image *img = NULL;
     fp_session *s = NULL;
-    char err[256] = "";
-    int rc = fp_image_open_mem(data, size, &img, err, sizeof err);
-    FUZZ_CHECK_MESSAGE(rc, err);
-    FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT || rc == FP_E_NOMEM,
-               "image open returned %d", rc);
-    if (rc)
-        return 0;
     fp_reader rd;
-    fp_target_desc desc;
-    fp_reader_open_image(img, &rd);
-    fp_image_get_target(img, &desc);
-    fp_options o;
-    fp_options_init(&o);
-    o.max_depth = FUZZ_MAX_DEPTH;
-    o.max_threads = FUZZ_MAX_THREADS;
-    o.max_interpreters = FUZZ_MAX_INTERPRETERS;
-    o.thread_cpu_state = false;
-    if (fp_session_new(&o, &s))
-        goto out;
-    rc = fp_session_attach_reader(s, &rd, &desc);
-    FUZZ_CHECK(known_code(rc), "attach returned %d", rc);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
-    if (rc)
+    if (!fuzz_image_session(data, size, FUZZ_MAX_DEPTH, FUZZ_MAX_THREADS, FUZZ_MAX_INTERPRETERS, &rd, &img, &s))
         goto out;
     uint64_t first, second;
     int rc1 = read_once(s, &first);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "fuzz_image_session.h"
 #include "frameproof/frameproof.h"
 #include "frameproof/image.h"
 
@@ -19,11 +20,6 @@
 #define FUZZ_MAX_THREADS 64u
 #define FUZZ_MAX_INTERPRETERS 8u
 #define SAMPLES 2
-
-static bool known_code(int rc)
-{
-    return rc <= FP_OK && rc >= FP_E_STATE;
-}
 
 static void check_sample(const fp_sample *sm, int rc)
 {
@@ -43,7 +39,7 @@ static void check_sample(const fp_sample *sm, int rc)
         FUZZ_CHECK(th->first_frame <= nf && th->frame_count <= nf - th->first_frame,
                    "thread %zu: frames [%zu,+%zu) of %zu", t, th->first_frame, th->frame_count, nf);
         FUZZ_CHECK(th->frame_count <= FUZZ_MAX_DEPTH, "%zu frames", th->frame_count);
-        FUZZ_CHECK(known_code(th->error), "thread error %d", th->error);
+        FUZZ_CHECK(fuzz_known_code(th->error), "thread error %d", th->error);
         if (th->error)
             FUZZ_CHECK(th->frame_count == 0 && rc != FP_OK, "a failed thread (%d) kept %zu frames, sample rc %d",
                        th->error, th->frame_count, rc);
@@ -63,37 +59,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fp_image *img = NULL;
     fp_session *s = NULL;
-    fp_sample *sm = NULL;
-    char err[256] = "";
-    int rc = fp_image_open_mem(data, size, &img, err, sizeof err);
-    FUZZ_CHECK_MESSAGE(rc, err);
-    FUZZ_CHECK(rc == FP_OK || rc == FP_E_FORMAT || rc == FP_E_UNSUPPORTED || rc == FP_E_LIMIT || rc == FP_E_NOMEM,
-               "image open returned %d", rc);
-    if (rc)
-        return 0;
     fp_reader rd;
-    fp_target_desc desc;
-    fp_reader_open_image(img, &rd);
-    fp_image_get_target(img, &desc);
-    fp_options o;
-    fp_options_init(&o);
-    o.max_depth = FUZZ_MAX_DEPTH;
-    o.max_threads = FUZZ_MAX_THREADS;
-    o.max_interpreters = FUZZ_MAX_INTERPRETERS;
-    o.thread_cpu_state = false;
-    if (fp_session_new(&o, &s) || fp_sample_new(&sm))
-        goto out;
-    rc = fp_session_attach_reader(s, &rd, &desc);
-    FUZZ_CHECK(known_code(rc), "attach returned %d", rc);
-    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
-    if (rc)
+    fp_sample *sm = NULL;
+    int rc;
+    if (!fuzz_image_session(data, size, FUZZ_MAX_DEPTH, FUZZ_MAX_THREADS, FUZZ_MAX_INTERPRETERS, &rd, &img, &s) ||
+        fp_sample_new(&sm))
         goto out;
     fp_python_info py;
     FUZZ_CHECK(fp_session_get_python(s, &py) == FP_OK, "no python info after attach");
     FUZZ_CHECK(memchr(py.version, 0, sizeof py.version) != NULL, "unterminated version");
     for (int i = 0; i < SAMPLES; i++) {
         rc = fp_session_sample(s, sm);
-        FUZZ_CHECK(known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION,
+        FUZZ_CHECK(fuzz_known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION,
                    "sample returned %d", rc);
         FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
         check_sample(sm, rc);
