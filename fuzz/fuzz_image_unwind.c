@@ -5,7 +5,7 @@
  *
  * Checked: no crash, hang or over-read (ASan/UBSan); every call returns a
  * documented code; a sample that succeeds is internally consistent (thread
- * and frame ranges inside the sample, strings present, positions either
+ * and frame ranges inside the sample, interpreter ids from 0 as CPython's, strings present, positions either
  * FP_POS_NONE or sensible); every failing call leaves a message.  Limits are kept small so a run stays fast.
  */
 #include <stdbool.h>
@@ -31,6 +31,7 @@ static void check_sample(const fp_sample *sm, int rc)
         FUZZ_CHECK(in->first_thread <= nt && in->thread_count <= nt - in->first_thread,
                    "interpreter %zu: threads [%zu,+%zu) of %zu", i, in->first_thread, in->thread_count, nt);
         FUZZ_CHECK(in->thread_count <= FUZZ_MAX_THREADS, "%zu threads", in->thread_count);
+        FUZZ_CHECK(in->id >= 0, "interpreter %zu has id %lld", i, (long long)in->id); /* CPython counts from 0 */
         threads_seen += in->thread_count;
     }
     FUZZ_CHECK(threads_seen == nt, "interpreters cover %zu of %zu threads", threads_seen, nt);
@@ -39,6 +40,7 @@ static void check_sample(const fp_sample *sm, int rc)
         FUZZ_CHECK(th->first_frame <= nf && th->frame_count <= nf - th->first_frame,
                    "thread %zu: frames [%zu,+%zu) of %zu", t, th->first_frame, th->frame_count, nf);
         FUZZ_CHECK(th->frame_count <= FUZZ_MAX_DEPTH, "%zu frames", th->frame_count);
+        FUZZ_CHECK(th->interp_id >= 0, "thread %zu in interpreter %lld", t, (long long)th->interp_id);
         FUZZ_CHECK(fuzz_known_code(th->error), "thread error %d", th->error);
         if (th->error)
             FUZZ_CHECK(th->frame_count == 0 && rc != FP_OK, "a failed thread (%d) kept %zu frames, sample rc %d",
