@@ -86,8 +86,8 @@ int fpi_read_interp(fp_session *s, uint64_t addr, uint64_t runtime, uint64_t mai
     ii->gilp = w.gilp;
     ii->id = (int64_t)w.id;
     if (ii->id < 0) /* CPython numbers its interpreters from 0: not an interpreter (or one freed meanwhile) */
-        return fpi_err(&s->err, FP_E_CORRUPT, "interpreter state at 0x%llx has id %lld", (unsigned long long)addr,
-                       (long long)ii->id);
+        return fpi_err(&s->err, FP_E_CORRUPT, "interpreter state at 0x%llx: id %lld (CPython's count from 0)",
+                       (unsigned long long)addr, (long long)ii->id);
     if (l->interp_code_generation != FPI_OFF_NONE) {
         /* Any code object freed since the last look may have had its
          * address reused: forget every cached code object. */
