@@ -12,7 +12,9 @@
  * found only as an awaiter, on none, and a future bare, at most one running task per thread, known states and frame
  * kinds, every string live); and the second read gives the same graph or
  * the same error as the first (an image cannot change, so anything else is
- * state the session kept from the first read).  Limits are kept small so a
+ * state the session kept from the first read); a third read with the
+ * threads' stacks gives that graph or an error, and its running tasks'
+ * frames on their threads' stacks end at their coroutines.  Limits are kept small so a
  * run stays fast. */
 #include <stdbool.h>
 #include <string.h>
@@ -138,6 +140,49 @@ static int read_once(fp_session *s, uint64_t *digest)
     return rc;
 }
 
+/* A third read, with the threads' stacks (fp_async_graph_read_sample): a
+ * graph it gives is the one the graph-only reads gave (rc1, digest1: an
+ * image does not change), and a running task's frames on its thread's
+ * stack are a run of that thread's frames from its top, the last one its
+ * coroutine's. */
+static void read_with_stacks(fp_session *s, int rc1, uint64_t digest1)
+{
+    fp_sample *sm = NULL;
+    fp_async_graph *g = NULL;
+    if (fp_sample_new(&sm))
+        return;
+    int rc = fp_async_graph_read_sample(s, sm, &g);
+    FUZZ_CHECK(fuzz_known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION && rc != FP_E_IO,
+               "graph read with the stacks returned %d", rc);
+    FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
+    FUZZ_CHECK((rc == FP_OK) == (g != NULL), "graph read with the stacks returned %d and %s graph", rc, g ? "a" : "no");
+    if (!g)
+        goto out;
+    FUZZ_CHECK(rc1 == FP_OK && check_graph(g) == digest1,
+               "the graph read with the stacks differs from the graph alone (which returned %d)", rc1);
+    size_t n = fp_async_graph_get_node_count(g), first = 1;
+    FUZZ_CHECK(fp_async_graph_get_running_frames(g, sm, n, &first) == 0 && first == 0, "a node past the end runs");
+    for (size_t i = 0; i < n; i++) {
+        const fp_async_node *nd = fp_async_graph_get_node(g, i);
+        size_t k = fp_async_graph_get_running_frames(g, sm, i, &first);
+        if (!k)
+            continue;
+        FUZZ_CHECK(nd->running && nd->frame_count, "node %zu is not running, yet runs %zu frames", i, k);
+        const fp_thread *th = NULL;
+        for (size_t t = 0; t < fp_sample_get_thread_count(sm) && !th; t++)
+            if (fp_sample_get_thread(sm, t)->first_frame == first && fp_sample_get_thread(sm, t)->frame_count)
+                th = fp_sample_get_thread(sm, t);
+        FUZZ_CHECK(th && th->native_id == nd->thread_native_id && k <= th->frame_count,
+                   "node %zu: %zu frames from sample frame %zu, not its thread's", i, k, first);
+        FUZZ_CHECK(fp_sample_get_frame(sm, first + k - 1)->frame_addr ==
+                       fp_async_graph_get_frame(g, nd->first_frame + nd->frame_count - 1)->frame_addr,
+                   "node %zu: its running frames end elsewhere than its coroutine", i);
+    }
+out:
+    fp_async_graph_free(g);
+    fp_sample_free(sm);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fp_image *img = NULL;
@@ -151,6 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK(rc1 == rc2 && first == second,
                "a second read of the same image differs: %d then %d (%s), digests %llx and %llx", rc1, rc2,
                fp_session_get_errmsg(s), (unsigned long long)first, (unsigned long long)second);
+    read_with_stacks(s, rc1, first);
 out:
     fp_session_free(s);
     fp_image_free(img);
