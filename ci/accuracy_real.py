@@ -185,6 +185,14 @@ def torn_share(kept, torn):
     return torn / (sum(kept) + torn) if kept else 0.0
 
 
+def stored(dists):
+    """Coarsened distributions as a result file keeps them, one per run:
+    [[file, function, share], ...] largest first (a later test of the same
+    runs, e.g. verdict.exchangeable_p, needs them, not only their TVDs)."""
+    return [[[f, fn, round(v, 6)] for (f, fn), v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))]
+            for d in dists]
+
+
 def case(ctx, table, ident, interp, workload):
     """The rows of one (interpreter, workload)."""
     label = f"{ident} {workload}:"
@@ -219,6 +227,7 @@ def case(ctx, table, ident, interp, workload):
         share = torn_share(r.kept, r.torn)
         exact = share <= REFERENCE_TORN_PER_FLOOR * floor
         rows = [Row(workload, ident, ref, runs=len(refs), **r.counts(), floor=floor, tvd_mean=floor, x_floor=1.0,
+                    dists=stored(refs),
                     verdict="reference" if exact else f"reference NOT EXACT: {share:.1%} of its thread samples torn")]
         if not exact:
             say(f"{label} the reference left {share:.1%} of its thread samples out as torn (more than "
@@ -234,6 +243,7 @@ def case(ctx, table, ident, interp, workload):
                 continue
             dists = [verdict.coarsen(d, top) for d in r.dists]
             j = verdict.judge(dists, refs, floor)
+            j["p_exchangeable"] = verdict.exchangeable_p(dists, refs)
             ok = verdict.passes(j["x_floor"], ctx.bound)
             v = {"judged": "pass" if ok else "FAIL", "mutant": "PASSES (no teeth)" if ok else "fails, as it must",
                  "field": "within bound" if ok else "beyond bound"}[p.role]
@@ -241,7 +251,7 @@ def case(ctx, table, ident, interp, workload):
                 v += " (void: reference not exact)"
             worst = [["%s:%s" % k, a, b] for k, a, b in verdict.worst(dists[0], refs)]
             rows.append(Row(workload, ident, p, runs=len(dists), **r.counts(), floor=floor, verdict=v, worst=worst,
-                            **j))
+                            dists=stored(dists), **j))
             say(f"{label} {p.name}: TVD {j['tvd_mean']:.4f}, floor {floor:.4f}, x floor {j['x_floor']:.2f}: {v}")
         return rows
     finally:
@@ -278,21 +288,25 @@ def markdown(doc):
              f"TVD / floor; bound {doc['bound']} x floor; {doc['rate_hz']} Hz; runs per profiler "
              f"{runs_said(doc, ('judged', 'field'), doc['runs'])} (mutants "
              f"{runs_said(doc, ('mutant',), doc['mutant_runs'])}).", "",
+             "p: the share of relabellings of the row's runs and the reference's that are at least as far "
+             "apart (verdict.exchangeable_p; small: a bias, not the spread of a few runs; blank: too few runs, "
+             "or not stored).", "",
              "| workload | interpreter | profiler | runs | kept samples | ticks | TVD mean (min–max) | floor | "
-             "x floor | verdict |", "|---|---|---|---:|---:|---:|---|---:|---:|---|"]
+             "x floor | p | verdict |", "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
     skipped = []
     for r in doc["rows"]:
         if "tvd_mean" not in r:
             if r["verdict"] == "n/a" and r["role"] != "judged":
                 skipped.append(r)
                 continue
-            lines.append(f"| {r['workload']} | {r['interpreter']} | {r['profiler']} | | | | | | | "
+            lines.append(f"| {r['workload']} | {r['interpreter']} | {r['profiler']} | | | | | | | | "
                          f"{r['verdict']}: {r.get('reason', '')} |")
             continue
         spread = "" if r["role"] == "reference" else f" ({r['tvd_min']:.3f}–{r['tvd_max']:.3f})"
         lines.append(f"| {r['workload']} | {r['interpreter']} | {r['profiler']} | {r['runs']} | "
                      f"{mean_or_blank(r.get('kept'))} | {mean_or_blank(r.get('ticks'))} | "
-                     f"{r['tvd_mean']:.3f}{spread} | {r['floor']:.3f} | {r['x_floor']:.3f} | {r['verdict']} |")
+                     f"{r['tvd_mean']:.3f}{spread} | {r['floor']:.3f} | {r['x_floor']:.3f} | "
+                     f"{'' if r.get('p_exchangeable') is None else '%.3f' % r['p_exchangeable']} | {r['verdict']} |")
     seen = {}
     for r in skipped:
         if not r.get("reason", "").startswith(WORKLOAD_NA):   # the judged row of that workload says it

@@ -18,6 +18,7 @@ largest.  Verdict: a profiler that must be
 accurate passes when x floor <= BOUND; a mutant (a sampler known to be
 biased) must fail it, else the verdict has no teeth."""
 import itertools
+import math
 import statistics
 
 from compare import tvd  # (the same distance as the synthetic workloads')
@@ -25,6 +26,7 @@ from compare import tvd  # (the same distance as the synthetic workloads')
 BOUND = 1.25   # x floor
 TOP = 20       # leaves kept apart by coarsen(); 0: all
 OTHER = ("", "(other)")
+MIN_SPLITS = 20   # exchangeable_p(): fewer splits give no p worth printing
 
 
 def top_leaves(references, top=TOP):
@@ -62,6 +64,35 @@ def judge(runs, references, ref_floor):
     mean = statistics.fmean(per_run)
     return {"tvd_runs": per_run, "tvd_mean": mean, "tvd_min": min(per_run), "tvd_max": max(per_run),
             "x_floor": mean / ref_floor if ref_floor > 0 else float("inf")}
+
+
+def exchangeable_p(runs, references):
+    """How often the row's x floor, or more, comes from relabelling alone:
+    the share of the ways to split the pooled distributions (runs and
+    references) into a group of len(references) and one of len(runs) whose
+    x floor (judge(), the first group the references) is at least the
+    observed one.  Small: the profiler's runs are farther from the
+    references than the references' own runs are from each other, a bias;
+    near 1: its runs cannot be told from reference runs.  None with fewer
+    than MIN_SPLITS splits (a p of 1/4 says nothing).  The verdict is the
+    bound, not this; it says whether an x floor beyond the bound is a bias
+    or the spread of a few runs."""
+    pooled = list(runs) + list(references)
+    n, k = len(pooled), len(references)
+    if math.comb(n, k) < MIN_SPLITS or len(runs) < 1 or k < 2:
+        return None
+    d = [[tvd(a, b) for b in pooled] for a in pooled]
+
+    def x_floor(refs):
+        others = [i for i in range(n) if i not in refs]
+        fl = statistics.fmean(d[a][b] for a, b in itertools.combinations(refs, 2))
+        per_run = statistics.fmean(statistics.fmean(d[i][r] for r in refs) for i in others)
+        return per_run / fl if fl > 0 else float("inf")
+    observed = x_floor(tuple(range(len(runs), n)))
+    splits = list(itertools.combinations(range(n), k))
+    # a relabelling at least as far as the observed one, within rounding
+    hits = sum(1 for refs in splits if x_floor(refs) >= observed - 1e-12)
+    return hits / len(splits)
 
 
 def passes(x_floor, bound=BOUND):
