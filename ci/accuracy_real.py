@@ -9,6 +9,7 @@ async-aware profilers, against the reference's samples of a task running).  docs
 import argparse
 import json
 import os
+import re
 import shlex
 import statistics
 import subprocess
@@ -399,13 +400,40 @@ def merge(docs):
         if mine:
             later.append((d, mine))
     doc["date"] = max(d["date"] for d in docs)
-    doc["commit"] = f"{base['commit']} ({base['date']})" + "".join(
+    base_commit, base_command = _without_replaced(base, [r for rows in cases.values() for r in rows])
+    # a merged base's commit already dates each of its parts, its "date" is only the newest of them
+    merged_base = any("source" in r for r in base["rows"])
+    doc["commit"] = (base_commit if merged_base else f"{base_commit} ({base['date']})") + "".join(
         f"; the rows of {', '.join(mine)} from {d['commit']} ({d['date']})" for d, mine in later)
-    doc["command"] = base["command"] + "".join(f"; {d['command']}" for d, _ in later)
+    doc["command"] = base_command + "".join(f"; {d['command']}" for d, _ in later)
     doc["seconds"] = sum(d.get("seconds", 0) for d in docs)
     order = _case_order(docs)
     doc["rows"] = [r for key in sorted(cases, key=order.__getitem__) for r in cases[key]]
     return doc
+
+
+MERGED_PART = re.compile(r"; the rows of (?P<cases>.*?) from (?P<commit>[0-9a-f]+) \((?P<date>[^)]*)\)")
+
+
+def _without_replaced(base, rows):
+    """base's commit and command without the parts naming an earlier merge
+    ("; the rows of ... from COMMIT (DATE)") none of whose rows is left
+    in rows, so that a header names only the runs its rows came from."""
+    commit, command = base["commit"], base["command"]
+    kept = {(r["source"]["commit"], r["source"]["date"]) for r in rows if "source" in r}
+    gone = {}
+    for r in base["rows"]:
+        src = r.get("source")
+        if src and (src["commit"], src["date"]) not in kept:
+            gone[(src["commit"], src["date"])] = src["command"]
+    for m in list(MERGED_PART.finditer(base["commit"])):
+        key = (m["commit"], m["date"])
+        if key in gone:
+            commit = commit.replace(m[0], "", 1)
+            i = command.rfind("; " + gone[key])
+            if i >= 0:
+                command = command[:i] + command[i + 2 + len(gone[key]):]
+    return commit, command
 
 
 def _case_order(docs):

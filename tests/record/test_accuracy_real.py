@@ -93,6 +93,33 @@ def merged_results():
     except ValueError:
         refused = True
     check("--merge refuses results taken at another rate", refused)
+    c = doc("2026-01-01 12:00 UTC", "ccc", [("t", "3.11", "x", "pass"), ("g", "3.14", "x", "fail")])
+    mm = accuracy_real.merge([m, c])
+    check("--merge of a merged result names only the runs its rows came from",
+          mm["commit"] == "aaa (2026-01-01 10:00 UTC); the rows of t 3.11, g 3.14 from ccc (2026-01-01 12:00 UTC)"
+          and mm["command"] == "run aaa; run ccc", str({k: mm[k] for k in ("commit", "command")}))
+
+
+def exchangeable():
+    """The permutation p beside the verdict: runs drawn from the
+    references' own distribution get a large p, runs with 0.03 of the mass
+    moved between two of 20 leaves a small one (seeded draws of 1 600
+    samples); 3 and 1 runs give no p (4 splits)."""
+    import random
+    rng = random.Random(7)
+    leaves = [("f.py", "l%d" % k) for k in range(20)]
+
+    def draw(weights):
+        got = rng.choices(leaves, weights, k=1600)
+        return {k: got.count(k) / 1600 for k in set(got)}
+    even = [1.0] * 20
+    shifted = [0.4] + [1.6] + [1.0] * 18
+    refs = [draw(even) for _ in range(6)]
+    same = accuracy_real.verdict.exchangeable_p([draw(even) for _ in range(6)], refs)
+    moved = accuracy_real.verdict.exchangeable_p([draw(shifted) for _ in range(6)], refs)
+    check("exchangeable_p: a sampler that moves 0.03 of the mass gets p < 0.01, an unbiased one p > 0.1",
+          same > 0.1 and moved < 0.01, f"unbiased {same}, shifted {moved}")
+    check("exchangeable_p: no p from 4 splits", accuracy_real.verdict.exchangeable_p(refs[:1], refs[1:4]) is None)
 
 
 def task_leaves():
@@ -124,6 +151,7 @@ def task_leaves():
 def main():
     run_order()
     merged_results()
+    exchangeable()
     task_leaves()
     frameproof = os.path.abspath(sys.argv[1])
     name = f"{INTERPRETER} {WORKLOAD}: the verdict fails the {MUTANT} sampler"
