@@ -43,6 +43,11 @@ VIEWS = [
     {"view": "CPython get_all_awaited_by", "role": "field",
      "command": "_remote_debugging.RemoteUnwinder(PID).get_all_awaited_by() called N times, by the target's "
                 "interpreter (targets/async/cpython_awaited_by.py PID N)"},
+    {"view": "CPython get_async_stack_trace", "role": "field",
+     "command": "_remote_debugging.RemoteUnwinder(PID).get_async_stack_trace() called N times, by the target's "
+                "interpreter (targets/async/cpython_awaited_by.py --running PID N): each thread's running task, "
+                "its stack its thread's frames down to its coroutine, and what awaits it, in turn; a read when no "
+                "task runs is an empty graph"},
 ]
 
 
@@ -57,7 +62,8 @@ def say(msg):
 def judge_stream(lines, what):
     """Every line of a view's output judged: counts, and per class of
     problem (or of failed read) its count and first example."""
-    got = {"graphs": 0, "wrong": 0, "marked": 0, "failed": 0, "tasks": 0, "classes": {}, "failures": {}}
+    got = {"graphs": 0, "wrong": 0, "marked": 0, "failed": 0, "tasks": 0, "empty": 0, "classes": {},
+           "failures": {}}
     for n, line in enumerate(lines, 1):
         doc = json.loads(line)
         if "error" in doc:
@@ -68,6 +74,7 @@ def judge_stream(lines, what):
             continue
         got["graphs"] += 1
         got["tasks"] += len(doc.get("tasks") or [])
+        got["empty"] += not doc.get("tasks")
         problems = churn_check.graph_problems(doc)
         if problems and all(any(m in p for m in MARKED) for p in problems):
             got["marked"] += 1   # frames the view says it could not read: incomplete, not wrong
@@ -89,7 +96,8 @@ def run_view(view, fp, entry, inside, pid, count):
             argv += ["--inject-fault", "stale-awaiter"]
         env = None
     else:
-        argv = asyncgraph.command(entry, [inside + "/cpython_awaited_by.py", str(pid), str(count)])
+        running = ["--running"] if "get_async_stack_trace" in view["view"] else []
+        argv = asyncgraph.command(entry, [inside + "/cpython_awaited_by.py"] + running + [str(pid), str(count)])
         env = asyncgraph.environment(entry)
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL,
@@ -119,7 +127,7 @@ def into(path, doc, views):
     rows = [mine.pop((r["interpreter"], r["view"]), r) if r["view"] in views else r for r in base["rows"]]
     runs = base.get("runs") or [{k: base[k] for k in ("date", "commit", "command")}]
     runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
-    return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs,
+    return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs, views=doc["views"],
                 seconds=base["seconds"] + doc["seconds"])
 
 
@@ -178,14 +186,15 @@ def markdown(doc):
              f"{doc['seconds']:.0f} s); each view reads the task graph of the running targets/async/churn_tasks.py "
              f"back to back on one session; a graph is wrong when churn_check.graph_problems() finds it one the "
              f"program cannot have; a failed read is one the view reported as failed.", "",
-             "| interpreter | view | reads | graphs | wrong | marked incomplete | failed reads | tasks per graph | "
-             "classes of wrong graphs (count) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| interpreter | view | reads | graphs | wrong | marked incomplete | failed reads | tasks per graph "
+             "(graphs with none) | classes of wrong graphs (count) |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in doc["rows"]:
         reads = r["graphs"] + r["failed"]
-        lines.append("| %s | %s | %d | %d | **%d** (%s) | %d | %d (%s) | %.1f | %s |" % (
+        lines.append("| %s | %s | %d | %d | **%d** (%s) | %d | %d (%s) | %.1f%s | %s |" % (
             r["interpreter"], r["view"], reads, r["graphs"], r["wrong"], share(r["wrong"], r["graphs"]),
             r.get("marked", 0), r["failed"], share(r["failed"], reads),
-            r["tasks"] / r["graphs"] if r["graphs"] else 0.0, classes_cell(r)))
+            r["tasks"] / r["graphs"] if r["graphs"] else 0.0,
+            " (%d)" % r["empty"] if r.get("empty") else "", classes_cell(r)))
     lines.append("")
     lines += ["- %s: `%s`." % (v["view"], v["command"]) for v in doc["views"]]
     failures = {}
@@ -236,7 +245,8 @@ def main(argv):
     ap.add_argument("--mutant-graphs", type=int, default=2000,
                     help="reads of the stale-awaiter fault per interpreter (default %(default)s)")
     ap.add_argument("--cpython-graphs", type=int, default=10000,
-                    help="calls of CPython's get_all_awaited_by() per interpreter (default %(default)s)")
+                    help="calls of each CPython view (get_all_awaited_by(), get_async_stack_trace()) per interpreter "
+                         "(default %(default)s)")
     ap.add_argument("--view", action="append", choices=[v["view"] for v in VIEWS],
                     help="only this view (repeatable; default all of them)")
     ap.add_argument("--into", metavar="RESULT",

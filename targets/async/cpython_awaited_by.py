@@ -34,7 +34,10 @@
 # {"pid", "error"} for a call that raised, and the calls go on); exit 0.
 # With --running, get_async_stack_trace() instead: the task each thread is
 # running, then the tasks that await it, and what awaits those, in the same
-# AwaitedInfo/TaskInfo shape (3.14, 3.15), and so the same document.
+# AwaitedInfo/TaskInfo shape (3.14, 3.15), and so the same document, but for
+# "running": true on each thread's first task (CPython puts the running task
+# first, its stack the thread's frames down to its coroutine); a document
+# with no task when no thread runs one.
 # usage: cpython_awaited_by.py [--running] PID [COUNT]
 import json
 import platform
@@ -67,11 +70,11 @@ def error_doc(pid, e):
     return {"pid": pid, "error": msg}
 
 
-def document(pid, result):
+def document(pid, result, running=False):
     tasks, foreign = [], 0
     for info in result:
         thread = info.thread_id or None
-        for task in info.awaited_by:
+        for k, task in enumerate(info.awaited_by):
             stack = []
             for coro in task.coroutine_stack:
                 if coro.task_name == task.task_id:
@@ -80,6 +83,8 @@ def document(pid, result):
                     foreign += 1
             tasks.append({"addr": task.task_id, "task": True, "name": task.task_name, "thread": thread,
                           "stack": stack, "awaited_by": [c.task_name for c in task.awaited_by]})
+            if running and k == 0:
+                tasks[-1]["running"] = True
     return {"pid": pid, "python": {"version": platform.python_version()}, "foreign_coroutines": foreign,
             "tasks": tasks}
 
@@ -101,14 +106,14 @@ def main():
         unwinder = RemoteUnwinder(pid)
         read = unwinder.get_async_stack_trace if running else unwinder.get_all_awaited_by
         if count is None:
-            print(json.dumps(document(pid, read())))
+            print(json.dumps(document(pid, read(), running)))
             return 0
     except Exception as e:  # the view's failure, reported as data
         print(json.dumps(error_doc(pid, e)))
         return 3
     for _ in range(count):
         try:
-            doc = document(pid, read())
+            doc = document(pid, read(), running)
         except Exception as e:  # one call's failure, counted by the caller
             doc = error_doc(pid, e)
         print(json.dumps(doc))
