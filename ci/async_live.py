@@ -27,6 +27,7 @@ CHURN = os.path.join(REPO, "targets", "async", "churn_tasks.py")
 HELPER = os.path.join(REPO, "targets", "async", "cpython_awaited_by.py")
 READY_TIMEOUT_S = 30
 EXAMPLE_CHARS = 240
+MAX_CRASHES = 100   # CPython's reader restarted at most this often per row
 PROGRESS_EVERY = 50000
 # The names CPython's view gives a frame it could not read: a graph whose
 # every problem is such a frame is counted as marked incomplete, not wrong.
@@ -59,18 +60,27 @@ def say(msg):
     print("%s: %s" % (PROG, msg), file=sys.stderr, flush=True)
 
 
-def judge_stream(lines, what):
-    """Every line of a view's output judged: counts, and per class of
-    problem (or of failed read) its count and first example."""
-    got = {"graphs": 0, "wrong": 0, "marked": 0, "failed": 0, "tasks": 0, "empty": 0, "classes": {},
-           "failures": {}}
+def new_counts():
+    return {"graphs": 0, "wrong": 0, "marked": 0, "failed": 0, "tasks": 0, "empty": 0, "crashed": 0, "classes": {},
+            "failures": {}}
+
+
+def count_failure(got, msg):
+    got["failed"] += 1
+    key = CLASS_OF.sub("_", " ".join(str(msg).split()))[:120]
+    c = got["failures"].setdefault(key, {"count": 0, "example": " ".join(str(msg).split())[:EXAMPLE_CHARS]})
+    c["count"] += 1
+
+
+def judge_stream(lines, what, got=None):
+    """Every line of a view's output judged into got (new_counts()):
+    counts, and per class of problem (or of failed read) its count and
+    first example."""
+    got = got if got is not None else new_counts()
     for n, line in enumerate(lines, 1):
         doc = json.loads(line)
         if "error" in doc:
-            got["failed"] += 1
-            key = CLASS_OF.sub("_", " ".join(str(doc["error"]).split()))[:120]
-            c = got["failures"].setdefault(key, {"count": 0, "example": " ".join(str(doc["error"]).split())[:EXAMPLE_CHARS]})
-            c["count"] += 1
+            count_failure(got, doc["error"])
             continue
         got["graphs"] += 1
         got["tasks"] += len(doc.get("tasks") or [])
@@ -100,20 +110,36 @@ def run_view(view, fp, entry, inside, pid, count):
         argv = asyncgraph.command(entry, [inside + "/cpython_awaited_by.py"] + running + [str(pid), str(count)])
         env = asyncgraph.environment(entry)
     t0 = time.monotonic()
-    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, stdin=subprocess.DEVNULL,
-                         text=True)
-    try:
-        got = judge_stream(p.stdout, "%s: %s" % (ident, view["view"]))
-    finally:
-        p.stdout.close()
-        err = p.stderr.read()
-        p.wait()
+    got = new_counts()
+    what = "%s: %s" % (ident, view["view"])
+    while True:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                             stdin=subprocess.DEVNULL, text=True)
+        try:
+            judge_stream(p.stdout, what, got)
+        finally:
+            p.stdout.close()
+            err = p.stderr.read()
+            p.wait()
+        lines = got["graphs"] + got["failed"]
+        last = (err.strip().splitlines() or [""])[-1]
+        # CPython's reader (a debug build asserts on what it reads) may die
+        # in a call: that call is a failed read of its own class, and a new
+        # reader makes the calls left.
+        if env is not None and p.returncode < 0 and lines < count and got["crashed"] < MAX_CRASHES:
+            got["crashed"] += 1
+            count_failure(got, "the reader died (exit status %d): %s" % (p.returncode, last))
+            lines += 1
+            if lines < count:
+                say("%s: the reader died (%s); %d calls left" % (what, last, count - lines))
+                argv[-1] = str(count - lines)
+                continue
+        break
     # frameproof exits 1 when a read failed (each one a line, counted);
     # anything else, or fewer lines than reads, is a measurement that failed.
-    lines = got["graphs"] + got["failed"]
-    if lines != count or p.returncode not in (0, 1) or (p.returncode == 1 and not got["failed"]):
+    if lines != count or (env is None and (p.returncode not in (0, 1) or (p.returncode == 1 and not got["failed"]))):
         raise MeasurementError("%s: %s: %d lines of %d, exit status %d: %s" % (
-            ident, view["view"], lines, count, p.returncode, (err.strip().splitlines() or [""])[-1]))
+            ident, view["view"], lines, count, p.returncode, last))
     got["seconds"] = round(time.monotonic() - t0, 1)
     return got
 
