@@ -27,7 +27,7 @@ CHURN = os.path.join(REPO, "targets", "async", "churn_tasks.py")
 HELPER = os.path.join(REPO, "targets", "async", "cpython_awaited_by.py")
 READY_TIMEOUT_S = 30
 EXAMPLE_CHARS = 240
-MAX_CRASHES = 100   # CPython's reader restarted at most this often per row
+MAX_CRASHES = 20   # CPython's reader restarted at most this often per row, then the row ends short
 PROGRESS_EVERY = 50000
 # The names CPython's view gives a frame it could not read: a graph whose
 # every problem is such a frame is counted as marked incomplete, not wrong.
@@ -135,6 +135,12 @@ def run_view(view, fp, entry, inside, pid, count):
                 argv[-1] = str(count - lines)
                 continue
         break
+    if got["crashed"] >= MAX_CRASHES and lines < count:
+        # A target that kills every new reader at its first call: the row
+        # says how many calls were not made (a shorter row, not no row).
+        got["not_made"] = count - lines
+        say("%s: %d readers died, %d calls not made" % (what, got["crashed"], got["not_made"]))
+        lines = count
     # frameproof exits 1 when a read failed (each one a line, counted);
     # anything else, or fewer lines than reads, is a measurement that failed.
     if lines != count or (env is None and (p.returncode not in (0, 1) or (p.returncode == 1 and not got["failed"]))):
@@ -222,6 +228,9 @@ def markdown(doc):
             r["tasks"] / r["graphs"] if r["graphs"] else 0.0,
             " (%d)" % r["empty"] if r.get("empty") else "", classes_cell(r)))
     lines.append("")
+    lines += ["- %s on %s: %d of its readers died, the last %d calls were not made (the row's reads are the "
+              "calls made)." % (r["view"], r["interpreter"], r["crashed"], r["not_made"])
+              for r in doc["rows"] if r.get("not_made")]
     lines += ["- %s: `%s`." % (v["view"], v["command"]) for v in doc["views"]]
     failures = {}
     for r in doc["rows"]:
