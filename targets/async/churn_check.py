@@ -24,6 +24,8 @@ def await_lines(path):
 
 
 LINES = await_lines(TARGET)
+# Frames of the event loop itself: in no task's stack of this program.
+EVENT_LOOP = {"BaseEventLoop._run_once", "BaseEventLoop.run_forever", "Handle._run"}
 
 
 def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, lines=LINES):
@@ -70,6 +72,11 @@ def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, 
             # Its step is finishing it: the coroutine has returned (its
             # result being set, or set), the task not unlisted yet.
             pass
+        elif any(fn in EVENT_LOOP for fn in chain):
+            # a task being stepped, its coroutine not entered, given the
+            # frames of the thread below it (the loop's, down to <module>)
+            problems.append("task %r: the event loop frames in its stack, from %s (%s%s)" % (
+                name, chain[:1], n.get("state"), ", running" if n.get("running") else ""))
         elif not chain or chain[0] != declared[kind]["root"]:
             problems.append("task %r: stack starts at %s, not %s (%s%s)" % (
                 name, chain[:1], declared[kind]["root"], n.get("state"), ", running" if n.get("running") else ""))
