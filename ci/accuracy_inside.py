@@ -31,6 +31,7 @@ import datetime
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -216,7 +217,7 @@ def main(argv):
             place.close()
     result = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "commit": commit,
-              "command": " ".join(["ci/accuracy", "inside"] + result_file.public_args(argv)),
+              "command": shlex.join(["ci/accuracy", "inside"] + result_file.public_args(argv)),
               "functions": [spec for spec, _ in FUNCTIONS], "rate_hz": RATE, "bound": args.bound,
               "noise_sigmas": NOISE_SIGMAS, "scale": args.scale, "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)

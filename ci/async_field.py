@@ -520,7 +520,7 @@ def main(argv):
             failed.append(str(e))
     commit, date = result_file.stamp()
     doc = {"date": date, "commit": commit or "unknown",
-           "command": " ".join(["ci/async-field"] + result_file.public_args(argv)),
+           "command": shlex.join(["ci/async-field"] + result_file.public_args(argv)),
            "seconds": round(time.monotonic() - t0, 1),
            "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,
            "views": [{k: v[k] for k in ("view", "command", "fields", "stack", "note")} for v in views],

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -306,7 +307,7 @@ def main(argv):
         rows += measure(entry, fp, counts, views)
     commit, date = result_file.stamp()
     doc = {"date": date, "commit": commit or "unknown",
-           "command": " ".join(["ci/async-live"] + result_file.public_args(argv)),
+           "command": shlex.join(["ci/async-live"] + result_file.public_args(argv)),
            "seconds": round(time.monotonic() - t0, 1),
            "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,
            "views": [{k: v[k] for k in ("view", "role", "command")} for v in VIEWS], "rows": rows}

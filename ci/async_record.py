@@ -9,6 +9,7 @@ for usage)."""
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -267,7 +268,7 @@ def main(argv):
         costs.append(c)
     commit, date = result_file.stamp()
     doc = {"date": date, "commit": commit or "unknown",
-           "command": " ".join(["ci/async-record"] + result_file.public_args(argv)),
+           "command": shlex.join(["ci/async-record"] + result_file.public_args(argv)),
            "seconds": round(time.monotonic() - t0, 1), "seconds_per_profile": args.seconds,
            "cost_seconds": args.cost_seconds,
            "interpreters": [{"id": e["id"], "version": e["version"]} for e in plan], "skipped": skipped,

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import statistics
@@ -346,7 +347,7 @@ def main(argv):
     manifest, interps = fpfacts.provisioned(facts)
     if not interps:
         raise BenchError("no interpreters provisioned (%s is missing or empty)" % manifest)
-    command = " ".join(["ci/bench"] + result_file.public_args(argv))
+    command = shlex.join(["ci/bench"] + result_file.public_args(argv))
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     plan = []
     if REFERENCE_ID in interps:

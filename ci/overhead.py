@@ -18,6 +18,7 @@ import argparse
 import functools
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -246,7 +247,7 @@ def main():
         finally:
             work.close()
     commit, date = result_file.stamp()
-    doc = {"date": date, "commit": commit, "command": "ci/overhead " + " ".join(result_file.public_args(sys.argv[1:])),
+    doc = {"date": date, "commit": commit, "command": "ci/overhead " + shlex.join(result_file.public_args(sys.argv[1:])),
            "rounds": args.rounds, "work": args.work, "rows": rows}
     os.makedirs(args.report_dir, exist_ok=True)
     result_file.write(os.path.join(args.report_dir, "overhead.json"), doc)
