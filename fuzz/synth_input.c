@@ -42,6 +42,11 @@ uint16_t fz_next_u16(fz_cursor *c)
     return (uint16_t)(lo | fz_next_byte(c) << 8);
 }
 
+const char *fz_next_name(fz_cursor *c)
+{
+    return NAMES[fz_next_byte(c) % NNAMES];
+}
+
 const char *fz_next_layout(fz_cursor *c)
 {
     return LAYOUT_IDS[fz_next_byte(c) % NLAYOUTS];
@@ -154,41 +159,46 @@ static const synth_loc *loc_at(const synth_code *c, int unit)
     return NULL;
 }
 
+bool fz_frame_equals(const fp_frame *fr, const synth_frame *sf, size_t k, char *msg, size_t msglen)
+{
+    const synth_code *c = sf->code;
+    const synth_loc *loc = loc_at(c, sf->unit);
+    if (strcmp(fr->function, c->qualname) != 0 || strcmp(fr->name, c->name) != 0 || strcmp(fr->file, c->filename) != 0) {
+        snprintf(msg, msglen, "frame %zu: %s/%s/%s, described %s/%s/%s", k, fr->function, fr->name, fr->file,
+                 c->qualname, c->name, c->filename);
+        return false;
+    }
+    if (fr->line != loc->line || fr->end_line != loc->end_line || fr->column != loc->column ||
+        fr->end_column != loc->end_column) {
+        snprintf(msg, msglen, "frame %zu: %d-%d:%d-%d, described %d-%d:%d-%d", k, fr->line, fr->end_line,
+                 fr->column, fr->end_column, loc->line, loc->end_line, loc->column, loc->end_column);
+        return false;
+    }
+    if (fr->instr_offset != sf->unit) {
+        snprintf(msg, msglen, "frame %zu: offset %d, described %d", k, fr->instr_offset, sf->unit);
+        return false;
+    }
+    if (fr->kind != (sf->generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON)) {
+        snprintf(msg, msglen, "frame %zu: kind %d", k, fr->kind);
+        return false;
+    }
+    return true;
+}
+
 bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_frame *frames, size_t nframes,
                       char *msg, size_t msglen)
 {
     size_t k = 0;
     for (size_t f = 0; f < nframes; f++) {
         const synth_frame *sf = &frames[f];
-        const synth_code *c = sf->code;
-        if (!sf->generator && sf->unit < c->firsttraceable)
+        if (!sf->generator && sf->unit < sf->code->firsttraceable)
             continue; /* not yet at its first traceable instruction: hidden */
         if (k >= th->frame_count) {
             snprintf(msg, msglen, "%zu frames, more described", th->frame_count);
             return false;
         }
-        const fp_frame *fr = fp_sample_get_frame(sm, th->first_frame + k);
-        const synth_loc *loc = loc_at(c, sf->unit);
-        if (strcmp(fr->function, c->qualname) != 0 || strcmp(fr->name, c->name) != 0 ||
-            strcmp(fr->file, c->filename) != 0) {
-            snprintf(msg, msglen, "frame %zu: %s/%s/%s, described %s/%s/%s", k, fr->function, fr->name, fr->file,
-                     c->qualname, c->name, c->filename);
+        if (!fz_frame_equals(fp_sample_get_frame(sm, th->first_frame + k), sf, k, msg, msglen))
             return false;
-        }
-        if (fr->line != loc->line || fr->end_line != loc->end_line || fr->column != loc->column ||
-            fr->end_column != loc->end_column) {
-            snprintf(msg, msglen, "frame %zu: %d-%d:%d-%d, described %d-%d:%d-%d", k, fr->line, fr->end_line,
-                     fr->column, fr->end_column, loc->line, loc->end_line, loc->column, loc->end_column);
-            return false;
-        }
-        if (fr->instr_offset != sf->unit) {
-            snprintf(msg, msglen, "frame %zu: offset %d, described %d", k, fr->instr_offset, sf->unit);
-            return false;
-        }
-        if (fr->kind != (sf->generator ? FP_FRAME_GENERATOR : FP_FRAME_PYTHON)) {
-            snprintf(msg, msglen, "frame %zu: kind %d", k, fr->kind);
-            return false;
-        }
         k++;
     }
     if (k != th->frame_count) {

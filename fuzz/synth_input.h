@@ -27,6 +27,10 @@ typedef struct fz_cursor {
 uint8_t fz_next_byte(fz_cursor *c);
 uint16_t fz_next_u16(fz_cursor *c);
 
+/* A name of every PEP 393 kind (empty and long ones among them), chosen
+ * by the next byte. */
+const char *fz_next_name(fz_cursor *c);
+
 /* A layout id of synth.h, chosen by the next byte. */
 const char *fz_next_layout(fz_cursor *c);
 
@@ -49,6 +53,11 @@ typedef struct fz_description {
 void fz_decode_description(fz_cursor *c, const char *id, bool tlbc, fz_description *d);
 /* One code object: names of every PEP 393 kind, arbitrary locations. */
 void fz_decode_code(fz_cursor *c, synth_code *code, int *units_out);
+
+/* Compares frame k of an unwound stack with described frame sf (name,
+ * position, instruction offset, kind).  Returns true when equal;
+ * otherwise false with the difference in msg. */
+bool fz_frame_equals(const fp_frame *fr, const synth_frame *sf, size_t k, char *msg, size_t msglen);
 
 /* Compares thread th of sm with the described stack (innermost first;
  * frames before their first traceable instruction are hidden).  Returns

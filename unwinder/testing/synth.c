@@ -218,7 +218,7 @@ static int build_thread(synth_image *im, uint64_t interp, uint64_t prev_ts, cons
     const fpi_layout *l = &im->l;
     if (t->nframes > MAX_FRAMES_PER_THREAD)
         return synth_fail(im, "too many frames");
-    uint64_t ts = alloc(im, (size_t)l->ts_size + 16);
+    uint64_t ts = alloc(im, (size_t)l->ts_size + TS_EXTRA_BYTES);
     /* The chunk is CHUNK_BYTES long and all of it readable, like CPython's
      * (a frame anywhere in it belongs to the data stack; a sample reads
      * ahead past the top the last one saw). */
@@ -482,6 +482,7 @@ void synth_free(synth_image *im)
     free(im->list);
     free(im->suspended);
     free(im->codes);
+    free(im->task_addrs);
     free(im);
 }
 
@@ -513,6 +514,7 @@ void synth_target(const synth_image *im, fp_target_desc *out)
     out->runtime_addr = im->runtime;
     out->hexversion = im->hexversion;
     out->free_threaded = im->l.free_threaded;
+    out->asyncio_debug_addr = im->asyncio_table;
 }
 
 const fpi_layout *synth_layout(const synth_image *im)

@@ -129,4 +129,50 @@ int synth_plan_thread_start(synth_image *img, size_t t, uint64_t native_id, uint
                             size_t cap, size_t *nout);
 void synth_apply(synth_image *img, const synth_write *w);
 
+/* asyncio's task graph (3.14+ GIL layouts): tasks and futures laid out as
+ * asyncio's C module keeps them, and its debug offsets table, whose
+ * address synth_target then gives.  A task is on its thread's list (list
+ * >= 0: a thread index), its interpreter's (SYNTH_LIST_INTERP) or on none
+ * (SYNTH_LIST_NONE: reachable only as an awaiter, as a future always is).
+ * Its coroutine chain is innermost first; each frame a coroutine's (or an
+ * async generator's, reached from its awaiter through an
+ * `async_generator_asend` object when through_asend), every one but the
+ * innermost suspended awaiting the next; the innermost is executing when
+ * the task is running, else suspended, or awaiting `awaits` (an index of
+ * the description's tasks and futures, -1: nothing).  awaited_by: indices
+ * of tasks and futures, kept as one object or, when by_set (or more than
+ * one), as a set whose table also holds `dummies` deleted entries. */
+#define SYNTH_LIST_INTERP (-1)
+#define SYNTH_LIST_NONE (-2)
+#define SYNTH_MAX_CORO 8
+#define SYNTH_MAX_AWAITED_BY 4
+typedef struct synth_coro {
+    synth_frame frame;         /* its code and unit (generator is implied) */
+    bool async_gen, through_asend;
+} synth_coro;
+typedef struct synth_task {
+    bool is_task;              /* false: a future */
+    const char *name;          /* UTF-8; NULL: an unnamed task's number, or no name when no_name */
+    uint64_t number;
+    bool no_name, noncompact_name;
+    int list;                  /* a thread index, SYNTH_LIST_INTERP or SYNTH_LIST_NONE */
+    bool running;              /* its thread's running task (on that thread's list) */
+    int state;                 /* enum fp_future_state */
+    synth_coro coro[SYNTH_MAX_CORO];
+    size_t ncoro;
+    int awaits;                /* what the innermost coroutine awaits, or -1 */
+    bool awaits_tagged;        /* the awaited reference with its stack-ref tag bit set */
+    int awaited_by[SYNTH_MAX_AWAITED_BY];
+    size_t nawaited_by;
+    bool by_set;
+    unsigned dummies;
+} synth_task;
+/* Lays out n tasks and futures in img (built from a description whose
+ * code objects include every coroutine's).  0, or FP_E_INVALID_ARG with
+ * the reason in the builder's error buffer (a description it cannot lay
+ * out, a layout without task graphs, out of room). */
+int synth_asyncio(synth_image *img, const synth_task *tasks, size_t n);
+/* The address of described task or future i (0 before synth_asyncio). */
+uint64_t synth_task_addr(const synth_image *img, size_t i);
+
 #endif

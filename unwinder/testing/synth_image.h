@@ -33,6 +33,7 @@
 #define STRING_KIND_SHIFT_MASK 7u
 #define LOC_LONG_FORM 14
 #define GEN_HEADER_BYTES 128u       /* room before a generator's embedded frame */
+#define TS_EXTRA_BYTES 64u          /* after each thread state: asyncio's _PyThreadStateImpl fields */
 
 typedef struct region {
     uint64_t addr;
@@ -95,6 +96,9 @@ struct synth_image {
     int resume_op;            /* 3.12+: SEND or FOR_ITER, as many cache units as fill_op (-1: none) */
     live_frame *suspended;    /* generator frames synth_plan_yield unlinked */
     size_t nsuspended, suspended_cap;
+    uint64_t asyncio_table;    /* synth_asyncio's debug offsets table (0: none) */
+    uint64_t *task_addrs;      /* per described task or future */
+    size_t ntasks;
     char *err;
     size_t errlen;
 };
@@ -109,6 +113,10 @@ int synth_book_frame(thread_book *b, uint64_t addr, const built_code *bc, int tl
 
 /* A type object named name (its tp_name a C string of the image). */
 uint64_t synth_type_object(synth_image *im, const char *name);
+
+/* A str object holding utf8 (compact, or not when noncompact); 0 when
+ * out of room or utf8 is malformed. */
+uint64_t synth_str_object(synth_image *im, const char *utf8, bool noncompact);
 
 /* Builds code object c (with its thread-local bytecode copies when
  * want_tlbc) into *out; 0, or -1 when the image has no room for it. */

@@ -53,7 +53,7 @@ static long utf8_decode(const char *s, uint32_t *out, size_t max)
     return (long)n;
 }
 
-static uint64_t str_object(synth_image *im, const char *utf8, bool noncompact)
+uint64_t synth_str_object(synth_image *im, const char *utf8, bool noncompact)
 {
     const fpi_layout *l = &im->l;
     size_t cap = strlen(utf8) + 1;
@@ -155,9 +155,9 @@ int synth_code_object(synth_image *im, const synth_code *c, bool want_tlbc, buil
     const fpi_layout *l = &im->l;
     int units = 0;
     uint64_t lt = linetable_object(im, c, &units);
-    uint64_t qn = str_object(im, c->qualname, c->noncompact_names);
-    uint64_t nm = str_object(im, c->name, c->noncompact_names);
-    uint64_t fn = str_object(im, c->filename, c->noncompact_names);
+    uint64_t qn = synth_str_object(im, c->qualname, c->noncompact_names);
+    uint64_t nm = synth_str_object(im, c->name, c->noncompact_names);
+    uint64_t fn = synth_str_object(im, c->filename, c->noncompact_names);
     if (!lt || !qn || !nm || !fn)
         return -1;
     uint64_t co = synth_alloc(im, (size_t)l->co_code_adaptive + (size_t)units * 2);
