@@ -205,6 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     synth_image *img = NULL;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
+    fp_reader rd;
     fp_async_graph *g = NULL;
     if (!a)
         return 0;
@@ -217,16 +218,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out; /* threads the builder cannot lay out (fuzz_synth_unwind's concern) */
     int rc = synth_asyncio(img, a->tasks, a->ntasks);
     FUZZ_CHECK(rc == FP_OK, "%s: a decoded graph the builder refused: %s", id, err);
-    fp_options o;
-    fp_options_init(&o);
-    o.max_depth = FZ_MAX_NAMED_DEPTH;
-    if (fp_session_new(&o, &s) || fp_sample_new(&sm))
+    rc = fz_attach(img, &rd, &s, &sm);
+    if (rc == FP_E_NOMEM)
         goto out;
-    fp_reader rd;
-    fp_target_desc td;
-    synth_reader(img, &rd);
-    synth_target(img, &td);
-    rc = fp_session_attach_reader(s, &rd, &td);
     FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_get_errmsg(s));
     for (int pass = 0; pass < 3; pass++) {
         /* cold, warm, then with the threads' stacks */

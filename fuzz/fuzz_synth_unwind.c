@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     synth_image *img = NULL;
     fp_session *s = NULL;
     fp_sample *sm = NULL;
+    fp_reader rd;
     if (!d)
         return 0;
     fpi_layout probe;
@@ -57,16 +58,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     if (synth_build(id, table, FPI_DEBUG_OFFSETS_READ, &d->desc, &img, err, sizeof err) != 0)
         goto out; /* a description the builder cannot lay out */
-    fp_options o;
-    fp_options_init(&o);
-    o.max_depth = FZ_MAX_NAMED_DEPTH;
-    if (fp_session_new(&o, &s) || fp_sample_new(&sm))
+    int rc = fz_attach(img, &rd, &s, &sm);
+    if (rc == FP_E_NOMEM)
         goto out;
-    fp_reader rd;
-    fp_target_desc td;
-    synth_reader(img, &rd);
-    synth_target(img, &td);
-    int rc = fp_session_attach_reader(s, &rd, &td);
     FUZZ_CHECK(rc == FP_OK, "%s: attach failed: %s", id, fp_session_get_errmsg(s));
     for (int pass = 0; pass < 2; pass++) {
         rc = fp_session_sample(s, sm);

@@ -207,3 +207,18 @@ bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_fram
     }
     return true;
 }
+
+int fz_attach(synth_image *img, fp_reader *rd, fp_session **s, fp_sample **sm)
+{
+    fp_options o;
+    fp_options_init(&o);
+    o.max_depth = FZ_MAX_NAMED_DEPTH;
+    *s = NULL;
+    *sm = NULL;
+    if (fp_session_new(&o, s) || fp_sample_new(sm))
+        return FP_E_NOMEM;
+    fp_target_desc td;
+    synth_reader(img, rd);
+    synth_target(img, &td);
+    return fp_session_attach_reader(*s, rd, &td);
+}

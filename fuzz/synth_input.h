@@ -65,4 +65,10 @@ bool fz_frame_equals(const fp_frame *fr, const synth_frame *sf, size_t k, char *
 bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_frame *frames, size_t nframes,
                       char *msg, size_t msglen);
 
+/* A new session (max_depth FZ_MAX_NAMED_DEPTH) attached to img through
+ * *rd (the caller's: the session reads through it until freed), and a
+ * sample: FP_E_NOMEM when either could not be made (*s and *sm are the
+ * caller's to free either way), else what the attach returned. */
+int fz_attach(synth_image *img, fp_reader *rd, fp_session **s, fp_sample **sm);
+
 #endif
