@@ -67,16 +67,22 @@ def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, 
             own = [k for k, f in enumerate(stack)
                    if f.get("function") in lines and (f.get("file") or "").endswith("churn_tasks.py")]
             stack = stack[own[0]:] if own else stack
-        chain = [f.get("function") for f in stack][::-1]  # outermost first
-        if not chain and (n.get("running") or n.get("state") != "pending"):
-            # Its step is finishing it: the coroutine has returned (its
-            # result being set, or set), the task not unlisted yet.
-            pass
-        elif any(fn in EVENT_LOOP for fn in chain):
-            # a task being stepped, its coroutine not entered, given the
-            # frames of the thread below it (the loop's, down to <module>)
+        # The event loop's frames in a task's stack: the thread's frames
+        # below the task's (a view that walked past its coroutine), or, with
+        # none above them, a task being stepped, its coroutine not entered.
+        # An instant the program has, seen another way: a problem of its own
+        # class, and what lies above them is checked as the task's stack.
+        cut = next((k for k, f in enumerate(stack) if f.get("function") in EVENT_LOOP), None)
+        if cut is not None:
             problems.append("task %r: the event loop frames in its stack, from %s (%s%s)" % (
-                name, chain[:1], n.get("state"), ", running" if n.get("running") else ""))
+                name, [stack[-1].get("function")], n.get("state"), ", running" if n.get("running") else ""))
+            stack = stack[:cut]
+        chain = [f.get("function") for f in stack][::-1]  # outermost first
+        if not chain and (cut is not None or n.get("running") or n.get("state") != "pending"):
+            # Its step is finishing it: the coroutine has returned (its
+            # result being set, or set), the task not unlisted yet; or
+            # asyncio is stepping it (above).
+            pass
         elif not chain or chain[0] != declared[kind]["root"]:
             problems.append("task %r: stack starts at %s, not %s (%s%s)" % (
                 name, chain[:1], declared[kind]["root"], n.get("state"), ", running" if n.get("running") else ""))
