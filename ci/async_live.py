@@ -169,6 +169,8 @@ def into(path, doc, views):
     mine = {(r["interpreter"], r["view"]): r for r in doc["rows"]}
     rows = [mine.pop((r["interpreter"], r["view"]), r) if r["view"] in views else r for r in base["rows"]]
     runs = base.get("runs") or [{k: base[k] for k in ("date", "commit", "command")}]
+    # an earlier partial run whose every view this one replaces gave no row left
+    runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views))]
     runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
     return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs, views=doc["views"],
                 seconds=base["seconds"] + doc["seconds"])
