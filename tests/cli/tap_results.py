@@ -8,7 +8,10 @@ results = []
 
 
 def check(name, ok, detail=""):
-    results.append((name, ok, detail))
+    """A result: passed when ok is true.  Any false value fails it — None
+    too (what `a and re.search(...)` gives when nothing matched), which
+    stored as it came would read as skip()'s mark."""
+    results.append((name, bool(ok), detail))
 
 
 def skip(name, why):
