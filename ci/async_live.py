@@ -40,16 +40,20 @@ POSSIBLE = ("the event loop frames in its stack",)
 # A problem's class: its text with names, addresses and numbers left out.
 CLASS_OF = re.compile(r"'[^']*'|\[[^\]]*\]|0x[0-9a-f]+|-?\d+")
 
+# Each view: who reads ("reader": frameproof's dump, or CPython's
+# _remote_debugging called by targets/async/cpython_awaited_by.py) and the
+# arguments that choose what it prints ("args").
 VIEWS = [
-    {"view": "frameproof", "role": "judged",
+    {"view": "frameproof", "role": "judged", "reader": "frameproof", "args": [],
      "command": "frameproof dump --async --json --count N --pid PID"},
-    {"view": "frameproof, stale-awaiter fault", "role": "mutant",
+    {"view": "frameproof, stale-awaiter fault", "role": "mutant", "reader": "frameproof",
+     "args": ["--inject-fault", "stale-awaiter"],
      "command": "frameproof dump --async --json --count N --inject-fault stale-awaiter --pid PID (the mutant: each "
                 "graph printed with the previous read's awaiter edges; must be found wrong)"},
-    {"view": "CPython get_all_awaited_by", "role": "field",
+    {"view": "CPython get_all_awaited_by", "role": "field", "reader": "cpython", "args": [],
      "command": "_remote_debugging.RemoteUnwinder(PID).get_all_awaited_by() called N times, by the target's "
                 "interpreter (targets/async/cpython_awaited_by.py PID N)"},
-    {"view": "CPython get_async_stack_trace", "role": "field",
+    {"view": "CPython get_async_stack_trace", "role": "field", "reader": "cpython", "args": ["--running"],
      "command": "_remote_debugging.RemoteUnwinder(PID).get_async_stack_trace() called N times, by the target's "
                 "interpreter (targets/async/cpython_awaited_by.py --running PID N): each thread's running task, "
                 "its stack its thread's frames down to its coroutine, and what awaits it, in turn; a read when no "
@@ -109,54 +113,60 @@ def judge_stream(lines, what, got=None):
     return got
 
 
+def reader_argv(view, fp, entry, inside, pid, count):
+    """(argv, env) of the process that makes view's count reads of pid."""
+    if view["reader"] == "frameproof":
+        return [fp, "dump", "--async", "--json", "--count", str(count)] + view["args"] + ["--pid", str(pid)], None
+    return (asyncgraph.command(entry, [inside + "/cpython_awaited_by.py"] + view["args"] + [str(pid), str(count)]),
+            asyncgraph.environment(entry))
+
+
+def one_reader(argv, env, what, got):
+    """Runs one reader, its output judged into got: (exit status, last
+    line of its stderr)."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                         stdin=subprocess.DEVNULL, text=True)
+    try:
+        judge_stream(p.stdout, what, got)
+    finally:
+        p.stdout.close()
+        err = p.stderr.read()
+        p.wait()
+    return p.returncode, (err.strip().splitlines() or [""])[-1]
+
+
 def run_view(view, fp, entry, inside, pid, count):
-    ident = entry["id"]
-    if view["view"].startswith("frameproof"):
-        argv = [fp, "dump", "--async", "--json", "--count", str(count), "--pid", str(pid)]
-        if "fault" in view["view"]:
-            argv += ["--inject-fault", "stale-awaiter"]
-        env = None
-    else:
-        running = ["--running"] if "get_async_stack_trace" in view["view"] else []
-        argv = asyncgraph.command(entry, [inside + "/cpython_awaited_by.py"] + running + [str(pid), str(count)])
-        env = asyncgraph.environment(entry)
+    what = "%s: %s" % (entry["id"], view["view"])
     t0 = time.monotonic()
     got = new_counts()
-    what = "%s: %s" % (ident, view["view"])
+    restartable = view["reader"] == "cpython"
+    remaining = count
     while True:
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                             stdin=subprocess.DEVNULL, text=True)
-        try:
-            judge_stream(p.stdout, what, got)
-        finally:
-            p.stdout.close()
-            err = p.stderr.read()
-            p.wait()
+        status, last = one_reader(*reader_argv(view, fp, entry, inside, pid, remaining), what, got)
         lines = got["graphs"] + got["failed"]
-        last = (err.strip().splitlines() or [""])[-1]
         # CPython's reader (a debug build asserts on what it reads) may die
         # in a call: that call is a failed read of its own class, and a new
-        # reader makes the calls left.
-        if env is not None and p.returncode < 0 and lines < count and got["crashed"] < MAX_CRASHES:
-            got["crashed"] += 1
-            count_failure(got, "the reader died (exit status %d): %s" % (p.returncode, last))
-            lines += 1
-            if lines < count:
-                say("%s: the reader died (%s); %d calls left" % (what, last, count - lines))
-                argv[-1] = str(count - lines)
-                continue
-        break
-    if got["crashed"] >= MAX_CRASHES and lines < count:
-        # A target that kills every new reader at its first call: the row
-        # says how many calls were not made (a shorter row, not no row).
-        got["not_made"] = count - lines
-        say("%s: %d readers died, %d calls not made" % (what, got["crashed"], got["not_made"]))
-        lines = count
+        # reader makes the calls left, MAX_CRASHES times at most.
+        if not (restartable and status < 0 and lines < count):
+            break
+        got["crashed"] += 1
+        count_failure(got, "the reader died (exit status %d): %s" % (status, last))
+        lines += 1
+        remaining = count - lines
+        if remaining == 0:
+            break
+        if got["crashed"] == MAX_CRASHES:
+            # A target that kills every new reader at its first call: the
+            # row says how many calls were not made (a shorter row, not none).
+            got["not_made"] = remaining
+            say("%s: %d readers died, %d calls not made" % (what, got["crashed"], remaining))
+            lines = count
+            break
+        say("%s: the reader died (%s); %d calls left" % (what, last, remaining))
     # frameproof exits 1 when a read failed (each one a line, counted);
     # anything else, or fewer lines than reads, is a measurement that failed.
-    if lines != count or (env is None and (p.returncode not in (0, 1) or (p.returncode == 1 and not got["failed"]))):
-        raise MeasurementError("%s: %s: %d lines of %d, exit status %d: %s" % (
-            ident, view["view"], lines, count, p.returncode, last))
+    if lines != count or (not restartable and (status not in (0, 1) or (status == 1 and not got["failed"]))):
+        raise MeasurementError("%s: %d lines of %d, exit status %d: %s" % (what, lines, count, status, last))
     got["seconds"] = round(time.monotonic() - t0, 1)
     return got
 

@@ -1,0 +1,117 @@
+"""ci/async-live's bookkeeping (TAP), without an interpreter: how a view's
+reads are counted when its reader dies, and how a run is merged into a
+result file.
+usage: test_async_live_run.py
+
+A stand-in reader (this file run with --reader) prints empty task graphs
+and kills itself with SIGABRT after a given number of them, as CPython's
+debug builds abort inside get_async_stack_trace():
+- a CPython view whose reader dies after 2 calls, 7 calls asked: new
+  readers make the calls left; 7 lines, 2 of them deaths (a failed-read
+  class of their own), 5 graphs;
+- one whose every reader dies at its first call, 30 calls asked: 20
+  readers (MAX_CRASHES), 20 failed reads and 10 calls not made;
+- a frameproof view whose reader dies: a failed measurement, not a row;
+- a graph of a task the program does not have is counted wrong, an error
+  line as a failed read;
+- into(): a run replacing every row of an earlier partial run drops that
+  run from the result's runs, and keeps the rows of views it did not run."""
+import json
+import os
+import signal
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+sys.path.insert(0, os.path.join(REPO, "ci"))
+
+EMPTY = json.dumps({"pid": 1, "asyncio_loaded": True, "tasks": []})
+
+
+def reader(lines, calls):
+    """The stand-in: min(lines, calls) empty graphs, then death by SIGABRT
+    while calls are left."""
+    for _ in range(min(lines, calls)):
+        print(EMPTY, flush=True)
+    if lines < calls:
+        os.kill(os.getpid(), signal.SIGABRT)
+
+
+if len(sys.argv) > 1 and sys.argv[1] == "--reader":
+    signal.signal(signal.SIGABRT, signal.SIG_DFL)
+    reader(int(sys.argv[2]), int(sys.argv[-1]))
+    sys.exit(0)
+
+from tap_results import check, report  # noqa: E402
+import async_live  # noqa: E402
+
+
+def stand_in(lines):
+    """reader_argv replaced: every reader is this file, dying after lines graphs."""
+    def argv(view, fp, entry, inside, pid, count):
+        return [sys.executable, os.path.abspath(__file__), "--reader", str(lines), str(count)], None
+    return argv
+
+
+def view(reader):
+    return {"view": "test view", "role": "field", "reader": reader, "args": [], "command": "-"}
+
+
+def run(reader_kind, lines, count):
+    async_live.reader_argv = stand_in(lines)
+    try:
+        return async_live.run_view(view(reader_kind), "-", {"id": "test"}, "-", 0, count), None
+    except async_live.MeasurementError as e:
+        return None, str(e)
+
+
+def main():
+    got, err = run("cpython", 2, 7)
+    check("a reader dying after 2 calls: 7 lines, 2 deaths, 5 graphs",
+          got and (got["graphs"], got["failed"], got["crashed"], got.get("not_made")) == (5, 2, 2, None),
+          "%s %s" % (got and {k: got[k] for k in ("graphs", "failed", "crashed")}, err))
+    died = got and [c for k, c in got["failures"].items() if "the reader died" in k]
+    check("the deaths are one failed-read class", died and died[0]["count"] == 2, "%s" % (got and got["failures"]))
+
+    got, err = run("cpython", 0, 30)
+    check("every reader dying at its first call: %d deaths, the rest not made" % async_live.MAX_CRASHES,
+          got and (got["graphs"], got["failed"], got["crashed"], got.get("not_made")) ==
+          (0, async_live.MAX_CRASHES, async_live.MAX_CRASHES, 30 - async_live.MAX_CRASHES),
+          "%s %s" % (got and {k: got.get(k) for k in ("graphs", "failed", "crashed", "not_made")}, err))
+
+    got, err = run("frameproof", 2, 7)
+    check("a frameproof reader dying: a failed measurement", got is None and err and "2 lines of 7" in err,
+          "%s %s" % (got, err))
+
+    wrong = json.dumps({"pid": 1, "tasks": [{"addr": 1, "task": True, "name": "nobody", "state": "pending",
+                                             "thread": 1, "interp": 0, "running": False, "stack": [],
+                                             "awaited_by": []}]})
+    got = async_live.judge_stream([EMPTY, wrong, json.dumps({"pid": 1, "error": "x", "code": -8})], "test")
+    check("judged: an empty graph, a wrong one, a failed read",
+          (got["graphs"], got["empty"], got["wrong"], got["failed"]) == (2, 1, 1, 1),
+          "%s" % {k: got[k] for k in ("graphs", "empty", "wrong", "failed")})
+
+    base = {"date": "d0", "commit": "c0", "command": "all", "views": [], "seconds": 1,
+            "rows": [{"interpreter": "3.15", "view": "A", "n": 0}, {"interpreter": "3.15", "view": "B", "n": 0}],
+            "runs": [{"date": "d0", "commit": "c0", "command": "all"},
+                     {"date": "d1", "commit": "c1", "command": "only B", "views": ["B"]}]}
+    doc = {"date": "d2", "commit": "c2", "command": "B again", "views": [], "seconds": 2,
+           "rows": [{"interpreter": "3.15", "view": "B", "n": 2}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(base, f)
+    try:
+        merged = async_live.into(f.name, doc, ["B"])
+    finally:
+        os.unlink(f.name)
+    check("into(): the replaced partial run dropped, the other view's row kept",
+          [r["date"] for r in merged["runs"]] == ["d0", "d2"] and
+          [(r["view"], r["n"]) for r in merged["rows"]] == [("A", 0), ("B", 2)],
+          "runs %s, rows %s" % (merged["runs"], merged["rows"]))
+    report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
