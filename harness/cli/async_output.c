@@ -48,6 +48,22 @@ static size_t node_stack(const fp_async_graph *g, const fp_sample *sm, size_t i,
     return *frames ? nd->frame_count : 0;
 }
 
+/* Why node i runs nothing in sm although it is a running task: its
+ * thread's walk failed (the error's description), or the thread is not
+ * in sm; NULL for any other node, and without sm. */
+static const char *thread_failure(const fp_async_graph *g, const fp_sample *sm, size_t i)
+{
+    const fp_async_node *nd = fp_async_graph_get_node(g, i);
+    if (!sm || !nd || !nd->running)
+        return NULL;
+    for (size_t k = 0; k < fp_sample_get_thread_count(sm); k++) {
+        const fp_thread *th = fp_sample_get_thread(sm, k);
+        if (th->native_id == nd->thread_native_id)
+            return th->error ? fp_error_describe(th->error) : NULL;
+    }
+    return "its thread was not reached";
+}
+
 void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,
                            const fp_sample *sm, const fp_async_graph *edges)
 {
@@ -84,6 +100,8 @@ void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const f
         jw_int_or_null(&j, nd->interp_id < 0 ? -1 : nd->interp_id, -1);
         jw_key(&j, "running");
         jw_bool(&j, nd->running);
+        jw_key(&j, "thread_error");
+        jw_string_or_null(&j, thread_failure(g, sm, i));
         jw_key(&j, "stack");
         jw_begin_array(&j);
         const fp_frame *frames;
@@ -326,6 +344,9 @@ static void put_node(tree *t, size_t i, size_t depth)
     }
     if (nd->running)
         fputs(" [running]", out);
+    const char *why = thread_failure(t->g, t->sm, i);
+    if (why)
+        fprintf(out, " [its thread's stack: %s]", why);
     if (nd->state != FP_FUTURE_PENDING)
         fprintf(out, " [%s]", state_name(nd->state));
     fputc('\n', out);

@@ -39,7 +39,10 @@ static const char DUMP_USAGE[] =
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
     "                   /proc/PID/mem), vm or mem (default auto)\n"
     "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
-    "                   with --async: also coroutines per task)\n"
+    "                   with --async: also coroutines per task, and a thread\n"
+    "                   deeper than N fails alone: the graph is still printed,\n"
+    "                   a running task there with its coroutine only, and a\n"
+    "                   warning on stderr)\n"
     "  --no-cache       do not cache code objects (no effect on a single dump)\n"
     CLI_BLOCKING_HELP
     CLI_PAUSE_TORN_HELP
@@ -79,6 +82,9 @@ static int dump_async(fp_session *s, int pid, int json, unsigned long count, boo
             cli_async_output_json_error(stdout, pid, rc, fp_session_get_errmsg(s));
             continue;
         }
+        if (fp_session_get_errmsg(s)[0] && count == 1) /* the graph is whole; a thread's stack is not */
+            fprintf(stderr, "frameproof dump: warning: %s (a running task on that thread is shown with its "
+                            "coroutine only)\n", fp_session_get_errmsg(s));
         if (json) {
             cli_async_output_json(stdout, pid, &py, g, sm, stale ? prev : NULL);
         } else if (cli_async_output_text(stdout, pid, &py, g, sm)) {

@@ -22,6 +22,8 @@ int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm)
         fp_async_graph_free(a->graph);
     a->graph = NULL;
     int rc = fp_async_graph_read_sample(s, sm, &a->graph);
+    if (rc == FP_OK && !a->thread_error[0] && fp_session_get_errmsg(s)[0])
+        snprintf(a->thread_error, sizeof a->thread_error, "%s", fp_session_get_errmsg(s)); /* a thread's walk failed */
     if (rc == FP_OK) {
         uint64_t ns = fp_async_graph_get_stopped_ns(a->graph);
         a->stopped_ns += ns;
@@ -96,6 +98,9 @@ void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async
     if (c->cut_chains)
         fprintf(stderr, "  note: %" PRIu64 " chains of awaiters came back to a task already on their stack and were "
                         "cut there\n", c->cut_chains);
+    if (c->failed_threads)
+        fprintf(stderr, "  lost: %" PRIu64 " running tasks whose thread's stack could not be walked (%s)\n",
+                c->failed_threads, a->thread_error[0] ? a->thread_error : "no reason kept");
     if (a->fault == CLI_ASYNC_FAULT_STALE_AWAITER)
         fputs("  self-test fault: task stacks joined through the previous read's awaiter edges\n", stderr);
     if (a->fault == CLI_ASYNC_FAULT_NO_TASK_STEP)

@@ -78,6 +78,7 @@ typedef struct cli_record_async {
     fpr_async_counts counts;
     uint64_t stopped_ns;     /* the reads' stops, summed */
     uint64_t max_stopped_ns;
+    char thread_error[256];  /* why a thread's walk first failed in a read that succeeded */
 } cli_record_async;
 
 /* What the sampling callback needs. */

@@ -79,6 +79,14 @@ static const fp_thread *thread_of(const fp_sample *sm, uint64_t native_id)
     return NULL;
 }
 
+/* Whether the thread native_id is in sm, walked (a failed walk is there
+ * without frames, with its error). */
+static bool thread_walked(const fp_sample *sm, uint64_t native_id)
+{
+    const fp_thread *th = thread_of(sm, native_id);
+    return th && !th->error;
+}
+
 /* A frame of the task stack that is no Python frame: a task's own (named
  * after it), or a task's step. */
 static fp_frame pseudo_frame(const char *name, uint64_t addr)
@@ -181,6 +189,12 @@ int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, 
     for (size_t i = 0; i < nnodes; i++) {
         const fp_async_node *t = fp_async_graph_get_node(g, i);
         bool take = t->is_task && (t->running || (v->mode == FPR_ASYNC_ALL && !b->parent[i]));
+        if (take && t->running && !thread_walked(sm, t->thread_native_id)) {
+            /* what it runs now is unknown: its coroutine alone would be a
+             * shorter stack than the truth's, not a lost sample */
+            c->failed_threads++;
+            take = false;
+        }
         int rc = take ? add_task(p, g, sm, &w, i, t_ns, b, c) : FP_OK;
         if (rc)
             return rc;

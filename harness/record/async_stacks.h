@@ -42,6 +42,8 @@ typedef struct fpr_async_counts {
                               * waiting, code outside asyncio), left out */
     uint64_t cut_chains;     /* chains of awaiters that came back to a task already on the stack (a cycle
                               * in the graph): cut there and counted */
+    uint64_t failed_threads; /* running tasks left out: their thread's walk failed (deeper than
+                              * --max-depth, a frame that failed its checks) or did not reach it */
 } fpr_async_counts;
 
 /* Scratch room reused across reads. */

@@ -14,7 +14,11 @@ provisioned is skipped) targets/async/park_tasks.py is started:
    injected into a copy of the dump (a stack reversed, a line off by one, a
    task renamed, a task dropped, an awaiter edge moved to another task);
    the text form must name every task; afterwards the target runs on and
-   none of its threads is left stopped or traced; and a program that never
+   none of its threads is left stopped or traced; with --max-depth as deep
+   as the deepest task's stack, the threads deeper than that fail their
+   walks and dump --async still gives the whole graph (and says why on
+   stderr), a running task on such a thread with its coroutine alone and
+   its "thread_error"; and a program that never
    imported asyncio (targets/async/park_plain.py) must give an empty graph
    whose asyncio_loaded says whether the interpreter has asyncio's C module
    built in (then its layout is found all the same);
@@ -160,7 +164,33 @@ def graph(ident, entry, proc, rest):
                if not re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(t["name"]), shown)]
     check("%s: the text form exits 0 and names every task" % name, status == 0 and not unnamed,
           "status %s, stderr %s, names missing: %s" % (status, said(err), ", ".join(unnamed)))
+    deeper_threads(name, proc, want_tasks, names)
     check_resumed(name, proc)
+
+
+def deeper_threads(name, proc, want_tasks, names):
+    """--max-depth as deep as the deepest task's coroutine stack and
+    shallower than the event loops' threads: their walks fail, the graph
+    does not; a running task on such a thread is shown with its coroutine
+    alone, which "thread_error" says."""
+    depth = max(len(t["stack"]) for t in want_tasks)
+    status, out, err = fp("dump", "--async", "--json", "--max-depth", depth, "--pid", proc.pid)
+    try:
+        doc = json.loads(out) if status == 0 else {}
+    except ValueError:
+        doc = {}
+    dumped = {t["addr"]: t for t in doc.get("tasks") or [] if t.get("task") is True}
+    # a running task on a thread whose walk failed: its coroutine alone,
+    # saying why; every other task as the truth has it
+    want = [dict(t, stack=t["stack"][-1:]) if dumped.get(t["addr"], {}).get("thread_error") else t
+            for t in want_tasks]
+    diffs = task_differences(want, dumped, names) if dumped else ["no tasks dumped"]
+    diffs += ["thread_error %r on %s, which is not running" % (t["thread_error"], names.get(a, hex(a)))
+              for a, t in dumped.items() if t.get("thread_error") is not None and not t.get("running")]
+    warned = ("deeper than %d frames" % depth) in text(err)
+    check("%s: a thread deeper than --max-depth %d fails its walk, not the graph" % (name, depth),
+          status == 0 and warned and not diffs,
+          "status %s, stderr %s, %s" % (status, said(err), first(diffs) if diffs else "no warning"))
 
 
 def no_asyncio(ident, entry):

@@ -17,7 +17,9 @@ Three recordings of RECORD_S seconds each, --format json:
   the mutant that proves it can fail;
 - --async --async-mode all: every read gives the main task, the owner that
   awaits nothing and shared joined to the other owner (or, caught between
-  owners, both owners and shared alone), once each.
+  owners, both owners and shared alone), once each;
+- --async --max-depth 4 (the loop thread deeper than that): every read
+  succeeds, the running task counted lost, no task stack kept.
 
 The target must run on afterwards with no thread stopped or traced; a
 program that imported asyncio and made no task gives no task stack and
@@ -44,6 +46,7 @@ TARGET = os.path.join(HERE, "..", "..", "targets", "async", "owner_swap.py")
 JOIN, OWNERS = owner_swap.JOIN, owner_swap.OWNERS
 RECORD_S = 2
 RATE = 100
+SHALLOW_DEPTH = 4     # deeper than every task's coroutine chain, shallower than the loop thread's stack
 KEPT_MIN = 0.5        # running mode: least share of ticks with a task stack (0.93-0.97 seen, 3.15, 2026-12-04)
 SPIN_MIN = 0.1        # least share of the kept stacks inside each spin function
 TIMEOUT = 60
@@ -158,12 +161,27 @@ def recordings(ident, entry):
             problems, reads = all_problems(ticks), len(ticks)
         check("%s: all mode: every read gives each task chain once" % ident, reads and not problems,
               "%d of %d reads wrong, first: %s" % (len(problems), reads, "; ".join(problems[:2])))
+        shallow(ident, proc.pid, os.path.join(tmp, "shallow.jsonl"))
         ok, detail = asyncgraph.resumed(proc, DETACH_GRACE_S)
         check("%s: the target runs on, no thread left stopped or traced" % ident, ok, detail)
     finally:
         asyncgraph.stop(proc, dest)
         subprocess.run(["rm", "-rf", tmp])
     no_tasks(ident, entry)
+
+
+def shallow(ident, pid, out):
+    """--max-depth below the event loop thread's depth: its walk fails
+    on every read, the graph does not; the running task there is counted
+    lost, not kept with its coroutine alone (a stack shorter than the
+    truth's)."""
+    status, err = record(pid, out, ["--max-depth", str(SHALLOW_DEPTH)])
+    lost = re.search(r"lost: (\d+) running tasks whose thread's stack could not be walked \(.*deeper than %d"
+                     % SHALLOW_DEPTH, err)
+    n = sum(len(v) for v in stacks_by_tick(out)[0].values()) if status == 0 else -1
+    check("%s: a thread deeper than --max-depth: its running task counted lost, no stack kept" % ident,
+          status == 0 and lost and int(lost.group(1)) > 0 and n == 0,
+          "status %d, %d task stacks, stderr %r" % (status, n, err[-400:]))
 
 
 def no_tasks(ident, entry):

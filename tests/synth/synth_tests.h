@@ -3,6 +3,11 @@
 #ifndef SYNTH_TESTS_H
 #define SYNTH_TESTS_H
 
+/* test_synth_async.c */
+void test_async_graph_layouts(void **state);
+void test_async_graph_thread_too_deep(void **state);
+void test_async_chain_at_max_depth(void **state);
+
 /* test_synth_layouts.c */
 void test_layouts_round_trip(void **state);
 void test_thread_list_changes(void **state);

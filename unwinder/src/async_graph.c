@@ -225,10 +225,13 @@ static int coro_stack(graph_read *r, fp_async_node *n, uint64_t coro)
     uint8_t obj[FPI_MAX_SMALL_STRUCT];
     if (len > sizeof obj)
         return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: a coroutine's frame ends at %zu bytes", len);
-    for (uint32_t depth = 0; coro; depth++) {
-        if (depth == r->s->opts.max_depth)
-            return fpi_err(&r->s->err, FP_E_LIMIT, "asyncio: task 0x%llx awaits more than %u coroutines deep",
-                           U(n->addr), r->s->opts.max_depth);
+    /* Each coroutine is reached through at most one async generator's
+     * awaitable, and the chain ends in one more object: a longer walk is a
+     * cycle of awaitables. */
+    const uint64_t max_hops = 2 * (uint64_t)r->s->opts.max_depth + 1;
+    for (uint64_t hops = 0; coro; hops++) {
+        if (hops > max_hops)
+            return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: task 0x%llx: a cycle of awaitables", U(n->addr));
         int rc = fpi_read(r->s, coro, obj, len), kind = FPI_TYPE_OTHER;
         bool whole = rc == FP_OK;
         if (!whole) /* an awaited object smaller than a coroutine, at the end of its mapping: its type alone */
@@ -256,6 +259,9 @@ static int coro_stack(graph_read *r, fp_async_node *n, uint64_t coro)
         int8_t st = (int8_t)obj[l->gen_frame_state];
         if (state_finished(l, st))
             break; /* no frame left, and nothing awaited */
+        if (g->nframes - n->first_frame == r->s->opts.max_depth)
+            return fpi_err(&r->s->err, FP_E_LIMIT, "asyncio: task 0x%llx awaits more than %u coroutines deep",
+                           U(n->addr), r->s->opts.max_depth);
         uint64_t frame = coro + (uint64_t)l->gen_iframe;
         const uint8_t *fr = obj + l->gen_iframe;
         if ((rc = push_coro_frame(r, frame, fr)))
@@ -508,6 +514,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     graph_read *r = calloc(1, sizeof *r);
     fp_async_graph *g = calloc(1, sizeof *g);
     fp_pause *p = NULL;
+    fpi_errbuf threads_err = {{0}}; /* why a thread's own walk failed, the graph read all the same */
     if (!r || !g) {
         rc = fpi_err(&s->err, FP_E_NOMEM, "out of memory: an asyncio graph");
         goto out;
@@ -544,8 +551,18 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
          * after which every cached code object is one of this instant.
          * Without a process (an image) the walk is fp_session_sample's,
          * which reads what `snapshot` recorded. */
-        if ((rc = p ? fpi_session_walk_stopped(s, sm, p) : fpi_walk_all(s, sm)))
+        rc = p ? fpi_session_walk_stopped(s, sm, p) : fpi_walk_all(s, sm);
+        if (rc && !sm->threads_failed_alone)
             goto out;
+        if (rc) {
+            /* Some threads' own walks failed (each says why in sm): the
+             * graph does not need their stacks and is read all the same,
+             * every code object afresh (the failed walk may not have
+             * checked the generation). */
+            threads_err = s->err;
+            rc = FP_OK;
+            s->have_generation = false;
+        }
         if (!s->have_generation)
             fpi_code_cache_invalidate(&s->cc); /* retired, not freed: the sample's strings stay valid */
     } else {
@@ -588,6 +605,7 @@ out:
         fp_async_graph_free(g);
         return rc;
     }
+    s->err = threads_err; /* why the first failed thread's walk failed, if one did */
     *out = g;
     return FP_OK;
 }

@@ -29,6 +29,7 @@ void fp_sample_free(fp_sample *sm)
 int fpi_sample_reset(fp_sample *sm)
 {
     sm->ninterps = sm->nthreads = sm->nframes = 0;
+    sm->threads_failed_alone = false;
     return FP_OK;
 }
 

@@ -201,6 +201,10 @@ struct fp_sample {
     size_t nthreads, threads_cap;
     fp_frame *frames;
     size_t nframes, frames_cap;
+    /* Set by the walk that failed only in threads' own walks, each failed
+     * thread here with its error and no frames: every interpreter's
+     * thread list was followed to its end and the others walked. */
+    bool threads_failed_alone;
 };
 
 /* session.c: walks every thread into sm while p holds them all stopped

@@ -56,6 +56,7 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
     fpi_errbuf first_err = {{0}};
     uint32_t ninterp = 0;
     uint64_t torn_ts = 0; /* a thread state the batched read-back found changed */
+    bool list_failed = false; /* a list cut short, or its main thread missing */
     while (interp) {
         if (++ninterp > s->opts.max_interpreters)
             return fpi_err(&s->err, FP_E_LIMIT, "interpreter list: more than %u interpreters (or a cycle)", s->opts.max_interpreters);
@@ -165,13 +166,17 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
             ts = next;
         }
         fpi_one_main_thread(sm, &sm->interps[interp_index], !ii.threads_main, cut);
+        list_failed |= cut;
         if (result == FP_OK &&
             (result = fpi_check_main_listed(s, sm, sm->interps[interp_index].first_thread,
-                                            sm->interps[interp_index].thread_count, &ii)) != FP_OK)
+                                            sm->interps[interp_index].thread_count, &ii)) != FP_OK) {
             first_err = s->err;
+            list_failed = true;
+        }
         interp = ii.next;
     }
     if (result != FP_OK)
         s->err = first_err;
+    sm->threads_failed_alone = result != FP_OK && !list_failed;
     return result;
 }

@@ -92,8 +92,13 @@ FP_API int fp_session_get_asyncio_table(fp_session *s, uint64_t *addr);
  * that frame's frame_addr is found on its thread's stack, above it what
  * the task runs now (the coroutines it awaits, the functions they call):
  * fp_async_graph_get_running_frames.  With sm the target is stopped even
- * where asyncio's C module is not found (the graph is then empty).  The
- * errors of both calls; on any, neither sm nor *out holds a result. */
+ * where asyncio's C module is not found (the graph is then empty).  A
+ * thread whose own walk fails (deeper than fp_options.max_depth, a frame
+ * that fails its checks) does not fail the call: it is in sm with its
+ * fp_thread.error and no frames, the other threads walked, the graph whole,
+ * and fp_session_get_errmsg says why the first such thread failed; a
+ * running task on such a thread has no running frames.  The errors of
+ * both calls otherwise; on any, neither sm nor *out holds a result. */
 FP_API int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **out);
 
 /* Accessors; an out-of-range index gives NULL (and SIZE_MAX for
