@@ -5,8 +5,8 @@
  * and async generators, some reached through an `async_generator_asend`,
  * what the innermost awaits, the running task of a thread, awaited_by as
  * one object or a set with deleted entries), the synthetic image builder
- * lays it out with a 3.14 or 3.15 layout and a debug offsets table of its
- * own, and the graph read from the image must be exactly the description:
+ * lays it out with a 3.14 or 3.15 layout, GIL or free-threaded, and a
+ * debug offsets table of its own, and the graph read from the image must be exactly the description:
  * the listed tasks in list order (threads in order, then the
  * interpreter's), then every object reachable through awaited_by and
  * nothing else, each with its name, state, list, running flag, coroutine
@@ -196,10 +196,13 @@ static void check_graph(const char *id, const fz_async *a, const synth_image *im
     }
 }
 
+/* The layouts the first byte chooses among (its low bit: 3.14 or 3.15). */
+static const char *const LAYOUTS[] = {"3.14", "3.15", "3.14t", "3.15t"};
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_cursor c = {data, size, 0};
-    const char *id = fz_next_byte(&c) & 1 ? "3.15" : "3.14";
+    const char *id = LAYOUTS[fz_next_byte(&c) % (sizeof LAYOUTS / sizeof *LAYOUTS)];
     uint8_t *table = NULL;
     fz_async *a = calloc(1, sizeof *a);
     synth_image *img = NULL;

@@ -66,8 +66,8 @@ static const char RECORD_USAGE[] =
 /* The flags after the policy's (one string would pass the 4095
  * characters C11 compilers must take). */
 static const char RECORD_USAGE_FLAGS[] =
-    "  --async          asyncio task stacks instead of thread stacks (CPython 3.14+\n"
-    "                   with the GIL): each tick reads the task graph and every\n"
+    "  --async          asyncio task stacks instead of thread stacks (CPython\n"
+    "                   3.14+): each tick reads the task graph and every\n"
     "                   thread's stack with the target stopped (as --blocking, its\n"
     "                   running thread held on the sampler's CPU unless --no-hold;\n"
     "                   the summary says for how long), and a task's stack is its own\n"

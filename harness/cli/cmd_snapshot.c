@@ -39,7 +39,7 @@ static const char SNAPSHOT_USAGE[] =
     "\n"
     "  --pid PID        process to capture (required)\n"
     "  -o, --output F   image file to write (required)\n"
-    "  --async          also read asyncio's task graph (CPython 3.14+, GIL builds),\n"
+    "  --async          also read asyncio's task graph (CPython 3.14+),\n"
     "                   so that `replay --async` shows it; fails when asyncio's C\n"
     "                   module is not loaded in PID\n"
     "  --reader KIND    memory reader: vm (process_vm_readv) or mem\n"

@@ -63,11 +63,9 @@ int cli_record_async_policy(cli_record_opts *o)
 
 int cli_record_async_check(const fp_python_info *py)
 {
-    if (py->hexversion < PY_3_14_HEX || py->free_threaded) {
-        fprintf(stderr,
-                "frameproof record: --async: asyncio task graphs are read on CPython 3.14+ with the GIL only; "
-                "the target runs %s%s\n",
-                py->version, py->free_threaded ? " (free-threaded)" : "");
+    if (py->hexversion < PY_3_14_HEX) {
+        fprintf(stderr, "frameproof record: --async: asyncio task graphs are read on CPython 3.14+ only; "
+                        "the target runs %s\n", py->version);
         return -1;
     }
     return 0;

@@ -267,8 +267,8 @@ def cpython_sampling_applies(interp):
 
 
 def async_applies(interp):
-    if interp.minor < ASYNC_MINOR or interp.free_threaded:
-        return f"frameproof reads asyncio task graphs of CPython 3.{ASYNC_MINOR}+ with the GIL (docs/async.md)"
+    if interp.minor < ASYNC_MINOR:
+        return f"frameproof reads asyncio task graphs of CPython 3.{ASYNC_MINOR}+ (docs/async.md)"
     return None
 
 

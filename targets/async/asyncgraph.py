@@ -94,8 +94,8 @@ def version(entry):
 
 
 def has_graph(entry):
-    """A task graph to read: CPython 3.14+ with the GIL."""
-    return version(entry) >= ASYNC_MIN and not entry.get("free_threaded")
+    """A task graph to read: CPython 3.14+, GIL or free-threaded."""
+    return version(entry) >= ASYNC_MIN
 
 
 def chrooted(entry):

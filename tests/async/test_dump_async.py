@@ -130,7 +130,7 @@ def graph(ident, entry, proc, rest):
         py = doc.get("python") or {}
         header = {"pid": doc.get("pid"), "version": py.get("version"), "free_threaded": py.get("free_threaded"),
                   "debug": py.get("debug"), "asyncio_loaded": doc.get("asyncio_loaded")}
-        want = {"pid": proc.pid, "version": entry["version"], "free_threaded": False,
+        want = {"pid": proc.pid, "version": entry["version"], "free_threaded": bool(entry.get("free_threaded")),
                 "debug": bool(entry.get("debug")), "asyncio_loaded": True}
         check("%s: %s" % (name, points[0]), header == want, "%s, expected %s" % (header, want))
 
@@ -232,7 +232,7 @@ def main():
         if entry is None:
             skip(ident, "not provisioned (no entry in %s)" % manifest)
             continue
-        supported = version(entry) >= ASYNC_MIN and not entry.get("free_threaded")
+        supported = version(entry) >= ASYNC_MIN
         dest = proc = None
         try:
             dest, inside = install(entry.get("root", "/"))

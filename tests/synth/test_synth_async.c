@@ -1,11 +1,12 @@
-/* test_synth_async.c — asyncio task graphs in synthetic images of the
- * 3.14+ GIL layouts: the graph read is exactly the one laid out, alone and
- * with the threads' stacks. */
+/* test_synth_async.c — asyncio task graphs in synthetic images of every
+ * 3.14+ layout, GIL and free-threaded (whose objects have twice the
+ * header): the graph read is exactly the one laid out, alone and with the
+ * threads' stacks. */
 #include "synth_fixture.h"
 #include "synth_tests.h"
 #include "frameproof/async.h"
 
-static const char *const ASYNC_LAYOUTS[] = {"3.14", "3.15"};
+static const char *const ASYNC_LAYOUTS[] = {"3.14", "3.14t", "3.15", "3.15t"};
 
 /* b->s anew, attached to b's image with max_depth (0: the default). */
 static void attach(built *b, uint32_t max_depth)

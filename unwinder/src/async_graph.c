@@ -469,8 +469,6 @@ static int check_target(fp_session *s)
         return fpi_err(&s->err, FP_E_UNSUPPORTED,
                        "asyncio task graphs: CPython 3.14+ only (the target runs %s, whose asyncio publishes no layout)",
                        s->info.version);
-    if (l->free_threaded)
-        return fpi_err(&s->err, FP_E_UNSUPPORTED, "asyncio task graphs: free-threaded builds are not supported yet");
     if (s->pid <= 0 && !s->async_debug_at)
         return fpi_err(&s->err, FP_E_STATE,
                        "asyncio task graphs: no live process and no address of asyncio's table (an image holds one"

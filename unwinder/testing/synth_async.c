@@ -11,15 +11,18 @@
 #include "frameproof/async.h"
 #include "synth_image.h"
 
-/* TaskObj as this builder lays it out (the table's words 0-6). */
-#define TASK_SIZE 128u
-#define TASK_NAME 16u
-#define TASK_AWAITED_BY 24u
-#define TASK_STATE 32u    /* the int right before is_task, as in FutureObj_HEAD */
-#define TASK_IS_TASK 36u
-#define TASK_BY_SET 37u
-#define TASK_CORO 40u
-#define TASK_NODE 48u     /* next, prev */
+/* TaskObj as this builder lays it out (the table's words 0-6): offsets
+ * after the object header, whose size is the build's (a free-threaded
+ * build's is twice a GIL build's); TASK_AT gives the offset in the object. */
+#define TASK_SIZE 112u
+#define TASK_NAME 0u
+#define TASK_AWAITED_BY 8u
+#define TASK_STATE 16u    /* the int right before is_task, as in FutureObj_HEAD */
+#define TASK_IS_TASK 20u
+#define TASK_BY_SET 21u
+#define TASK_CORO 24u
+#define TASK_NODE 32u     /* next, prev */
+#define TASK_AT(l, field) ((uint64_t)(l)->ob_type + 8u + (field))
 #define TABLE_WORDS 13u
 /* _PyThreadStateImpl's asyncio fields, after the PyThreadState the walker
  * reads (inside the TS_EXTRA_BYTES build_thread leaves there). */
@@ -27,6 +30,8 @@
 #define TS_RUNNING 8u
 #define TS_HEAD 16u
 #define TS_ASYNC_BYTES 48u
+_Static_assert(TS_ASYNC_BYTES <= TS_EXTRA_BYTES, "asyncio's thread state fields fit where build_thread leaves room");
+#define MAX_RUNNING_THREADS 64u /* threads that may run a task, in one description */
 #define SET_MIN_SLOTS 8u
 #define SET_ENTRY 16u
 #define LONG_DIGIT_BITS 30u
@@ -210,7 +215,7 @@ static void link_list(synth_image *im, const synth_task *tasks, size_t n, int wh
     for (size_t i = 0; i < n; i++) {
         if (tasks[i].list != which)
             continue;
-        uint64_t node = im->task_addrs[i] + TASK_NODE;
+        uint64_t node = im->task_addrs[i] + TASK_AT(&im->l, TASK_NODE);
         synth_put64(im, prev, node);         /* prev's next */
         synth_put64(im, node + 8u, prev);    /* this one's prev */
         prev = node;
@@ -222,19 +227,17 @@ static void link_list(synth_image *im, const synth_task *tasks, size_t n, int wh
 static int check(synth_image *im, const synth_task *tasks, size_t n)
 {
     const fpi_layout *l = &im->l;
-    if (l->minor < 14 || l->free_threaded || l->gen_iframe == FPI_OFF_NONE || l->set_table == FPI_OFF_NONE ||
+    if (l->minor < 14 || l->gen_iframe == FPI_OFF_NONE || l->set_table == FPI_OFF_NONE ||
         l->long_digits == FPI_OFF_NONE || l->fr_stackpointer == FPI_OFF_NONE)
-        return synth_fail(im, "asyncio task graphs: a 3.14+ GIL layout only");
-    if ((size_t)l->ts_size + TS_ASYNC_BYTES > (size_t)l->ts_size + TS_EXTRA_BYTES)
-        return synth_fail(im, "asyncio: no room after the thread state");
-    bool running[64] = {false};
+        return synth_fail(im, "asyncio task graphs: a 3.14+ layout only");
+    bool running[MAX_RUNNING_THREADS] = {false};
     for (size_t i = 0; i < n; i++) {
         const synth_task *d = &tasks[i];
         if (d->list >= (int)im->nthreads || d->list < SYNTH_LIST_NONE || (!d->is_task && d->list != SYNTH_LIST_NONE))
             return synth_fail(im, "asyncio: a task on no thread's list, or a future on a list");
         if (d->ncoro > SYNTH_MAX_CORO)
             return synth_fail(im, "asyncio: too many coroutines");
-        if (d->running && (d->list < 0 || d->list >= 64 || running[d->list] || d->ncoro != 1))
+        if (d->running && (d->list < 0 || d->list >= (int)MAX_RUNNING_THREADS || running[d->list] || d->ncoro != 1))
             return synth_fail(im, "asyncio: a running task is its thread's one, executing one coroutine");
         if (d->running)
             running[d->list] = true;
@@ -275,28 +278,29 @@ int synth_asyncio(synth_image *im, const synth_task *tasks, size_t n)
         !im->task_addrs)
         return synth_fail(im, "asyncio: out of memory");
     im->ntasks = n;
-    uint64_t words[TABLE_WORDS] = {TASK_SIZE, TASK_NAME, TASK_AWAITED_BY, TASK_IS_TASK, TASK_BY_SET, TASK_CORO,
-                                   TASK_NODE, (uint64_t)l->interp_size, (uint64_t)ihead,
+    uint64_t words[TABLE_WORDS] = {TASK_AT(l, TASK_SIZE), TASK_AT(l, TASK_NAME), TASK_AT(l, TASK_AWAITED_BY),
+                                   TASK_AT(l, TASK_IS_TASK), TASK_AT(l, TASK_BY_SET), TASK_AT(l, TASK_CORO),
+                                   TASK_AT(l, TASK_NODE), (uint64_t)l->interp_size, (uint64_t)ihead,
                                    (uint64_t)l->ts_size + TS_ASYNC_BYTES, (uint64_t)l->ts_size + TS_LOOP,
                                    (uint64_t)l->ts_size + TS_RUNNING, (uint64_t)l->ts_size + TS_HEAD};
     for (unsigned i = 0; i < TABLE_WORDS; i++)
         synth_put64(im, table + 8u * i, words[i]);
     /* Every object first: the coroutines and sets point at them. */
     for (size_t i = 0; i < n; i++)
-        if (!(im->task_addrs[i] = synth_alloc(im, TASK_SIZE)))
+        if (!(im->task_addrs[i] = synth_alloc(im, TASK_AT(l, TASK_SIZE))))
             return synth_fail(im, "asyncio: out of memory");
     for (size_t i = 0; i < n; i++) {
         const synth_task *d = &tasks[i];
         uint64_t a = im->task_addrs[i];
         synth_put64(im, a + (uint64_t)l->ob_type, d->is_task ? t.task : t.future);
-        synth_put32(im, a + TASK_STATE, (uint32_t)d->state);
-        synth_put8(im, a + TASK_IS_TASK, d->is_task);
+        synth_put32(im, a + TASK_AT(l, TASK_STATE), (uint32_t)d->state);
+        synth_put8(im, a + TASK_AT(l, TASK_IS_TASK), d->is_task);
         bool is_set;
         uint64_t by = awaited_by(im, &t, d, &is_set);
         if ((d->nawaited_by || is_set) && !by)
             return synth_fail(im, "asyncio: out of memory");
-        synth_put64(im, a + TASK_AWAITED_BY, by);
-        synth_put8(im, a + TASK_BY_SET, is_set);
+        synth_put64(im, a + TASK_AT(l, TASK_AWAITED_BY), by);
+        synth_put8(im, a + TASK_AT(l, TASK_BY_SET), is_set);
         if (!d->is_task)
             continue;
         uint64_t name = d->no_name ? 0 : d->name ? synth_str_object(im, d->name, d->noncompact_name)
@@ -304,8 +308,8 @@ int synth_asyncio(synth_image *im, const synth_task *tasks, size_t n)
         uint64_t coro = d->ncoro ? coro_chain(im, &t, d) : 0;
         if ((!d->no_name && !name) || (d->ncoro && !coro))
             return synth_fail(im, "asyncio: out of memory, or a name that is no UTF-8");
-        synth_put64(im, a + TASK_NAME, name);
-        synth_put64(im, a + TASK_CORO, coro);
+        synth_put64(im, a + TASK_AT(l, TASK_NAME), name);
+        synth_put64(im, a + TASK_AT(l, TASK_CORO), coro);
         if (d->running)
             synth_put64(im, im->ts_addrs[d->list] + (uint64_t)l->ts_size + TS_RUNNING, a);
     }

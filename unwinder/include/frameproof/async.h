@@ -1,9 +1,10 @@
 /* frameproof/async.h — asyncio's task graph read from outside a live
  * process: every pending task of every thread and interpreter, the
  * coroutine stack each one is suspended in, and who awaits whom.  CPython
- * 3.14+ GIL builds, where asyncio's C module publishes its layout (the
- * .AsyncioDebug section) and keeps each thread's pending tasks on a list;
- * other versions and builds are refused with FP_E_UNSUPPORTED.
+ * 3.14+, GIL and free-threaded builds alike, where asyncio's C module
+ * publishes its layout (the .AsyncioDebug section) and keeps each
+ * thread's pending tasks on a list; earlier versions are refused with
+ * FP_E_UNSUPPORTED.
  *
  * One instant: every thread of the target is stopped (ptrace, as
  * frameproof/pause.h) while the graph is read and resumed before
@@ -70,8 +71,7 @@ typedef struct fp_async_graph fp_async_graph;
  * graph, fp_async_graph_get_asyncio_loaded false.  Frame strings are the
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
- * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before 3.14, a
- * free-threaded build), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT,
+ * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before 3.14), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT,
  * FP_E_LIMIT, FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 
