@@ -51,19 +51,34 @@ def coarsen(p, top):
     return out
 
 
+def mean_pairwise(items, dist=tvd):
+    """Mean of dist over every pair of items (the floor's arithmetic)."""
+    pairs = list(itertools.combinations(items, 2))
+    return statistics.fmean(dist(a, b) for a, b in pairs) if pairs else float("nan")
+
+
+def distances_to(runs, references, dist=tvd):
+    """Each run's mean dist to the references (a row's TVD per run)."""
+    return [statistics.fmean(dist(p, r) for r in references) for p in runs]
+
+
+def ratio(mean, ref_floor):
+    """x floor: a mean distance in units of the floor."""
+    return mean / ref_floor if ref_floor > 0 else float("inf")
+
+
 def floor(references):
     """Mean pairwise TVD of the reference distributions (>= 2 of them)."""
-    pairs = list(itertools.combinations(references, 2))
-    return statistics.fmean(tvd(a, b) for a, b in pairs) if pairs else float("nan")
+    return mean_pairwise(references)
 
 
 def judge(runs, references, ref_floor):
     """runs: the profiler's distributions.  {tvd_mean, tvd_min, tvd_max,
     x_floor}; each run's TVD is its mean TVD against every reference."""
-    per_run = [statistics.fmean(tvd(p, r) for r in references) for p in runs]
+    per_run = distances_to(runs, references)
     mean = statistics.fmean(per_run)
     return {"tvd_runs": per_run, "tvd_mean": mean, "tvd_min": min(per_run), "tvd_max": max(per_run),
-            "x_floor": mean / ref_floor if ref_floor > 0 else float("inf")}
+            "x_floor": ratio(mean, ref_floor)}
 
 
 def exchangeable_p(runs, references):
@@ -76,18 +91,21 @@ def exchangeable_p(runs, references):
     near 1: its runs cannot be told from reference runs.  None with fewer
     than MIN_SPLITS splits (a p of 1/4 says nothing).  The verdict is the
     bound, not this; it says whether an x floor beyond the bound is a bias
-    or the spread of a few runs."""
+    or the spread of a few runs.  The distances are taken once, between
+    indices of the pooled list, and the same arithmetic as floor() and
+    judge() applied to each split."""
     pooled = list(runs) + list(references)
     n, k = len(pooled), len(references)
     if math.comb(n, k) < MIN_SPLITS or len(runs) < 1 or k < 2:
         return None
     d = [[tvd(a, b) for b in pooled] for a in pooled]
 
+    def by_index(i, j):
+        return d[i][j]
+
     def x_floor(refs):
         others = [i for i in range(n) if i not in refs]
-        fl = statistics.fmean(d[a][b] for a, b in itertools.combinations(refs, 2))
-        per_run = statistics.fmean(statistics.fmean(d[i][r] for r in refs) for i in others)
-        return per_run / fl if fl > 0 else float("inf")
+        return ratio(statistics.fmean(distances_to(others, refs, by_index)), mean_pairwise(refs, by_index))
     observed = x_floor(tuple(range(len(runs), n)))
     splits = list(itertools.combinations(range(n), k))
     # a relabelling at least as far as the observed one, within rounding
