@@ -129,8 +129,8 @@ int synth_plan_thread_start(synth_image *img, size_t t, uint64_t native_id, uint
                             size_t cap, size_t *nout);
 void synth_apply(synth_image *img, const synth_write *w);
 
-/* asyncio's task graph (3.14+ layouts, GIL or free-threaded): tasks and futures laid out as
- * asyncio's C module keeps them, and its debug offsets table, whose
+/* asyncio's task graph (3.14+ layouts, GIL or free-threaded): tasks and
+ * futures laid out as asyncio's C module keeps them, and its debug offsets table, whose
  * address synth_target then gives.  A task is on its thread's list (list
  * >= 0: a thread index), its interpreter's (SYNTH_LIST_INTERP) or on none
  * (SYNTH_LIST_NONE: reachable only as an awaiter, as a future always is).

@@ -71,8 +71,9 @@ typedef struct fp_async_graph fp_async_graph;
  * graph, fp_async_graph_get_asyncio_loaded false.  Frame strings are the
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
- * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before 3.14), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT,
- * FP_E_LIMIT, FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
+ * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before
+ * 3.14), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT, FP_E_LIMIT,
+ * FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 
 /* Where asyncio's debug offsets table (.AsyncioDebug) is in the target s is
