@@ -5,8 +5,10 @@
  * and async generators, some reached through an `async_generator_asend`,
  * what the innermost awaits, the running task of a thread, awaited_by as
  * one object or a set with deleted entries), the synthetic image builder
- * lays it out with a 3.14 or 3.15 layout, GIL or free-threaded, and a
- * debug offsets table of its own, and the graph read from the image must be exactly the description:
+ * lays it out with a 3.14 or 3.15 layout, GIL or free-threaded (frames and
+ * coroutines there in thread-local copies of the bytecode), and a debug
+ * offsets table of its own, and the graph read from the image must be
+ * exactly the description:
  * the listed tasks in list order (threads in order, then the
  * interpreter's), then every object reachable through awaited_by and
  * nothing else, each with its name, state, list, running flag, coroutine
@@ -33,7 +35,7 @@ typedef struct fz_async {
     size_t ntasks;
 } fz_async;
 
-static void decode_task(fz_cursor *c, fz_async *a, size_t i, bool *running_taken)
+static void decode_task(fz_cursor *c, fz_async *a, size_t i, bool *running_taken, bool tlbc)
 {
     const fz_description *d = &a->d;
     synth_task *t = &a->tasks[i];
@@ -64,6 +66,7 @@ static void decode_task(fz_cursor *c, fz_async *a, size_t i, bool *running_taken
         t->coro[k].frame.generator = true;
         t->coro[k].async_gen = (b >> 4) & 1;
         t->coro[k].through_asend = (b >> 5) & 1;
+        t->coro[k].frame.tlbc_index = tlbc ? b >> 6 : 0; /* the copy of the thread that last ran it */
     }
     if (t->list >= 0 && t->ncoro && (shape & 4) && !running_taken[t->list]) {
         running_taken[t->list] = true; /* a thread runs one task, its coroutine executing */
@@ -87,13 +90,15 @@ static void decode_task(fz_cursor *c, fz_async *a, size_t i, bool *running_taken
 
 static void decode(fz_cursor *c, const char *id, fz_async *a)
 {
-    fz_decode_description(c, id, false, &a->d);
+    /* free-threaded 3.14+: frames and coroutines in thread-local copies of the bytecode */
+    bool tlbc = strcmp(id, "3.14t") == 0 || strcmp(id, "3.15t") == 0;
+    fz_decode_description(c, id, tlbc, &a->d);
     a->d.desc.codes = a->d.codes; /* every code object built: coroutines name them too */
     a->d.desc.ncodes = a->d.ncodes;
     a->ntasks = 1 + fz_next_byte(c) % FZ_MAX_TASKS;
     bool running_taken[FZ_MAX_THREADS] = {false};
     for (size_t i = 0; i < a->ntasks; i++)
-        decode_task(c, a, i, running_taken);
+        decode_task(c, a, i, running_taken, tlbc);
 }
 
 static size_t desc_of(const synth_image *img, const fz_async *a, uint64_t addr)
@@ -196,7 +201,8 @@ static void check_graph(const char *id, const fz_async *a, const synth_image *im
     }
 }
 
-/* The layouts the first byte chooses among (its low bit: 3.14 or 3.15). */
+/* The layouts the first byte chooses among (its low bit: 3.14 or 3.15; the
+ * next: free-threaded). */
 static const char *const LAYOUTS[] = {"3.14", "3.15", "3.14t", "3.15t"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -25,7 +25,9 @@ static void attach(built *b, uint32_t max_depth)
 /* The standard scene's threads, and on them: "main" on thread 0's list,
  * suspended in two coroutines whose innermost awaits a future through a
  * tagged stack reference; an unnamed task (number 7) on thread 1's list,
- * awaited by that future; the future on no list. */
+ * awaited by that future; the future on no list.  On free-threaded 3.14+
+ * the innermost coroutines were last run in thread-local copies of their
+ * bytecode (copies 3 and 1), the outer one in the code object's own. */
 static void lay_out(const char *id, scene *sc, built *b, synth_task *t)
 {
     static uint8_t table[TABLE_BYTES];
@@ -45,6 +47,10 @@ static void lay_out(const char *id, scene *sc, built *b, synth_task *t)
     t[1] = (synth_task){.is_task = true, .number = 7, .list = 1, .state = FP_FUTURE_PENDING, .ncoro = 1,
                         .awaits = -1, .awaited_by = {2}, .nawaited_by = 1};
     t[1].coro[0].frame = (synth_frame){ucs2, 0, true, false, 0};
+    if (has_tlbc(id)) { /* coroutines last run by threads with copies of their own */
+        t[0].coro[0].frame.tlbc_index = 3;
+        t[1].coro[0].frame.tlbc_index = 1;
+    }
     t[2] = (synth_task){.is_task = false, .list = SYNTH_LIST_NONE, .state = FP_FUTURE_PENDING, .awaits = -1};
     if (synth_asyncio(b->img, t, 3) != FP_OK)
         fail_msg("%s: the builder refused the graph: %s", id, err);

@@ -189,7 +189,14 @@ static int push_coro_frame(graph_read *r, uint64_t frame, const uint8_t *fr)
         fpi_err_prefix(&s->err, "asyncio: coroutine frame 0x%llx", U(frame));
         return rc;
     }
-    uint64_t start = code + (uint64_t)l->co_code_adaptive;
+    /* free-threaded 3.14+: the copy of the bytecode of the thread that
+     * last ran the coroutine (its frame says which, with its instruction) */
+    int32_t idx = l->fr_tlbc_index != FPI_OFF_NONE ? (int32_t)fpi_load_u32(fr, l->fr_tlbc_index) : 0;
+    uint64_t start, arr;
+    if ((rc = fpi_code_bytecode_start(s, code, idx, &start, &arr))) {
+        fpi_err_prefix(&s->err, "asyncio: coroutine frame 0x%llx", U(frame));
+        return rc;
+    }
     int64_t delta = (int64_t)(instr - start);
     if (delta % 2 != 0 || delta < 0 || delta / 2 >= ce->code_units)
         return fpi_err(&s->err, FP_E_CORRUPT,

@@ -402,3 +402,33 @@ int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos)
     e->memo_pos = *pos;
     return FP_OK;
 }
+
+int fpi_code_bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out, uint64_t *arr)
+{
+    const fpi_layout *l = &s->layout;
+    *out = code + (uint64_t)l->co_code_adaptive;
+    *arr = 0;
+    if (idx == 0 || l->co_tlbc == FPI_OFF_NONE)
+        return FP_OK;
+    if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
+        return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
+    uint64_t a;
+    int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &a, sizeof a);
+    if (rc)
+        return fpi_err_code(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
+    int64_t size;
+    if ((rc = fpi_read(s, a, &size, sizeof size)))
+        return fpi_err_code(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)a);
+    if (size < 0 || size > FPI_MAX_TLBC_ENTRIES || idx >= size)
+        return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
+                      idx, (long long)size);
+    uint64_t entry;
+    if ((rc = fpi_read(s, a + FPI_PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
+        return fpi_err_code(&s->err, rc, "cannot read TLBC entry %d", idx);
+    if (entry == 0)
+        return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,
+                      (unsigned long long)code);
+    *out = entry;
+    *arr = a;
+    return FP_OK;
+}

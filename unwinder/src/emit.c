@@ -12,36 +12,19 @@
 #define CODEUNIT_SIZE 2
 
 /* Start of the bytecode the frame executes: the thread-local copy on
- * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive. */
+ * free-threaded 3.14+ when tlbc_index selects one, else co_code_adaptive;
+ * from this sample's first read when it read the copy ahead. */
 static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out)
 {
     const fpi_layout *l = &s->layout;
-    *out = code + (uint64_t)l->co_code_adaptive;
-    if (idx == 0 || l->co_tlbc == FPI_OFF_NONE)
-        return FP_OK;
-    if (idx < 0 || idx >= FPI_MAX_TLBC_ENTRIES)
-        return fpi_err(&s->err, FP_E_CORRUPT, "frame tlbc_index %d: out of range", idx);
-    if (fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, s->reads.calls, code, idx, out))
+    if (idx > 0 && idx < FPI_MAX_TLBC_ENTRIES && l->co_tlbc != FPI_OFF_NONE &&
+        fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, s->reads.calls, code, idx, out))
         return FP_OK;
     uint64_t arr;
-    int rc = fpi_read(s, code + (uint64_t)l->co_tlbc, &arr, sizeof arr);
-    if (rc)
-        return fpi_err_code(&s->err, rc, "cannot read co_tlbc of code object 0x%llx", (unsigned long long)code);
-    int64_t size;
-    if ((rc = fpi_read(s, arr, &size, sizeof size)))
-        return fpi_err_code(&s->err, rc, "cannot read the TLBC array at 0x%llx", (unsigned long long)arr);
-    if (size < 0 || size > FPI_MAX_TLBC_ENTRIES || idx >= size)
-        return fpi_err(&s->err, FP_E_CORRUPT, "tlbc_index %d: outside the TLBC array of size %lld",
-                      idx, (long long)size);
-    uint64_t entry;
-    if ((rc = fpi_read(s, arr + FPI_PTR_SIZE * (1u + (uint64_t)idx), &entry, sizeof entry)))
-        return fpi_err_code(&s->err, rc, "cannot read TLBC entry %d", idx);
-    if (entry == 0)
-        return fpi_err(&s->err, FP_E_CORRUPT, "TLBC entry %d of code object 0x%llx: empty", idx,
-                      (unsigned long long)code);
-    fpi_tlbc_ahead_note(&s->tlbc_ahead, s->sample_no, code, idx, arr);
-    *out = entry;
-    return FP_OK;
+    int rc = fpi_code_bytecode_start(s, code, idx, out, &arr);
+    if (rc == FP_OK && arr)
+        fpi_tlbc_ahead_note(&s->tlbc_ahead, s->sample_no, code, idx, arr);
+    return rc;
 }
 
 static int push_frame(fp_session *s, fp_sample *sm, fp_thread *th, const fpi_pending_frame *pf,

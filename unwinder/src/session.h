@@ -234,6 +234,12 @@ void fpi_code_cache_invalidate(fpi_code_cache *cc);
 /* Looks up or reads the code object at addr. */
 int fpi_code_get(fp_session *s, uint64_t addr, fpi_code_entry **out);
 int fpi_code_position(fpi_code_entry *e, int32_t unit, fpi_position *pos);
+/* The start of the bytecode a frame with tlbc_index idx executes in code:
+ * free-threaded 3.14+'s thread-local copy idx, read afresh from the code
+ * object's co_tlbc array (*arr: that array), or co_code_adaptive for idx 0
+ * and builds without copies (*arr 0).  Errors: FP_E_CORRUPT (idx outside
+ * the array, an empty entry), the reads'. */
+int fpi_code_bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out, uint64_t *arr);
 /* Re-validates, in one batched read, every cached code object of the chain
  * that needs it this sample (versions without code_object_generation).
  * Best effort: entries it cannot confirm are left to fpi_code_get.  Read

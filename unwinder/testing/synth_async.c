@@ -128,7 +128,10 @@ static uint64_t coro_object(synth_image *im, const async_types *t, const synth_c
     synth_put64(im, o + (uint64_t)l->ob_type, c->async_gen ? t->agen : t->coro);
     synth_put8(im, o + (uint64_t)l->gen_frame_state, (uint8_t)frame_state(l, executing, awaited != 0));
     synth_put64(im, fa + (uint64_t)l->fr_executable, bc->addr | (l->executable_tag_mask & 1u));
-    synth_put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[0] + (uint64_t)c->frame.unit * 2);
+    /* the copy of the bytecode it last ran in (check(): one its code has) */
+    synth_put64(im, fa + (uint64_t)l->fr_instr_ptr, bc->tlbc_copies[c->frame.tlbc_index] + (uint64_t)c->frame.unit * 2);
+    if (l->fr_tlbc_index != FPI_OFF_NONE)
+        synth_put32(im, fa + (uint64_t)l->fr_tlbc_index, (uint32_t)c->frame.tlbc_index);
     synth_put8(im, fa + (uint64_t)l->fr_owner, (uint8_t)l->owner_generator);
     uint64_t sp = synth_stopped_stack_pointer(l, fa);
     if (awaited) {
@@ -250,9 +253,14 @@ static int check(synth_image *im, const synth_task *tasks, size_t n)
                 if (d->awaited_by[j] == d->awaited_by[k] && (d->by_set || d->nawaited_by > 1))
                     return synth_fail(im, "asyncio: a set holds an object once");
         }
-        for (size_t k = 0; k < d->ncoro; k++)
-            if (!code_of(im, d->coro[k].frame.code))
+        for (size_t k = 0; k < d->ncoro; k++) {
+            const built_code *bc = code_of(im, d->coro[k].frame.code);
+            int tlbc = d->coro[k].frame.tlbc_index;
+            if (!bc)
                 return synth_fail(im, "asyncio: a coroutine of a code object not built");
+            if (tlbc < 0 || tlbc >= SYNTH_MAX_TLBC || !bc->tlbc_copies[tlbc])
+                return synth_fail(im, "asyncio: a coroutine's bytecode copy that its code object lacks");
+        }
     }
     return FP_OK;
 }
