@@ -17,7 +17,12 @@
 static int bytecode_start(fp_session *s, uint64_t code, int32_t idx, uint64_t *out)
 {
     const fpi_layout *l = &s->layout;
-    if (idx > 0 && idx < FPI_MAX_TLBC_ENTRIES && l->co_tlbc != FPI_OFF_NONE &&
+    if (idx == 0 || l->co_tlbc == FPI_OFF_NONE) {
+        /* the common case, kept inline: the sampler resolves every uncached frame here */
+        *out = code + (uint64_t)l->co_code_adaptive;
+        return FP_OK;
+    }
+    if (idx > 0 && idx < FPI_MAX_TLBC_ENTRIES &&
         fpi_tlbc_ahead_take(&s->tlbc_ahead, s->sample_no, s->reads.calls, code, idx, out))
         return FP_OK;
     uint64_t arr;
