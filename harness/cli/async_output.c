@@ -56,12 +56,10 @@ static const char *thread_failure(const fp_async_graph *g, const fp_sample *sm, 
     const fp_async_node *nd = fp_async_graph_get_node(g, i);
     if (!sm || !nd || !nd->running)
         return NULL;
-    for (size_t k = 0; k < fp_sample_get_thread_count(sm); k++) {
-        const fp_thread *th = fp_sample_get_thread(sm, k);
-        if (th->native_id == nd->thread_native_id)
-            return th->error ? fp_error_describe(th->error) : NULL;
-    }
-    return "its thread was not reached";
+    const fp_thread *th = fp_sample_get_thread_by_native_id(sm, nd->interp_id, nd->thread_native_id);
+    if (!th)
+        return "its thread was not reached";
+    return th->error ? fp_error_describe(th->error) : NULL;
 }
 
 void cli_async_output_json(FILE *out, int pid, const fp_python_info *py, const fp_async_graph *g,

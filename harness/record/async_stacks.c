@@ -67,23 +67,11 @@ static size_t first_awaiter(const fp_async_graph *g, const fp_async_graph *edges
     return n->awaiter_count ? fp_async_graph_get_awaiter(g, n->first_awaiter) : SIZE_MAX;
 }
 
-/* The sample's thread native_id, or NULL. */
-static const fp_thread *thread_of(const fp_sample *sm, uint64_t native_id)
-{
-    size_t n = fp_sample_get_thread_count(sm);
-    for (size_t i = 0; i < n; i++) {
-        const fp_thread *th = fp_sample_get_thread(sm, i);
-        if (th->native_id == native_id)
-            return th;
-    }
-    return NULL;
-}
-
-/* Whether the thread native_id is in sm, walked (a failed walk is there
+/* Whether task t's thread is in sm, walked (a failed walk is there
  * without frames, with its error). */
-static bool thread_walked(const fp_sample *sm, uint64_t native_id)
+static bool thread_walked(const fp_sample *sm, const fp_async_node *t)
 {
-    const fp_thread *th = thread_of(sm, native_id);
+    const fp_thread *th = fp_sample_get_thread_by_native_id(sm, t->interp_id, t->thread_native_id);
     return th && !th->error;
 }
 
@@ -156,7 +144,7 @@ static int add_task(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm
     if (rc)
         return rc;
     const fp_async_node *t = fp_async_graph_get_node(g, i);
-    const fp_thread *th = thread_of(sm, t->thread_native_id);
+    const fp_thread *th = fp_sample_get_thread_by_native_id(sm, t->interp_id, t->thread_native_id);
     fp_thread as = th ? *th : (fp_thread){.native_id = t->thread_native_id, .interp_id = t->interp_id};
     as.error = 0;
     as.first_frame = 0;
@@ -189,7 +177,7 @@ int fpr_async_add(fpr_profile *p, const fp_async_graph *g, const fp_sample *sm, 
     for (size_t i = 0; i < nnodes; i++) {
         const fp_async_node *t = fp_async_graph_get_node(g, i);
         bool take = t->is_task && (t->running || (v->mode == FPR_ASYNC_ALL && !b->parent[i]));
-        if (take && t->running && !thread_walked(sm, t->thread_native_id)) {
+        if (take && t->running && !thread_walked(sm, t)) {
             /* what it runs now is unknown: its coroutine alone would be a
              * shorter stack than the truth's, not a lost sample */
             c->failed_threads++;

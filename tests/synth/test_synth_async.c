@@ -123,6 +123,14 @@ static void read_whole(const char *id, built *b)
     graph_is(id, g, b->img);
     check_thread(id, b->sm, 0, EXPECT_T1, 4);
     check_thread(id, b->sm, 1, EXPECT_T2, 3);
+    /* a running task's thread is found by its interpreter and kernel id */
+    for (size_t k = 0; k < 2; k++) {
+        const fp_thread *th = fp_sample_get_thread(b->sm, k);
+        assert_ptr_equal(fp_sample_get_thread_by_native_id(b->sm, th->interp_id, th->native_id), th);
+        assert_null(fp_sample_get_thread_by_native_id(b->sm, th->interp_id + 1, th->native_id));
+    }
+    assert_null(fp_sample_get_thread_by_native_id(b->sm, 0, 0));
+    assert_null(fp_sample_get_thread_by_native_id(NULL, 0, 0));
     fp_async_graph_free(g);
 }
 

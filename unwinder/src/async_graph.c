@@ -649,20 +649,16 @@ size_t fp_async_graph_get_running_frames(const fp_async_graph *g, const fp_sampl
     const fp_frame *root = fp_async_graph_get_frame(g, t->first_frame + t->frame_count - 1);
     if (!root)
         return 0;
-    size_t n = fp_sample_get_thread_count(sm);
-    for (size_t i = 0; i < n; i++) {
-        const fp_thread *th = fp_sample_get_thread(sm, i);
-        if (th->native_id != t->thread_native_id || th->error)
-            continue;
-        for (size_t k = 0; k < th->frame_count; k++) {
-            const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + k);
-            if (f && f->frame_addr == root->frame_addr) {
-                if (first)
-                    *first = th->first_frame;
-                return k + 1;
-            }
-        }
+    const fp_thread *th = fp_sample_get_thread_by_native_id(sm, t->interp_id, t->thread_native_id);
+    if (!th || th->error)
         return 0;
+    for (size_t k = 0; k < th->frame_count; k++) {
+        const fp_frame *f = fp_sample_get_frame(sm, th->first_frame + k);
+        if (f && f->frame_addr == root->frame_addr) {
+            if (first)
+                *first = th->first_frame;
+            return k + 1;
+        }
     }
     return 0;
 }

@@ -85,6 +85,14 @@ const fp_frame *fp_sample_get_frame(const fp_sample *sm, size_t i)
     return sm && i < sm->nframes ? &sm->frames[i] : NULL;
 }
 
+const fp_thread *fp_sample_get_thread_by_native_id(const fp_sample *sm, int64_t interp_id, uint64_t native_id)
+{
+    for (size_t i = 0; sm && i < sm->nthreads; i++)
+        if (sm->threads[i].interp_id == interp_id && sm->threads[i].native_id == native_id)
+            return &sm->threads[i];
+    return NULL;
+}
+
 bool fp_sample_is_usable(const fp_sample *sm, int rc)
 {
     if (rc == FP_OK)

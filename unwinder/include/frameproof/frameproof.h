@@ -283,6 +283,11 @@ FP_API const fp_thread *fp_sample_get_thread(const fp_sample *sm, size_t i);
 FP_API size_t fp_sample_get_frame_count(const fp_sample *sm);
 FP_API const fp_frame *fp_sample_get_frame(const fp_sample *sm, size_t i);
 
+/* The thread of interpreter interp_id whose kernel id is native_id in sm
+ * (an OS thread has at most one thread state per interpreter), or NULL;
+ * a thread whose walk failed is returned with its error. */
+FP_API const fp_thread *fp_sample_get_thread_by_native_id(const fp_sample *sm, int64_t interp_id, uint64_t native_id);
+
 #ifdef __cplusplus
 }
 #endif
