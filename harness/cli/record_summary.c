@@ -91,6 +91,9 @@ static void summarize_verdict(const cli_record_opts *o, const cli_record_end *e,
     const uint64_t kept = fpr_profile_points(e->p);
     const double lost = share(e->st->missed_ticks + refused, ticks), missed = share(e->st->missed_ticks, ticks);
     const double torn = share(refused, ticks), torn_threads = share(d->torn_threads, kept + d->torn_threads);
+    /* --async: a running task whose thread's walk failed is a task stack left out */
+    const uint64_t unwalked = o->async ? e->r->async->counts.failed_threads : 0;
+    const double unwalked_share = share(unwalked, kept + unwalked);
     if (torn >= RECORD_LOSS_NOTE || torn_threads >= RECORD_LOSS_NOTE)
         fprintf(stderr,
                 "  warning: %.1f %% of ticks refused and %.1f %% of thread samples lost because the target changed while "
@@ -105,6 +108,16 @@ static void summarize_verdict(const cli_record_opts *o, const cli_record_end *e,
                 "  warning: %.1f %% of ticks missed: samples took longer than the %.3g ms between ticks, so the profile "
                 "has fewer samples than asked for and those after the slowest samples are missing; lower --rate%s\n",
                 100.0 * missed, 1e3 / o->sampling.rate_hz, o->sampling.realtime ? "" : ", or --realtime on a busy machine");
+    else if (unwalked_share >= RECORD_LOSS_NOTE)
+        fprintf(stderr,
+                "  warning: %.1f %% of task stacks lost because their thread's stack could not be walked: the tasks "
+                "those threads ran are under-represented; see the \"lost:\" line below\n",
+                100.0 * unwalked_share);
+    else if (unwalked)
+        fprintf(stderr,
+                "  lost %.1f %% of ticks (missed or refused), %.1f %% of thread samples (torn) and %.1f %% of task "
+                "stacks (their thread not walked): too few to bias the profile\n",
+                100.0 * lost, 100.0 * torn_threads, 100.0 * unwalked_share);
     else
         fprintf(stderr,
                 "  lost %.1f %% of ticks (missed or refused) and %.1f %% of thread samples (torn): too few to bias the "

@@ -182,6 +182,10 @@ def shallow(ident, pid, out):
     check("%s: a thread deeper than --max-depth: its running task counted lost, no stack kept" % ident,
           status == 0 and lost and int(lost.group(1)) > 0 and n == 0,
           "status %d, %d task stacks, stderr %r" % (status, n, err[-400:]))
+    # the verdict line counts them: every task stack of the run was lost
+    check("%s: the summary's verdict counts the task stacks lost to the unwalked thread" % ident,
+          "100.0 % of task stacks lost because their thread's stack could not be walked" in err
+          and "too few to bias" not in err, "stderr %r" % err[-600:])
 
 
 def no_tasks(ident, entry):
