@@ -1,6 +1,7 @@
 /* fuzz_async_graph.c — asyncio task graphs read from mutated memory images.
  * Seeds are the images `snapshot --async` captured of a parked asyncio
- * program on every 3.14+ interpreter (corpora/images/<id>/async_tasks.fpimg);
+ * program on every interpreter (corpora/images/<id>/async_tasks.fpimg: on
+ * 3.14+ read through asyncio's tables, on 3.11-3.13 through its registries);
  * the input is parsed as an image, a session is attached through the image
  * reader and the graph is read twice (cold, then with the session's caches
  * warm).
@@ -62,12 +63,15 @@ static uint64_t check_frame(uint64_t h, const fp_frame *fr, size_t i)
     return mix_u64(mix_u64(h, fr->code_addr), fr->frame_addr);
 }
 
-/* Checks g and returns a digest of everything it holds. */
-static uint64_t check_graph(const fp_async_graph *g)
+/* Checks g (read through asyncio's table when table: 3.14+, else through
+ * its module's registries) and returns a digest of everything it holds. */
+static uint64_t check_graph(const fp_async_graph *g, bool table)
 {
     size_t n = fp_async_graph_get_node_count(g), nf = fp_async_graph_get_frame_count(g);
     size_t na = fp_async_graph_get_awaiter_count(g);
-    FUZZ_CHECK(fp_async_graph_get_asyncio_loaded(g), "a graph read through a table address says asyncio is not loaded");
+    FUZZ_CHECK(!table || fp_async_graph_get_asyncio_loaded(g),
+               "a graph read through a table address says asyncio is not loaded");
+    FUZZ_CHECK(fp_async_graph_get_asyncio_loaded(g) || n == 0, "asyncio not loaded, and %zu nodes", n);
     FUZZ_CHECK(fp_async_graph_get_stopped_ns(g) == 0, "an image read claims to have stopped a target");
     FUZZ_CHECK(fp_async_graph_get_node(g, n) == NULL && fp_async_graph_get_frame(g, nf) == NULL &&
                    fp_async_graph_get_awaiter(g, na) == SIZE_MAX,
@@ -126,16 +130,24 @@ static uint64_t check_graph(const fp_async_graph *g)
     return h;
 }
 
+/* Whether the image's graph is read through asyncio's table (3.14+). */
+static bool through_table(fp_session *s)
+{
+    uint64_t at = 0;
+    return fp_session_get_asyncio_table(s, &at) == FP_OK && at != 0;
+}
+
 /* One read: its code, and the digest of its graph or of its message. */
 static int read_once(fp_session *s, uint64_t *digest)
 {
     fp_async_graph *g = NULL;
+    const bool table = through_table(s);
     int rc = fp_async_graph_read(s, &g);
     FUZZ_CHECK(fuzz_known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION && rc != FP_E_IO,
                "graph read returned %d", rc);
     FUZZ_CHECK_MESSAGE(rc, fp_session_get_errmsg(s));
     FUZZ_CHECK((rc == FP_OK) == (g != NULL), "graph read returned %d and %s graph", rc, g ? "a" : "no");
-    *digest = g ? check_graph(g) : mix_str(FNV_OFFSET, fp_session_get_errmsg(s));
+    *digest = g ? check_graph(g, table) : mix_str(FNV_OFFSET, fp_session_get_errmsg(s));
     fp_async_graph_free(g);
     return rc;
 }
@@ -151,6 +163,7 @@ static void read_with_stacks(fp_session *s, int rc1, uint64_t digest1)
     fp_async_graph *g = NULL;
     if (fp_sample_new(&sm))
         return;
+    const bool table = through_table(s);
     int rc = fp_async_graph_read_sample(s, sm, &g);
     FUZZ_CHECK(fuzz_known_code(rc) && rc != FP_E_PROCESS_GONE && rc != FP_E_PERMISSION && rc != FP_E_IO,
                "graph read with the stacks returned %d", rc);
@@ -158,7 +171,7 @@ static void read_with_stacks(fp_session *s, int rc1, uint64_t digest1)
     FUZZ_CHECK((rc == FP_OK) == (g != NULL), "graph read with the stacks returned %d and %s graph", rc, g ? "a" : "no");
     if (!g)
         goto out;
-    FUZZ_CHECK(rc1 == FP_OK && check_graph(g) == digest1,
+    FUZZ_CHECK(rc1 == FP_OK && check_graph(g, table) == digest1,
                "the graph read with the stacks differs from the graph alone (which returned %d)", rc1);
     size_t n = fp_async_graph_get_node_count(g), first = 1;
     FUZZ_CHECK(fp_async_graph_get_running_frames(g, sm, n, &first) == 0 && first == 0, "a node past the end runs");

@@ -13,6 +13,8 @@
 #include "json_writer.h"
 #include "sample_output.h"
 
+#define ASYNC_C_TABLE_HEX 0x030e0000u /* 3.14: asyncio's C module publishes its layout */
+
 static const char *state_name(int state)
 {
     switch (state) {
@@ -371,7 +373,8 @@ int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp
     fprintf(out, "Process %d: CPython %s%s%s%s ", pid, py->version, py->free_threaded ? ", free-threaded" : "",
             py->debug ? ", debug build" : "", py->untested ? ", untested version" : "");
     if (!fp_async_graph_get_asyncio_loaded(g)) {
-        fputs("(asyncio's C module is not loaded: no tasks)\n", out);
+        fputs(py->hexversion >= ASYNC_C_TABLE_HEX ? "(asyncio's C module is not loaded: no tasks)\n"
+                                                  : "(asyncio.tasks is not imported: no tasks)\n", out);
         goto out;
     }
     size_t tasks = 0;

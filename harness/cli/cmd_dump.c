@@ -25,10 +25,11 @@ static const char DUMP_USAGE[] =
     "\n"
     "  --pid PID        process to sample (required)\n"
     "  --json           print the documented JSON form instead of text\n"
-    "  --async          print asyncio's task graph instead (CPython 3.14+):\n"
+    "  --async          print asyncio's task graph instead (CPython 3.11+):\n"
     "                   every pending task, its coroutine stack (a running\n"
     "                   task's: what its thread runs now, down to its coroutine)\n"
-    "                   and its awaiters, as a tree of who awaits whom; the target\n"
+    "                   and its awaiters (3.11-3.13: the links those versions\n"
+    "                   keep), as a tree of who awaits whom; the target\n"
     "                   is stopped (ptrace) while it and every thread's stack are\n"
     "                   read (not with --blocking or --pause-torn)\n"
     "  --count N        with --async --json: N reads on one session, back to back,\n"
@@ -51,7 +52,8 @@ static const char DUMP_USAGE[] =
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(process exited, permission denied, not a Python process, unsupported\n"
-    "version, incomplete sample, no task graph before 3.14); 2 on a usage error.\n";
+    "version, incomplete sample; with --async, a task of asyncio's pure-Python\n"
+    "implementation); 2 on a usage error.\n";
 
 /* `dump --async` once attached: reads the graph count times (the library
  * stops and resumes the target each time) and prints each; returns the

@@ -18,6 +18,8 @@
 
 #define REPLAY_MSG_MAX 2048
 
+#define REPLAY_ASYNC_TABLE_HEX 0x030e0000u /* 3.14: an image names asyncio's table */
+
 static const char REPLAY_USAGE[] =
     "usage: frameproof replay FILE [--json] [--async] [--max-depth N] [--no-cache]\n"
     "                        [--allow-untested-version]\n"
@@ -106,7 +108,12 @@ int cli_cmd_replay(int argc, char **argv)
     fp_session_get_python(s, &py);
     if (async) {
         if ((rc = fp_async_graph_read_sample(s, sm, &g))) { /* as `dump --async` reads it */
-            fprintf(stderr, "frameproof replay: %s: %s\n", path, fp_session_get_errmsg(s));
+            /* before 3.14 nothing in the image says whether it holds a graph:
+             * a read past what it recorded is the sign */
+            fprintf(stderr, "frameproof replay: %s: %s%s\n", path, fp_session_get_errmsg(s),
+                    rc == FP_E_READ && py.hexversion < REPLAY_ASYNC_TABLE_HEX
+                        ? " (an image holds a task graph when `snapshot --async` captured one)"
+                        : "");
             goto out;
         }
         if (json)

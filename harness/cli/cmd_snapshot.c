@@ -39,9 +39,9 @@ static const char SNAPSHOT_USAGE[] =
     "\n"
     "  --pid PID        process to capture (required)\n"
     "  -o, --output F   image file to write (required)\n"
-    "  --async          also read asyncio's task graph (CPython 3.14+),\n"
-    "                   so that `replay --async` shows it; fails when asyncio's C\n"
-    "                   module is not loaded in PID\n"
+    "  --async          also read asyncio's task graph (CPython 3.11+),\n"
+    "                   so that `replay --async` shows it; on 3.14+ fails when\n"
+    "                   asyncio's C module is not loaded in PID\n"
     "  --reader KIND    memory reader: vm (process_vm_readv) or mem\n"
     "                   (/proc/PID/mem) (default vm)\n"
     "  --granule N      recorded ranges are rounded out to N bytes, a power of\n"
@@ -73,6 +73,8 @@ typedef struct snap_opts {
     uint32_t granule;
     bool allow_untested, keep_failed, async;
 } snap_opts;
+
+#define SNAP_ASYNC_TABLE_HEX 0x030e0000u /* the first CPython with asyncio's debug table */
 
 /* With --async: asyncio's table found through the live session (0: its C
  * module not loaded, an error). */
@@ -117,7 +119,9 @@ static int capture(const fp_pause *st, int pid, const snap_opts *so, fp_image_bu
         goto out;
     }
     fp_session_get_python(live, &py);
-    if (so->async && (rc = find_table(live, pid, &at, msg, msglen)))
+    /* 3.14+: the table's address goes into the image; before, the graph
+     * is read through the runtime the image holds anyway */
+    if (so->async && py.hexversion >= SNAP_ASYNC_TABLE_HEX && (rc = find_table(live, pid, &at, msg, msglen)))
         goto out;
     rc = so->reader_kind == FP_READER_MEM ? fp_reader_open_mem(pid, &inner, rmsg, sizeof rmsg)
                                       : fp_reader_open_vm(pid, &inner, rmsg, sizeof rmsg);

@@ -64,8 +64,8 @@ int cli_record_async_policy(cli_record_opts *o)
 int cli_record_async_check(const fp_python_info *py)
 {
     if (py->hexversion < PY_3_14_HEX) {
-        fprintf(stderr, "frameproof record: --async: asyncio task graphs are read on CPython 3.14+ only; "
-                        "the target runs %s\n", py->version);
+        fprintf(stderr, "frameproof record: --async: task-stack profiles are recorded on CPython 3.14+ only "
+                        "(the target runs %s; `frameproof dump --async` reads its task graph)\n", py->version);
         return -1;
     }
     return 0;

@@ -27,6 +27,7 @@ import fpfacts  # noqa: E402  (the shared facts)
 TARGET = os.path.join(HERE, "park_tasks.py")
 TIMEOUT = 60          # default wait for the target's "ready"
 ASYNC_MIN = (3, 14)   # the first CPython whose tasks carry a graph to read
+LEGACY_MIN = (3, 11)  # the first CPython whose task graph frameproof reads (from asyncio's registries)
 # The target's environment, as targets/capture_images gives it, plus the
 # manifest entry's own "env" (PYTHON_JIT=1 for a "+jit" id): only the entry
 # decides whether the JIT is on.
@@ -94,8 +95,16 @@ def version(entry):
 
 
 def has_graph(entry):
-    """A task graph to read: CPython 3.14+, GIL or free-threaded."""
+    """A task graph asyncio keeps itself (CPython 3.14+, GIL or free-threaded):
+    what CPython's own views read, and what the live, churn and profile
+    checks cover."""
     return version(entry) >= ASYNC_MIN
+
+
+def reads_graph(entry):
+    """A task graph `frameproof dump --async` reads: every supported CPython
+    (before 3.14 from the asyncio.tasks module's registries)."""
+    return version(entry) >= LEGACY_MIN
 
 
 def chrooted(entry):

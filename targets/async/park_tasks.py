@@ -23,8 +23,14 @@
 #     "stack": [[co_qualname, f_lineno], ...] innermost first,
 #     "awaited_by": sorted ids[, "running": true for the running task]}, ...,
 #    {"addr": id(fut), "task": false, "awaited_by": [...]}, ...]}
-# Before 3.14 (no task graph to read) it prints a bare "ready" and sleeps,
-# so that the refusal of older interpreters can be checked on a live process.
+# Before 3.14 (no capture_call_graph(), no awaited_by) the same program
+# runs without the parts those versions lack (the future relay; the eager
+# task before 3.12) and the truth is taken from the tasks themselves: each
+# pending task's coroutine chain, and as its awaiters the tasks that wait
+# on it (their _fut_waiter) or on a gather() that has it among its
+# children, its TaskGroup's parent task, the task waiting on the shield()
+# around it — the links 3.11-3.13 keep, in the tasks' waiters and done
+# callbacks, and what `frameproof dump --async` reads there.
 import asyncio
 import gc
 import inspect
@@ -32,9 +38,9 @@ import json
 import os
 import sys
 import threading
-import time
 
 PARK_SECONDS = 3600
+LEGACY = sys.version_info < (3, 14)   # no task graph kept by asyncio itself
 SETTLE_SECONDS = 0.2   # lets every task reach its sleep before the truth is taken
 CROSS_TIMEOUT = 60     # how long one thread waits for the other
 DEEP = 6               # recursion depth of the deep chain
@@ -157,9 +163,45 @@ def loop_truth(loop):
                                 "awaited_by": sorted(id(q.future) for q in p.awaited_by)})
                 parents(p)
 
-    for task in asyncio.all_tasks(loop):
-        parents(task_entry(task, thread, entries))
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        if LEGACY:
+            legacy_entry(task, thread, entries, tasks)
+        else:
+            parents(task_entry(task, thread, entries))
     return entries
+
+
+SHIELD_CALLBACK = "shield.<locals>._inner_done_callback"
+
+
+def legacy_awaited_by(task, tasks):
+    """Before 3.14, the awaiters of task among tasks, sorted by id, from
+    what those versions record: the tasks that wait on it (_fut_waiter),
+    directly or through a gather() that has it among its children; the
+    parent task of the TaskGroup whose done callback it carries; the task
+    waiting on the outer future of the shield() whose callback it carries."""
+    by = set()
+    for t in tasks:
+        w = t._fut_waiter
+        if w is task or (type(w).__name__ == "_GatheringFuture" and any(c is task for c in w._children or ())):
+            by.add(t)
+    for cb, _ in task._callbacks or ():
+        owner = getattr(cb, "__self__", None)
+        if type(owner).__name__ == "TaskGroup" and any(owner._parent_task is t for t in tasks):
+            by.add(owner._parent_task)
+        if getattr(cb, "__qualname__", None) == SHIELD_CALLBACK:
+            outers = [c.cell_contents for c in cb.__closure__ or ()
+                      if isinstance(getattr(c, "cell_contents", None), asyncio.Future)]
+            by.update(t for t in tasks if any(t._fut_waiter is o for o in outers))
+    return sorted(id(t) for t in by)
+
+
+def legacy_entry(task, thread, entries, tasks):
+    """task_entry before 3.14: its coroutine chain and legacy_awaited_by."""
+    entries.append({"addr": id(task), "task": True, "name": task_name(task), "thread": thread,
+                    "stack": [[f.f_code.co_qualname, f.f_lineno] for f in coroutine_stack(task)],
+                    "awaited_by": legacy_awaited_by(task, tasks)})
 
 
 AGEN_AWAITABLES = ("async_generator_asend", "async_generator_athrow")
@@ -201,13 +243,26 @@ def runner_truth():
     every other task of its loop; returns True, for Runner.lock.acquire."""
     me = asyncio.current_task()
     thread = threading.get_native_id()
-    graph = asyncio.capture_call_graph(depth=2)
+    tasks = asyncio.all_tasks()
+    if LEGACY:
+        # from the caller on, as capture_call_graph(depth=2) would: up to
+        # the frame of the task's own coroutine
+        frames, f, root = [], sys._getframe(1), me.get_coro().cr_frame
+        while f is not None:
+            frames.append(f)
+            f = None if f is root else f.f_back
+        stack, awaited_by = frames, legacy_awaited_by(me, tasks)
+    else:
+        graph = asyncio.capture_call_graph(depth=2)
+        stack, awaited_by = [e.frame for e in graph.call_stack], sorted(id(p.future) for p in graph.awaited_by)
     entries = [{"addr": id(me), "task": True, "name": task_name(me), "thread": thread, "running": True,
-                "stack": [[e.frame.f_code.co_qualname, e.frame.f_lineno] for e in graph.call_stack],
-                "awaited_by": sorted(id(p.future) for p in graph.awaited_by)}]
-    for task in asyncio.all_tasks():
+                "stack": [[f.f_code.co_qualname, f.f_lineno] for f in stack], "awaited_by": awaited_by}]
+    for task in tasks:
         if task is not me:
-            task_entry(task, thread, entries)
+            if LEGACY:
+                legacy_entry(task, thread, entries, tasks)
+            else:
+                task_entry(task, thread, entries)
     Runner.truth = entries
     Runner.computed.set()
     return True
@@ -300,7 +355,10 @@ def announce(loop):
     if not Runner.computed.wait(CROSS_TIMEOUT):
         sys.exit("the running task did not compute its truth")
     entries += Runner.truth
-    task_entry(Orphan.task, None, entries)
+    if LEGACY:
+        legacy_entry(Orphan.task, None, entries, [Orphan.task])
+    else:
+        task_entry(Orphan.task, None, entries)
     print("ready " + json.dumps({"pid": os.getpid(), "tasks": entries}), flush=True)
 
 
@@ -325,12 +383,15 @@ async def main():
         # A task reached through plain futures: relayed is awaited by the
         # future relay, which relay-waiter awaits and which the future
         # relay_outer awaits in turn.
-        relay, relay_outer = loop.create_future(), loop.create_future()
-        relayed = asyncio.create_task(gathered(), name="relayed")
-        asyncio.future_add_to_awaited_by(relayed, relay)
-        asyncio.future_add_to_awaited_by(relay, relay_outer)
-        keep += [relay, relay_outer, relayed, asyncio.create_task(awaits_future(relay), name="relay-waiter")]
-        keep.append(asyncio.create_task(leaf(), name="eager", eager_start=True))  # its first step runs here
+        if not LEGACY:
+            relay, relay_outer = loop.create_future(), loop.create_future()
+            relayed = asyncio.create_task(gathered(), name="relayed")
+            asyncio.future_add_to_awaited_by(relayed, relay)
+            asyncio.future_add_to_awaited_by(relay, relay_outer)
+            keep += [relay, relay_outer, relayed, asyncio.create_task(awaits_future(relay), name="relay-waiter")]
+            keep.append(asyncio.create_task(leaf(), name="eager", eager_start=True))  # its first step runs here
+        elif sys.version_info >= (3, 12):
+            keep.append(asyncio.Task(leaf(), loop=loop, name="eager", eager_start=True))
         cancelled = asyncio.create_task(cleaning_up(), name="cancelled")
         loop.call_later(SETTLE_SECONDS / 4, cancelled.cancel)
         keep += [cancelled, asyncio.create_task(consumes(), name="agen-consumer")]
@@ -352,8 +413,4 @@ def run():
 
 
 if __name__ == "__main__":
-    if sys.version_info < (3, 14):
-        print("ready", flush=True)
-        time.sleep(PARK_SECONDS)
-    else:
-        run()
+    run()

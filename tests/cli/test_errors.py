@@ -215,9 +215,11 @@ finally:
     p.wait()
 
 # 11. replay --async of an image that records no task graph (captured without
-# --async): one line naming what is missing
+# --async): one line naming what is missing (3.14+: asyncio's table; before,
+# the graph's bytes, whose first read fails)
 IMAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "corpora", "images")
-for ident, needle in (("3.15", "no address of asyncio's table"), ("3.11", "CPython 3.14+ only")):
+for ident, needle in (("3.15", "no address of asyncio's table"),
+                      ("3.11", "an image holds a task graph when `snapshot --async` captured one")):
     plain = os.path.join(IMAGES, ident, "basic.fpimg")
     r = subprocess.run([FP, "replay", "--async", "--json", plain], capture_output=True, text=True, timeout=TIMEOUT)
     ok, detail = one_line_error(r, 1, needle)

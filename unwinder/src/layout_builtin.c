@@ -35,6 +35,8 @@
 #define GIL_OB_TYPE 8
 #define GIL_OB_SIZE 16
 #define GIL_TP_NAME 24
+#define GIL_TP_FLAGS 168       /* 3.11-3.13; free-threaded 3.13: 16 bytes further */
+#define FT_HEADER_GROWTH 16    /* a free-threaded object header's extra bytes (3.13) */
 #define GIL_BYTES_SVAL 32
 #define GIL_UNI_LENGTH 16
 #define GIL_UNI_STATE 32
@@ -53,7 +55,7 @@ static const fpi_layout layout_311 = {
     .rt_interpreters_head = 40, .rt_gil_locked = 376, .rt_gil_last_holder = 368, .rt_main_thread = 80,
     .interp_size = 107752, .interp_next = 0, .interp_id = 48, .interp_threads_head = 16,
     .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = FPI_OFF_NONE,
-    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
+    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE, .interp_modules = 888,
     .gil_locked = FPI_OFF_NONE, .gil_last_holder = FPI_OFF_NONE,
     .ts_size = 360, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 8, .ts_root_cframe = 336,
     .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
@@ -72,7 +74,7 @@ static const fpi_layout layout_311 = {
     .co_size = 192, .co_flags = 48, .co_firstlineno = 72, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 168, .co_code_adaptive = 184,
     .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE, .meth_im_func = FPI_OFF_NONE,
-    .tp_flags = FPI_OFF_NONE, .set_used = FPI_OFF_NONE, .set_mask = FPI_OFF_NONE, .set_table = FPI_OFF_NONE,
+    .tp_flags = GIL_TP_FLAGS, .set_used = FPI_OFF_NONE, .set_mask = FPI_OFF_NONE, .set_table = FPI_OFF_NONE,
     .long_lv_tag = FPI_OFF_NONE, .long_digits = FPI_OFF_NONE, .gen_iframe = FPI_OFF_NONE, .gen_frame_state = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 48, .uni_compact_size = 72,
@@ -84,7 +86,7 @@ static const fpi_layout layout_312 = {
     .rt_interpreters_head = 40, .rt_gil_locked = FPI_OFF_NONE, .rt_gil_last_holder = FPI_OFF_NONE, .rt_main_thread = 64,
     .interp_size = 383552, .interp_next = 0, .interp_id = 8, .interp_threads_head = 72,
     .interp_threads_main = FPI_OFF_NONE, .interp_ceval_gil = 384,
-    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE,
+    .interp_code_generation = FPI_OFF_NONE, .interp_tlbc_generation = FPI_OFF_NONE, .interp_modules = 944,
     .gil_locked = 16, .gil_last_holder = 8,
     .ts_size = 288, .ts_next = 8, .ts_interp = 16, .ts_cframe = 56, .cframe_current_frame = 0, .ts_root_cframe = 272,
     .ts_current_frame = FPI_OFF_NONE, .ts_base_frame = FPI_OFF_NONE,
@@ -102,7 +104,7 @@ static const fpi_layout layout_312 = {
     .co_size = 200, .co_flags = 48, .co_firstlineno = 68, .co_filename = 112, .co_name = 120,
     .co_qualname = 128, .co_linetable = 136, .co_firsttraceable = 176, .co_code_adaptive = 192,
     .co_tlbc = FPI_OFF_NONE, .co_nlocalsplus = FPI_OFF_NONE, .meth_im_func = FPI_OFF_NONE,
-    .tp_flags = FPI_OFF_NONE, .set_used = FPI_OFF_NONE, .set_mask = FPI_OFF_NONE, .set_table = FPI_OFF_NONE,
+    .tp_flags = GIL_TP_FLAGS, .set_used = FPI_OFF_NONE, .set_mask = FPI_OFF_NONE, .set_table = FPI_OFF_NONE,
     .long_lv_tag = FPI_OFF_NONE, .long_digits = FPI_OFF_NONE, .gen_iframe = FPI_OFF_NONE, .gen_frame_state = FPI_OFF_NONE,
     .ob_type = GIL_OB_TYPE, .ob_size = GIL_OB_SIZE, .tp_name = GIL_TP_NAME, .bytes_sval = GIL_BYTES_SVAL,
     .uni_length = GIL_UNI_LENGTH, .uni_state = GIL_UNI_STATE, .uni_ascii_size = 40, .uni_compact_size = 56,
@@ -181,6 +183,8 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     }
     l->co_firsttraceable = x->co_firsttraceable_gil + grow;
     l->meth_im_func = l->free_threaded ? FPI_OFF_NONE : x->meth_im_func_gil;
+    if (l->tp_flags == FPI_OFF_NONE && l->minor == CLEARS_STACKTOP_MINOR) /* 3.13's table has no tp_flags */
+        l->tp_flags = GIL_TP_FLAGS + (l->free_threaded ? FT_HEADER_GROWTH : 0);
     if (l->uni_compact_size == FPI_OFF_NONE)
         l->uni_compact_size = l->uni_ascii_size + 16; /* utf8_length + utf8 */
     if (l->free_threaded && l->minor >= 14) {

@@ -1,9 +1,16 @@
 /* frameproof/async.h — asyncio's task graph read from outside a live
  * process: every pending task of every thread and interpreter, the
- * coroutine stack each one is suspended in, and who awaits whom.  CPython
- * 3.14+, GIL and free-threaded builds alike, where asyncio's C module
- * publishes its layout (the .AsyncioDebug section) and keeps each
- * thread's pending tasks on a list; earlier versions are refused with
+ * coroutine stack each one is suspended in, and who awaits whom.  GIL and
+ * free-threaded builds alike: on CPython 3.14+ through the layout asyncio's
+ * C module publishes (the .AsyncioDebug section) and the list of pending
+ * tasks it keeps per thread; on 3.11-3.13 through the registries of the
+ * asyncio.tasks module (the tasks asyncio.all_tasks() finds) and the C
+ * Task's fields at the places each version has them.  Who awaits whom is
+ * what each version records: on 3.14+ every future's awaited_by; on
+ * 3.11-3.13 the future a task waits on (a task, or a gather() whose
+ * children it then awaits), a TaskGroup's tasks awaited by its parent task
+ * and shield()'s inner task by the task waiting on the shield — no futures
+ * as nodes there, and a task of asyncio's pure-Python implementation is
  * FP_E_UNSUPPORTED.
  *
  * One instant: every thread of the target is stopped (ptrace, as
@@ -11,8 +18,8 @@
  * fp_async_graph_read returns, so a graph never mixes two instants (tasks
  * finish and are freed while a running program is read).  A session
  * attached to a reader without a live process (fp_target_desc.pid 0: a
- * memory image, frameproof/image.h) is read as it stands, through the table
- * address its description gives.  Conventions as in frameproof.h. */
+ * memory image, frameproof/image.h) is read as it stands: on 3.14+ through
+ * the table address its description gives.  Conventions as in frameproof.h. */
 #ifndef FRAMEPROOF_ASYNC_H
 #define FRAMEPROOF_ASYNC_H
 
@@ -64,15 +71,17 @@ typedef struct fp_async_graph fp_async_graph;
 /* Reads the task graph of the process s is attached to (fp_session_attach_pid,
  * or fp_session_attach_reader with a pid), stopping its threads for the
  * read; or, attached to a reader without a pid, the graph its memory holds
- * (the caller vouches that it does not change: an image), found through
- * fp_target_desc.asyncio_debug_addr.  *out is the caller's (fp_async_graph_free).
- * A target where asyncio's C module is not found (an extension module not
- * imported yet; where it is built in, it is always found) gives an empty
- * graph, fp_async_graph_get_asyncio_loaded false.  Frame strings are the
+ * (the caller vouches that it does not change: an image), on 3.14+ found
+ * through fp_target_desc.asyncio_debug_addr.  *out is the caller's
+ * (fp_async_graph_free).  A target where asyncio is not found gives an
+ * empty graph, fp_async_graph_get_asyncio_loaded false: on 3.14+ its C
+ * module (an extension module not imported yet; where it is built in, it is
+ * always found), on 3.11-3.13 the asyncio.tasks module in sys.modules of
+ * any interpreter.  Frame strings are the
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
- * (not attached; no pid and no table address), FP_E_UNSUPPORTED (before
- * 3.14), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT, FP_E_LIMIT,
+ * (not attached; 3.14+: no pid and no table address), FP_E_UNSUPPORTED
+ * (a version or build this reader does not know; a pure-Python task), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT, FP_E_LIMIT,
  * FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 
