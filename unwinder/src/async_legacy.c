@@ -5,11 +5,11 @@
  * pyobj.h; the C Task's fields are at the places this file's table gives
  * per version, checked against the Task type's own size at every read.
  *
- * What a task awaits is what it records itself: the future it waits on
- * (_fut_waiter), which is a task, or a gather() whose children it then
- * awaits.  Who awaits a task is the inverse of that relation.  Links 3.14
- * records besides (a TaskGroup's tasks to its parent, shield()'s inner
- * future) are not kept by these versions and are not reconstructed.
+ * Who awaits whom is what these versions record: the future a task waits
+ * on (_fut_waiter: a task, or a gather() whose children it then awaits),
+ * and the tasks' done callbacks (a TaskGroup's names its parent task,
+ * shield()'s inner one the outer future a task waits on).  No future is a
+ * node: no version before 3.14 links two futures.
  *
  * Only pending tasks are nodes (asyncio.all_tasks() leaves the done ones
  * out); a task of the pure-Python implementation (asyncio.tasks._PyTask)
