@@ -20,13 +20,12 @@
 #include "async_build.h"
 #include "async_offsets.h"
 #include "grow.h"
+#include "pyset.h"
 #include "read.h"
 #include "session.h"
 #include "typed_load.h"
 #include "walk.h"
 
-#define SET_ENTRY_SIZE 16u                 /* setentry: key, hash */
-#define SET_DUMMY_HASH ((uint64_t)-1)      /* a deleted entry's hash; no live key hashes to -1 */
 #define GRAPH_INITIAL 64u
 #define U(x) FPI_ASYNC_U(x)
 
@@ -173,34 +172,13 @@ static int resolve_awaiters(graph_read *r, size_t i)
         return FP_OK;
     if (!r->by[i].is_set)
         return add_awaiter(r, i, by);
-    uint64_t table, mask, used;
-    int rc;
-    if ((rc = read_u64(r, by + (uint64_t)l->set_table, &table, "an awaited_by set")) ||
-        (rc = read_u64(r, by + (uint64_t)l->set_mask, &mask, "an awaited_by set")) ||
-        (rc = read_u64(r, by + (uint64_t)l->set_used, &used, "an awaited_by set")))
-        return rc;
-    if (mask >= FPI_ASYNC_MAX_AWAITERS || (mask & (mask + 1)) || used > mask + 1)
-        return fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: awaited_by set 0x%llx (mask %llu, %llu"
-                       " used) is invalid", U(by), U(mask), U(used));
-    size_t len = (size_t)(mask + 1) * SET_ENTRY_SIZE;
-    uint8_t *ent = malloc(len);
-    if (!ent)
-        return fpi_err(&r->s->err, FP_E_NOMEM, "out of memory: an awaited_by set");
-    if ((rc = fpi_read(r->s, table, ent, len)))
-        rc = fpi_err_code(&r->s->err, rc, "cannot read asyncio awaited_by set 0x%llx", U(by));
-    uint64_t seen = 0;
-    for (size_t k = 0; !rc && k <= mask; k++) {
-        uint64_t key = fpi_load_u64(ent, (int32_t)(k * SET_ENTRY_SIZE));
-        uint64_t hash = fpi_load_u64(ent, (int32_t)(k * SET_ENTRY_SIZE + 8));
-        if (!key || hash == SET_DUMMY_HASH)
-            continue;
-        seen++;
-        rc = add_awaiter(r, i, key);
-    }
-    free(ent);
-    if (!rc && seen != used)
-        rc = fpi_err(&r->s->err, FP_E_CORRUPT, "asyncio: awaited_by set 0x%llx holds %llu of its %llu"
-                     " entries", U(by), U(seen), U(used));
+    const fpi_set_places at = {.used = l->set_used, .mask = l->set_mask, .table = l->set_table};
+    uint64_t *members = NULL;
+    size_t n = 0;
+    int rc = fpi_set_members(r->s, by, &at, FPI_ASYNC_MAX_AWAITERS, "asyncio awaited_by set", &members, &n);
+    for (size_t k = 0; !rc && k < n; k++)
+        rc = add_awaiter(r, i, members[k]);
+    free(members);
     return rc;
 }
 
