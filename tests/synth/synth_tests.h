@@ -8,6 +8,9 @@ void test_async_graph_layouts(void **state);
 void test_async_graph_thread_too_deep(void **state);
 void test_async_chain_at_max_depth(void **state);
 
+/* test_synth_pyobj.c */
+void test_dict_lookup_hint(void **state);
+
 /* test_synth_layouts.c */
 void test_layouts_round_trip(void **state);
 void test_thread_list_changes(void **state);

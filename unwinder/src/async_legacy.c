@@ -34,6 +34,12 @@
 #define FUT_CALLBACKS 24       /* fut_callbacks (a list of (callback, context) tuples) */
 #define TYPE_NAME_MAX 64
 
+/* The dict lookups whose finds the session keeps for the next read
+ * (fp_session.async_hints): sys.modules' asyncio.tasks, then its
+ * registries. */
+enum { HINT_MODULE, HINT_TASKS, HINT_EAGER, HINT_CURRENT, HINT_COUNT };
+_Static_assert(HINT_COUNT <= FPI_ASYNC_HINTS, "FPI_ASYNC_HINTS holds every hinted lookup");
+
 /* The C Task (Modules/_asynciomodule.c, TaskObj) past the object header:
  * the fields this reader uses, and the structure's size. */
 typedef struct task_table {
@@ -89,6 +95,13 @@ typedef struct legacy_read {
     size_t nodes_cap;
     uint64_t (*threads)[2];      /* the interpreter's threads: thread id, native id */
     size_t nthreads, threads_cap;
+    uint64_t (*loops)[2];        /* the interpreter's event loops met so far: loop, native id of its thread */
+    size_t nloops, loops_cap;
+    struct waiter_of {
+        uint64_t waiter;         /* a future some task waits on */
+        size_t node;             /* ... that task */
+    } *by_waiter;                /* every node that waits on something, by (waiter, node): read_edges */
+    size_t nby_waiter;
 } legacy_read;
 
 static int read_word(legacy_read *r, uint64_t addr, uint64_t *out, const char *what)
@@ -104,9 +117,10 @@ static int kind_of(legacy_read *r, uint64_t type, int *kind)
     return rc ? fpi_err_code(&r->b->s->err, rc, "cannot read the name of type 0x%llx", U(type)) : FP_OK;
 }
 
-/* Whether type is the C Task's or a subclass of it; the first time, that
- * the Task type's size is the table's (a build whose TaskObj moved fails
- * here, not with a wrong graph). */
+/* Whether type is the C Task's or a subclass of it; the first time the
+ * C Task type is met (itself or as a subclass's base), that its size is
+ * the table's (a build whose TaskObj moved fails here, not with a wrong
+ * graph; a subclass keeps its base's fields where they are). */
 static int is_task_type(legacy_read *r, uint64_t type, bool *out)
 {
     *out = false;
@@ -114,20 +128,20 @@ static int is_task_type(legacy_read *r, uint64_t type, bool *out)
         *out = true;
         return FP_OK;
     }
-    char name[TYPE_NAME_MAX];
-    int rc = fpi_pyobj_type_name(&r->o, type, name, sizeof name);
-    if (rc)
+    uint64_t base;
+    int rc = fpi_pyobj_type_base(&r->o, type, TASK_TYPE, &base);
+    if (rc || !base || base == r->task_type) {
+        *out = base != 0;
         return rc;
-    if (strcmp(name, TASK_TYPE) != 0)
-        return fpi_pyobj_type_is(&r->o, type, TASK_TYPE, out);
+    }
     uint64_t size;
-    if ((rc = read_word(r, type + (uint64_t)r->o.tp_basicsize, &size, "the Task type's size")))
+    if ((rc = read_word(r, base + (uint64_t)r->o.tp_basicsize, &size, "the Task type's size")))
         return rc;
     if (size != (uint64_t)(r->h + r->t->size))
         return fpi_err(&r->b->s->err, FP_E_UNSUPPORTED,
                        "asyncio: the C Task of this build is %llu bytes, not the %d this CPython %u.%u reader knows",
                        U(size), r->h + r->t->size, 3u, r->t->minor);
-    r->task_type = type;
+    r->task_type = base;
     *out = true;
     return FP_OK;
 }
@@ -168,7 +182,7 @@ static int read_threads(legacy_read *r, uint64_t interp)
 }
 
 /* The thread running loop (its _thread_id, set while it runs), 0 if none. */
-static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
+static int read_loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
 {
     uint64_t type, ident = 0, v;
     bool ok = false;
@@ -187,6 +201,27 @@ static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
     if ((rc = fpi_pyobj_small_int(&r->o, ident, &v, &ok)))
         return rc;
     *native = ok ? native_of(r, v) : 0;
+    return FP_OK;
+}
+
+/* read_loop_thread, once per loop and read (tasks share their loops). */
+static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
+{
+    for (size_t k = 0; k < r->nloops; k++)
+        if (r->loops[k][0] == loop) {
+            *native = r->loops[k][1];
+            return FP_OK;
+        }
+    int rc = read_loop_thread(r, loop, native);
+    if (rc)
+        return rc;
+    uint64_t (*nl)[2] = fpi_grow(r->loops, &r->loops_cap, r->nloops + 1, sizeof *nl, 4);
+    if (!nl)
+        return fpi_err(&r->b->s->err, FP_E_NOMEM, "out of memory: the event loops of an interpreter");
+    r->loops = nl;
+    r->loops[r->nloops][0] = loop;
+    r->loops[r->nloops][1] = *native;
+    r->nloops++;
     return FP_OK;
 }
 
@@ -261,14 +296,18 @@ static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded
     uint64_t modules, mod, md, reg, eager = 0, current, type, data;
     uint64_t *running = NULL, *items = NULL;
     size_t nrunning = 0, nitems = 0;
+    fpi_dict_hint *hints = r->b->s->async_hints;
+    r->nloops = 0;
     int rc = read_word(r, interp + (uint64_t)l->interp_modules, &modules, "sys.modules");
-    if (rc || !modules || (rc = fpi_pyobj_dict_get(&r->o, modules, "asyncio.tasks", &mod)) || !mod)
+    if (rc || !modules ||
+        (rc = fpi_pyobj_dict_get_hinted(&r->o, modules, "asyncio.tasks", &hints[HINT_MODULE], &mod)) || !mod)
         return rc;
     *loaded = true;
     if ((rc = read_threads(r, interp)) || (rc = read_word(r, mod + (uint64_t)r->h, &md, "a module's dict")) ||
-        (rc = fpi_pyobj_dict_get(&r->o, md, l->minor == 11 ? "_all_tasks" : "_scheduled_tasks", &reg)) ||
-        (l->minor >= 12 && (rc = fpi_pyobj_dict_get(&r->o, md, "_eager_tasks", &eager))) ||
-        (rc = fpi_pyobj_dict_get(&r->o, md, "_current_tasks", &current)))
+        (rc = fpi_pyobj_dict_get_hinted(&r->o, md, l->minor == 11 ? "_all_tasks" : "_scheduled_tasks",
+                                        &hints[HINT_TASKS], &reg)) ||
+        (l->minor >= 12 && (rc = fpi_pyobj_dict_get_hinted(&r->o, md, "_eager_tasks", &hints[HINT_EAGER], &eager))) ||
+        (rc = fpi_pyobj_dict_get_hinted(&r->o, md, "_current_tasks", &hints[HINT_CURRENT], &current)))
         goto out;
     if (!reg || !current) {
         rc = fpi_err(&r->b->s->err, FP_E_CORRUPT, "asyncio: asyncio.tasks at 0x%llx lacks its registries", U(mod));
@@ -364,17 +403,48 @@ static int waiter_edges(legacy_read *r, edges *es, size_t i)
     return rc;
 }
 
-/* The node of the task waiting on the future at addr, or SIZE_MAX. */
-static size_t waiting_on(const legacy_read *r, uint64_t addr)
+static int waiter_order(const void *a, const void *b)
 {
-    for (size_t k = 0; k < r->b->g->nnodes; k++)
-        if (r->nodes[k].waiter == addr)
-            return k;
-    return SIZE_MAX;
+    const struct waiter_of *x = a, *y = b;
+    if (x->waiter != y->waiter)
+        return x->waiter < y->waiter ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* r->by_waiter: the nodes that wait on a future, sorted by it. */
+static int index_waiters(legacy_read *r)
+{
+    size_t n = r->b->g->nnodes;
+    r->nby_waiter = 0;
+    if (n && !(r->by_waiter = malloc(n * sizeof *r->by_waiter)))
+        return fpi_err(&r->b->s->err, FP_E_NOMEM, "out of memory: the waiters of %zu asyncio tasks", n);
+    for (size_t k = 0; k < n; k++)
+        if (r->nodes[k].waiter)
+            r->by_waiter[r->nby_waiter++] = (struct waiter_of){r->nodes[k].waiter, k};
+    if (r->nby_waiter)
+        qsort(r->by_waiter, r->nby_waiter, sizeof *r->by_waiter, waiter_order);
+    return FP_OK;
+}
+
+/* Records that every task waiting on the future at addr awaits node i. */
+static int waiting_on_edges(legacy_read *r, edges *es, uint64_t addr, size_t i)
+{
+    size_t lo = 0, hi = r->nby_waiter;
+    while (lo < hi) { /* the first entry not below addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->by_waiter[mid].waiter < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int rc = FP_OK;
+    for (size_t k = lo; !rc && k < r->nby_waiter && r->by_waiter[k].waiter == addr; k++)
+        rc = add_edge(r, es, r->b->g->nodes[i].addr, r->by_waiter[k].node);
+    return rc;
 }
 
 /* One done callback of task i: a TaskGroup's (its parent task awaits i),
- * or shield()'s (the task waiting on the shield's outer future awaits i). */
+ * or shield()'s (the tasks waiting on the shield's outer future await i). */
 static int callback_edges(legacy_read *r, edges *es, size_t i, uint64_t cb)
 {
     uint64_t type, self, ttype, parent = 0, qualname, closure, *cells = NULL;
@@ -402,7 +472,7 @@ static int callback_edges(legacy_read *r, edges *es, size_t i, uint64_t cb)
             (rc = read_word(r, v + (uint64_t)r->b->l->ob_type, &vtype, "an object's type")) ||
             (rc = fpi_pyobj_type_is(&r->o, vtype, FUTURE_TYPE, &future)) || !future)
             continue;
-        rc = add_edge(r, es, r->b->g->nodes[i].addr, waiting_on(r, v));
+        rc = waiting_on_edges(r, es, v, i);
     }
     free(cells);
     return rc;
@@ -436,7 +506,7 @@ static int callbacks_edges(legacy_read *r, edges *es, size_t i)
 static int read_edges(legacy_read *r)
 {
     edges es = {0};
-    int rc = FP_OK;
+    int rc = index_waiters(r);
     for (size_t i = 0; !rc && i < r->b->g->nnodes; i++)
         if (!(rc = waiter_edges(r, &es, i)))
             rc = callbacks_edges(r, &es, i);
@@ -484,5 +554,7 @@ int fpi_async_legacy_read(fpi_async_build *b, bool *loaded)
         rc = read_edges(&r);
     free(r.nodes);
     free(r.threads);
+    free(r.loops);
+    free(r.by_waiter);
     return rc;
 }

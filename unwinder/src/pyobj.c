@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "pyobj.h"
+#include "pyset.h"
 #include "read.h"
 #include "typed_load.h"
 
@@ -20,8 +21,6 @@
 #define KIND_GENERAL 0             /* entries: hash, key, value */
 #define KIND_UNICODE 1             /* entries: key, value */
 #define KIND_SPLIT 2               /* entries: key, unused; values apart */
-#define SET_ENTRY 16u              /* key, hash */
-#define SET_DUMMY_HASH ((uint64_t)-1)
 #define TPFLAGS_INLINE_VALUES (1ull << 2)   /* 3.13 */
 #define TPFLAGS_MANAGED_DICT (1ull << 4)
 #define INLINE_VALID 3             /* PyDictValues (3.13): capacity, size, embedded, valid */
@@ -77,8 +76,14 @@ int fpi_pyobj_str_is(const fpi_pyobj *o, uint64_t addr, const char *key, bool *o
     if (len > sizeof b)
         return FP_OK;
     int rc = fpi_read(o->s, addr, b, len), kind = FPI_TYPE_OTHER;
-    if (rc)
+    if (rc) {
+        /* a shorter str may end where readable memory does (an image's
+         * region): its header alone then says it is not key */
+        size_t hdr = (size_t)l->uni_ascii_size;
+        if (fpi_read(o->s, addr, b, hdr) == FP_OK && fpi_load_u64(b, l->uni_length) < n)
+            return FP_OK;
         return fpi_err_code(&o->s->err, rc, "cannot read a dict key at 0x%llx", U(addr));
+    }
     if ((rc = fpi_type_kind(o->s, fpi_load_u64(b, l->ob_type), &kind)))
         return fpi_err_code(&o->s->err, rc, "cannot read the type of a dict key at 0x%llx", U(addr));
     uint32_t state = fpi_load_u32(b, l->uni_state);
@@ -87,14 +92,11 @@ int fpi_pyobj_str_is(const fpi_pyobj *o, uint64_t addr, const char *key, bool *o
     return FP_OK;
 }
 
-/* A keys object's entries (and, split, the values): ent is malloc'd,
- * *esize bytes each, *n of them. */
-static int read_keys(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint8_t **ent, size_t *esize, size_t *n,
-                     uint64_t **vals)
+/* A keys object's shape, checked: its entries start at *at, *esize bytes
+ * each, *n of them. */
+static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t *at, size_t *esize, size_t *n)
 {
     uint8_t h[KEYS_HEADER];
-    *ent = NULL;
-    *vals = NULL;
     int rc = fpi_read(o->s, keys, h, sizeof h);
     if (rc)
         return fpi_err_code(&o->s->err, rc, "cannot read the keys of a dict at 0x%llx", U(keys));
@@ -109,14 +111,26 @@ static int read_keys(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint8_t
                        (long long)nentries, FPI_PYOBJ_MAX_ITEMS);
     *n = (size_t)nentries;
     *esize = kind == KIND_GENERAL ? 24 : 16;
-    if (!*n)
-        return FP_OK;
+    *at = keys + KEYS_HEADER + ((uint64_t)1 << log2_index);
+    return FP_OK;
+}
+
+/* A keys object's entries (and, split, the values): ent is malloc'd,
+ * *esize bytes each, *n of them. */
+static int read_keys(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint8_t **ent, size_t *esize, size_t *n,
+                     uint64_t **vals)
+{
+    uint64_t at = 0;
+    *ent = NULL;
+    *vals = NULL;
+    int rc = keys_shape(o, keys, values, &at, esize, n);
+    if (rc || !*n)
+        return rc;
     *ent = malloc(*n * *esize);
     if (values)
         *vals = malloc(*n * sizeof **vals);
     if (!*ent || (values && !*vals))
         return fpi_err(&o->s->err, FP_E_NOMEM, "out of memory: a dict of %zu entries", *n);
-    uint64_t at = keys + KEYS_HEADER + ((uint64_t)1 << log2_index);
     if ((rc = fpi_read(o->s, at, *ent, *n * *esize)))
         return fpi_err_code(&o->s->err, rc, "cannot read the entries of a dict at 0x%llx", U(at));
     if (values && (rc = fpi_read(o->s, values + (uint64_t)o->values_start, *vals, *n * sizeof **vals)))
@@ -132,8 +146,10 @@ static void entry_at(const uint8_t *ent, size_t esize, const uint64_t *vals, siz
     *val = vals ? vals[k] : fpi_load_u64(ent, at + 8);
 }
 
-/* The value of key among the entries of keys (values: split), 0 when absent. */
-static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value)
+/* The value of key among the entries of keys (values: split), 0 when
+ * absent; *index its entry's (SIZE_MAX when absent). */
+static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value,
+                     size_t *index)
 {
     uint8_t *ent;
     uint64_t *vals;
@@ -148,6 +164,7 @@ static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char
             continue;
         if ((rc = fpi_pyobj_str_is(o, kk, key, &same)) == FP_OK && same) {
             *value = vv;
+            *index = k;
             break;
         }
     }
@@ -156,15 +173,57 @@ static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char
     return rc;
 }
 
+static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value)
+{
+    size_t index = SIZE_MAX;
+    return lookup_at(o, keys, values, key, value, &index);
+}
+
+/* Whether entry index of keys (values: split) is key's, and its value:
+ * the one entry read, with the shape and key checked as lookup_at does. */
+static int entry_is(const fpi_pyobj *o, uint64_t keys, uint64_t values, size_t index, const char *key,
+                    uint64_t *value)
+{
+    uint64_t at = 0, kk, vv;
+    size_t esize = 0, n = 0;
+    uint8_t ent[24];
+    bool same = false;
+    *value = 0;
+    int rc = keys_shape(o, keys, values, &at, &esize, &n);
+    if (rc || index >= n)
+        return rc;
+    if ((rc = fpi_read(o->s, at + index * esize, ent, esize)))
+        return fpi_err_code(&o->s->err, rc, "cannot read an entry of a dict at 0x%llx", U(at));
+    entry_at(ent, esize, NULL, 0, &kk, &vv);
+    if (values && (rc = read_word(o, values + (uint64_t)o->values_start + index * 8, &vv, "a dict's value")))
+        return rc;
+    if (kk && vv && (rc = fpi_pyobj_str_is(o, kk, key, &same)) == FP_OK && same)
+        *value = vv;
+    return rc;
+}
+
 int fpi_pyobj_dict_get(const fpi_pyobj *o, uint64_t dict, const char *key, uint64_t *value)
 {
+    fpi_dict_hint none = {0};
+    return fpi_pyobj_dict_get_hinted(o, dict, key, &none, value);
+}
+
+int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key, fpi_dict_hint *hint,
+                              uint64_t *value)
+{
     uint64_t keys, values;
+    size_t index = SIZE_MAX;
     int rc;
     *value = 0;
     if ((rc = read_word(o, dict + (uint64_t)o->dict_keys, &keys, "a dict's keys")) ||
         (rc = read_word(o, dict + (uint64_t)o->dict_values, &values, "a dict's values")))
         return rc;
-    return lookup(o, keys, values, key, value);
+    if (hint->dict == dict && hint->keys == keys && keys &&
+        ((rc = entry_is(o, keys, values, hint->index, key, value)) || *value))
+        return rc;
+    if ((rc = lookup_at(o, keys, values, key, value, &index)) == FP_OK && *value)
+        *hint = (fpi_dict_hint){.dict = dict, .keys = keys, .index = index};
+    return rc;
 }
 
 int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, size_t *n)
@@ -200,43 +259,8 @@ out:
 
 int fpi_pyobj_set_items(const fpi_pyobj *o, uint64_t set, uint64_t **items, size_t *n)
 {
-    uint64_t used, mask, table;
-    uint8_t *ent = NULL;
-    *items = NULL;
-    *n = 0;
-    int rc;
-    if ((rc = read_word(o, set + (uint64_t)o->set_used, &used, "a set's size")) ||
-        (rc = read_word(o, set + (uint64_t)o->set_mask, &mask, "a set's mask")) ||
-        (rc = read_word(o, set + (uint64_t)o->set_table, &table, "a set's table")))
-        return rc;
-    if (mask >= FPI_PYOBJ_MAX_ITEMS || (mask & (mask + 1)) || used > mask + 1)
-        return fpi_err(&o->s->err, mask >= FPI_PYOBJ_MAX_ITEMS && !(mask & (mask + 1)) ? FP_E_LIMIT : FP_E_CORRUPT,
-                       "set at 0x%llx: mask %llu with %llu used, invalid or too large (limit %u)", U(set), U(mask),
-                       U(used), FPI_PYOBJ_MAX_ITEMS);
-    size_t len = (size_t)(mask + 1) * SET_ENTRY;
-    if (!(ent = malloc(len)) || (used && !(*items = malloc((size_t)used * sizeof **items)))) {
-        rc = fpi_err(&o->s->err, FP_E_NOMEM, "out of memory: a set of %llu", U(used));
-        goto out;
-    }
-    if ((rc = fpi_read(o->s, table, ent, len))) {
-        rc = fpi_err_code(&o->s->err, rc, "cannot read the table of a set at 0x%llx", U(set));
-        goto out;
-    }
-    for (size_t k = 0; k <= mask; k++) {
-        uint64_t key = fpi_load_u64(ent, (int32_t)(k * SET_ENTRY));
-        if (!key || fpi_load_u64(ent, (int32_t)(k * SET_ENTRY + 8)) == SET_DUMMY_HASH)
-            continue;
-        if (*n == used) {
-            rc = fpi_err(&o->s->err, FP_E_CORRUPT, "set at 0x%llx: more entries than its %llu used", U(set), U(used));
-            goto out;
-        }
-        (*items)[(*n)++] = key;
-    }
-    if (*n != used)
-        rc = fpi_err(&o->s->err, FP_E_CORRUPT, "set at 0x%llx: %zu entries, %llu used", U(set), *n, U(used));
-out:
-    free(ent);
-    return rc;
+    const fpi_set_places at = {.used = o->set_used, .mask = o->set_mask, .table = o->set_table};
+    return fpi_set_members(o->s, set, &at, FPI_PYOBJ_MAX_ITEMS, "a set", items, n);
 }
 
 /* n words at addr into a malloc'd array. */
@@ -405,14 +429,22 @@ int fpi_pyobj_type_name(const fpi_pyobj *o, uint64_t type, char *buf, size_t len
 
 int fpi_pyobj_type_is(const fpi_pyobj *o, uint64_t type, const char *base, bool *out)
 {
+    uint64_t at = 0;
+    int rc = fpi_pyobj_type_base(o, type, base, &at);
+    *out = at != 0;
+    return rc;
+}
+
+int fpi_pyobj_type_base(const fpi_pyobj *o, uint64_t type, const char *base, uint64_t *at)
+{
     char name[TYPE_NAME_MAX];
-    *out = false;
+    *at = 0;
     for (int k = 0; type && k < TYPE_BASES_MAX; k++) {
         int rc = fpi_pyobj_type_name(o, type, name, sizeof name);
         if (rc)
             return rc;
         if (strcmp(name, base) == 0) {
-            *out = true;
+            *at = type;
             return FP_OK;
         }
         if ((rc = read_word(o, type + (uint64_t)o->tp_base, &type, "a type's base")))

@@ -39,6 +39,15 @@ bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s);
  * there is none. */
 int fpi_pyobj_dict_get(const fpi_pyobj *o, uint64_t dict, const char *key, uint64_t *value);
 
+/* As fpi_pyobj_dict_get, the entry where *hint (fpi_dict_hint, session.h)
+ * last found key in the same dict and keys object tried first: that one
+ * entry read, the keys object's shape and the key checked as a full lookup
+ * checks them (a dict holds a key once, so the entry holding it is its
+ * entry).  Any other outcome is a full lookup, which sets *hint when it
+ * finds key. */
+int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key, fpi_dict_hint *hint,
+                              uint64_t *value);
+
 /* Every (key, value) pair of dict: *pairs malloc'd, 2 × *n words. */
 int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, size_t *n);
 
@@ -71,5 +80,9 @@ int fpi_pyobj_type_name(const fpi_pyobj *o, uint64_t type, char *buf, size_t len
 /* Whether type is the built-in type named base, or derives from it
  * (through tp_base, a bounded number of steps). */
 int fpi_pyobj_type_is(const fpi_pyobj *o, uint64_t type, const char *base, bool *out);
+
+/* As fpi_pyobj_type_is, *at the address of that type (type itself, or
+ * the base it derives from), 0 when it is none. */
+int fpi_pyobj_type_base(const fpi_pyobj *o, uint64_t type, const char *base, uint64_t *at);
 
 #endif

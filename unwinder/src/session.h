@@ -107,6 +107,13 @@ typedef struct fpi_read_ahead {
     size_t spec_bytes;        /* bytes of chunk_bufs the sample's first read filled */
 } fpi_read_ahead;
 
+/* Where a dict lookup found its key (pyobj.h's hinted lookup): in the
+ * dict at dict, whose keys object was keys, entry index. */
+typedef struct fpi_dict_hint {
+    uint64_t dict, keys;
+    size_t index;
+} fpi_dict_hint;
+
 /* What the last sample saw, from which the next one plans its first read,
  * and what this sample has seen so far (swapped at each sample: walk.c). */
 typedef struct fpi_seen_last {
@@ -163,6 +170,9 @@ struct fp_session {
     /* Where asyncio's .AsyncioDebug section was found (0: not yet); an
      * extension module is never unloaded, so it stays there while attached. */
     uint64_t async_debug_at;
+    /* Where 3.11-3.13's asyncio registries were last found (async_legacy.c):
+     * the dict lookups' hints (pyobj.h), each checked again where used. */
+    fpi_dict_hint async_hints[FPI_ASYNC_HINTS];
     /* Every thread of the target is stopped for the walk under way
      * (fpi_session_walk_stopped): a thread caught mid-update stays so. */
     bool all_stopped;

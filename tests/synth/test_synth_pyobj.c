@@ -1,0 +1,116 @@
+/* test_synth_pyobj.c — 3.11-3.13's dict lookups by str key (pyobj.h) in
+ * synthetic images of every such layout: a full lookup finds its key and
+ * leaves a hint; the hinted lookup reads less and gives what a full one
+ * would when the dict changed since — the key moved to another entry, the
+ * hinted entry's key replaced by another str at the same place, its value
+ * replaced, the keys object replaced. */
+#include "synth_fixture.h"
+#include "synth_tests.h"
+#include "pyobj.h"
+#include "synth_image.h"
+
+static const char *const PYOBJ_LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t"};
+
+#define KEYS_LOG2 3                    /* 8 slots, 1-byte indices */
+#define KEYS_ENTRIES (32u + 8u)        /* the header, then the indices */
+#define ENTRY 16u                      /* a str-keyed table's entry: key, value */
+#define WANT "asyncio.tasks"
+#define WANT_AT 4u                     /* the entry holding WANT */
+#define NENTRIES 5u
+
+/* A str-keyed keys object of NENTRIES entries, WANT at WANT_AT, value of
+ * entry k 0x5000 + k. */
+static uint64_t make_keys(synth_image *img)
+{
+    static const char *const names[] = {"sys", "os", "asyncio", "asyncio.events", WANT};
+    uint64_t keys = synth_alloc(img, KEYS_ENTRIES + (1u << KEYS_LOG2) * ENTRY);
+    assert_true(keys != 0);
+    uint8_t *h = synth_bytes(img, keys, KEYS_ENTRIES);
+    h[0] = 1;                /* dk_refcnt */
+    h[8] = KEYS_LOG2;
+    h[9] = KEYS_LOG2;        /* log2 of the indices' bytes: one per slot */
+    h[10] = 1;               /* DICT_KEYS_UNICODE */
+    h[24] = NENTRIES;
+    for (uint64_t k = 0; k < NENTRIES; k++) {
+        uint64_t key = synth_str_object(img, names[k], false);
+        assert_true(key != 0);
+        h[32 + k] = (uint8_t)k;
+        synth_put64(img, keys + KEYS_ENTRIES + k * ENTRY, key);
+        synth_put64(img, keys + KEYS_ENTRIES + k * ENTRY + 8, 0x5000 + k);
+    }
+    return keys;
+}
+
+static uint64_t lookups_reads(fp_session *s, const fpi_pyobj *o, uint64_t dict, fpi_dict_hint *hint,
+                              uint64_t *value)
+{
+    uint64_t before = s->reads.calls;
+    int rc = fpi_pyobj_dict_get_hinted(o, dict, WANT, hint, value);
+    if (rc)
+        fail_msg("lookup: %s", fp_session_get_errmsg(s));
+    return s->reads.calls - before;
+}
+
+void test_dict_lookup_hint(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof PYOBJ_LAYOUTS / sizeof *PYOBJ_LAYOUTS; i++) {
+        const char *id = PYOBJ_LAYOUTS[i];
+        scene sc;
+        built b;
+        build_scene(id, 0, &sc, &b);
+        fpi_pyobj o;
+        assert_true(fpi_pyobj_init(&o, b.s));
+        uint64_t keys = make_keys(b.img), dict = synth_alloc(b.img, 64), v = 0;
+        assert_true(dict != 0);
+        synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys);
+        uint64_t entry = keys + KEYS_ENTRIES + WANT_AT * ENTRY;
+
+        /* a full lookup: found, hinted */
+        fpi_dict_hint hint = {0};
+        uint64_t full = lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0x5000 + WANT_AT);
+        assert_int_equal(hint.dict, dict);
+        assert_int_equal(hint.keys, keys);
+        assert_int_equal(hint.index, WANT_AT);
+        /* hinted: the same value for fewer reads than a full lookup */
+        uint64_t hinted = lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0x5000 + WANT_AT);
+        if (hinted >= full)
+            fail_msg("%s: a hinted lookup read %llu times, a full one %llu", id, (unsigned long long)hinted,
+                     (unsigned long long)full);
+
+        /* the hinted entry's value replaced: the new one */
+        synth_put64(b.img, entry + 8, 0x6000);
+        lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0x6000);
+
+        /* another str at the hinted entry (same length, another key): not
+         * WANT's value, and WANT found nowhere */
+        uint64_t other = synth_str_object(b.img, "asyncio.taskz", false);
+        uint64_t want_key = 0;
+        memcpy(&want_key, synth_bytes(b.img, entry, 8), 8);
+        synth_put64(b.img, entry, other);
+        lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0);
+
+        /* WANT deleted there (key and value cleared) and added again as a
+         * new entry: found there, the hint moved */
+        synth_put64(b.img, entry, 0);
+        synth_put64(b.img, entry + 8, 0);
+        synth_put64(b.img, keys + KEYS_ENTRIES + NENTRIES * ENTRY, want_key);
+        synth_put64(b.img, keys + KEYS_ENTRIES + NENTRIES * ENTRY + 8, 0x7000);
+        synth_bytes(b.img, keys, KEYS_ENTRIES)[24] = NENTRIES + 1;
+        lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0x7000);
+        assert_int_equal(hint.index, NENTRIES);
+
+        /* the dict given a new keys object: looked up there */
+        uint64_t keys2 = make_keys(b.img);
+        synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys2);
+        lookups_reads(b.s, &o, dict, &hint, &v);
+        assert_int_equal(v, 0x5000 + WANT_AT);
+        assert_int_equal(hint.keys, keys2);
+        unbuild(&b);
+    }
+}
