@@ -3,10 +3,12 @@
  * leaves a hint; the hinted lookup reads less and gives what a full one
  * would when the dict changed since — the key moved to another entry, the
  * hinted entry's key replaced by another str at the same place, its value
- * replaced, the keys object replaced. */
+ * replaced, the keys object replaced.  A set's members (pyset.h): exact
+ * by its count, or one apart from it with one change in flight. */
 #include "synth_fixture.h"
 #include "synth_tests.h"
 #include "pyobj.h"
+#include "pyset.h"
 #include "synth_image.h"
 
 static const char *const PYOBJ_LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t"};
@@ -113,4 +115,58 @@ void test_dict_lookup_hint(void **state)
         assert_int_equal(hint.keys, keys2);
         unbuild(&b);
     }
+}
+
+/* A set of 8 slots holding 0x9001 and 0x9003 (and a deleted entry), its
+ * count `used`: its members, or the error. */
+static int set_read(built *b, const fpi_pyobj *o, uint64_t used, bool in_flight, uint64_t **items, size_t *n)
+{
+    uint64_t set = synth_alloc(b->img, 64), table = synth_alloc(b->img, 8 * 16);
+    assert_true(set && table);
+    synth_put64(b->img, set + (uint64_t)o->set_used, used);
+    synth_put64(b->img, set + (uint64_t)o->set_mask, 7);
+    synth_put64(b->img, set + (uint64_t)o->set_table, table);
+    synth_put64(b->img, table + 1 * 16, 0x9001);
+    synth_put64(b->img, table + 1 * 16 + 8, 11);
+    synth_put64(b->img, table + 3 * 16, 0x9003);
+    synth_put64(b->img, table + 3 * 16 + 8, 13);
+    synth_put64(b->img, table + 5 * 16, 0x9005);       /* deleted: its hash -1 */
+    synth_put64(b->img, table + 5 * 16 + 8, UINT64_MAX);
+    const fpi_set_places at = {.used = o->set_used, .mask = o->set_mask, .table = o->set_table};
+    return fpi_set_members(b->s, set, &at, 1u << 10, in_flight, "a set", items, n);
+}
+
+void test_set_in_flight(void **state)
+{
+    (void)state;
+    scene sc;
+    built b;
+    build_scene("3.12", 0, &sc, &b);
+    fpi_pyobj o;
+    assert_true(fpi_pyobj_init(&o, b.s));
+    uint64_t *items = NULL;
+    size_t n = 0;
+    /* exact: the two members, in table order */
+    assert_int_equal(set_read(&b, &o, 2, false, &items, &n), FP_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(items[0], 0x9001);
+    assert_int_equal(items[1], 0x9003);
+    free(items);
+    /* one more counted than found (an addition's count stored, its entry
+     * not yet; a removal's entry cleared, its count not yet) */
+    assert_int_equal(set_read(&b, &o, 3, false, &items, &n), FP_E_CORRUPT);
+    assert_null(items);
+    assert_int_equal(set_read(&b, &o, 3, true, &items, &n), FP_OK);
+    assert_int_equal(n, 2);
+    free(items);
+    /* one fewer counted (the entry stored first) */
+    assert_int_equal(set_read(&b, &o, 1, true, &items, &n), FP_OK);
+    assert_int_equal(n, 2);
+    free(items);
+    assert_int_equal(set_read(&b, &o, 1, false, &items, &n), FP_E_CORRUPT);
+    /* two apart: no single change explains it */
+    assert_int_equal(set_read(&b, &o, 4, true, &items, &n), FP_E_CORRUPT);
+    assert_int_equal(set_read(&b, &o, 0, true, &items, &n), FP_E_CORRUPT);
+    assert_null(items);
+    unbuild(&b);
 }

@@ -175,7 +175,8 @@ static int resolve_awaiters(graph_read *r, size_t i)
     const fpi_set_places at = {.used = l->set_used, .mask = l->set_mask, .table = l->set_table};
     uint64_t *members = NULL;
     size_t n = 0;
-    int rc = fpi_set_members(r->s, by, &at, FPI_ASYNC_MAX_AWAITERS, "asyncio awaited_by set", &members, &n);
+    int rc = fpi_set_members(r->s, by, &at, FPI_ASYNC_MAX_AWAITERS, false, "asyncio awaited_by set", &members,
+                             &n);
     for (size_t k = 0; !rc && k < n; k++)
         rc = add_awaiter(r, i, members[k]);
     free(members);

@@ -31,6 +31,7 @@
 #define LONG_MAX_DIGITS 3u         /* up to 90 bits: every 64-bit value */
 #define TYPE_BASES_MAX 32          /* tp_base steps followed */
 #define TYPE_NAME_MAX 64
+#define WEAKREF_TYPE "weakref.ReferenceType"
 
 bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s)
 {
@@ -260,7 +261,7 @@ out:
 int fpi_pyobj_set_items(const fpi_pyobj *o, uint64_t set, uint64_t **items, size_t *n)
 {
     const fpi_set_places at = {.used = o->set_used, .mask = o->set_mask, .table = o->set_table};
-    return fpi_set_members(o->s, set, &at, FPI_PYOBJ_MAX_ITEMS, "a set", items, n);
+    return fpi_set_members(o->s, set, &at, FPI_PYOBJ_MAX_ITEMS, true, "a set", items, n);
 }
 
 /* n words at addr into a malloc'd array. */
@@ -374,6 +375,15 @@ int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *
 
 int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *referent)
 {
+    uint64_t type;
+    bool is;
+    int rc;
+    *referent = 0;
+    if ((rc = read_word(o, ref + (uint64_t)o->s->layout.ob_type, &type, "a weak reference's type")) ||
+        (rc = fpi_pyobj_type_is(o, type, WEAKREF_TYPE, &is)))
+        return rc;
+    if (!is)
+        return fpi_err(&o->s->err, FP_E_CORRUPT, "weak reference 0x%llx: its type is no %s", U(ref), WEAKREF_TYPE);
     return read_word(o, ref + (uint64_t)o->wr_object, referent, "a weak reference");
 }
 

@@ -51,7 +51,8 @@ int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key
 /* Every (key, value) pair of dict: *pairs malloc'd, 2 × *n words. */
 int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, size_t *n);
 
-/* Every member of a set (or frozenset): *items malloc'd, *n of them. */
+/* Every member of a set (or frozenset): *items malloc'd, *n of them; one
+ * insertion or removal may be in flight (pyset.h). */
 int fpi_pyobj_set_items(const fpi_pyobj *o, uint64_t set, uint64_t **items, size_t *n);
 
 /* Every item of a tuple: *items malloc'd, *n of them. */
@@ -67,7 +68,8 @@ int fpi_pyobj_list_items(const fpi_pyobj *o, uint64_t list, uint64_t **items, si
  * when it has none; type is obj's type. */
 int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *name, uint64_t *value);
 
-/* A weak reference's referent (None, once it died). */
+/* A weak reference's referent (None, once it died); ref must be a
+ * weakref.ref (or a subclass), else FP_E_CORRUPT. */
 int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *referent);
 
 /* The value of an int that fits 64 bits unsigned, *ok false for any other

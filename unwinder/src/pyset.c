@@ -22,8 +22,8 @@ static int read_word(fp_session *s, uint64_t addr, uint64_t *out, const char *wh
     return FP_OK;
 }
 
-int fpi_set_members(fp_session *s, uint64_t set, const fpi_set_places *at, uint64_t max_slots, const char *what,
-                    uint64_t **items, size_t *n)
+int fpi_set_members(fp_session *s, uint64_t set, const fpi_set_places *at, uint64_t max_slots, bool in_flight,
+                    const char *what, uint64_t **items, size_t *n)
 {
     uint64_t used, mask, table;
     uint8_t *ent = NULL;
@@ -39,8 +39,8 @@ int fpi_set_members(fp_session *s, uint64_t set, const fpi_set_places *at, uint6
         return fpi_err(&s->err, shaped && mask >= max_slots ? FP_E_LIMIT : FP_E_CORRUPT,
                        "%s at 0x%llx: mask %llu with %llu used, invalid or too large (limit %llu slots)", what, U(set),
                        U(mask), U(used), U(max_slots));
-    size_t len = (size_t)(mask + 1) * SET_ENTRY;
-    if (!(ent = malloc(len)) || (used && !(*items = malloc((size_t)used * sizeof **items)))) {
+    size_t len = (size_t)(mask + 1) * SET_ENTRY, most = (size_t)used + in_flight;
+    if (!(ent = malloc(len)) || (most && !(*items = malloc(most * sizeof **items)))) {
         rc = fpi_err(&s->err, FP_E_NOMEM, "out of memory: %s of %llu", what, U(used));
         goto out;
     }
@@ -52,14 +52,14 @@ int fpi_set_members(fp_session *s, uint64_t set, const fpi_set_places *at, uint6
         uint64_t key = fpi_load_u64(ent, (int32_t)(k * SET_ENTRY));
         if (!key || fpi_load_u64(ent, (int32_t)(k * SET_ENTRY + 8)) == SET_DUMMY_HASH)
             continue;
-        if (*n == used) {
+        if (*n == most) {
             rc = fpi_err(&s->err, FP_E_CORRUPT, "%s at 0x%llx: more entries than its %llu used", what, U(set),
                          U(used));
             goto out;
         }
         (*items)[(*n)++] = key;
     }
-    if (*n != used)
+    if (*n != used && !(in_flight && (*n + 1 == used || *n == used + 1)))
         rc = fpi_err(&s->err, FP_E_CORRUPT, "%s at 0x%llx: %zu entries, %llu used", what, U(set), *n, U(used));
 out:
     free(ent);
