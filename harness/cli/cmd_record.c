@@ -67,7 +67,7 @@ static const char RECORD_USAGE[] =
  * characters C11 compilers must take). */
 static const char RECORD_USAGE_FLAGS[] =
     "  --async          asyncio task stacks instead of thread stacks (CPython\n"
-    "                   3.14+): each tick reads the task graph and every\n"
+    "                   3.11+): each tick reads the task graph and every\n"
     "                   thread's stack with the target stopped (as --blocking, its\n"
     "                   running thread held on the sampler's CPU unless --no-hold;\n"
     "                   the summary says for how long), and a task's stack is its own\n"
@@ -430,8 +430,6 @@ int cli_cmd_record(int argc, char **argv)
         fprintf(stderr, "frameproof record: --mode gil: Python %s is free-threaded and has no GIL\n", py.version);
         goto out;
     }
-    if (o.async && cli_record_async_check(&py))
-        goto out;
     if (o.async) {
         o.sampling.take = cli_record_async_take;
         o.sampling.take_ctx = &as;

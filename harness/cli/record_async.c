@@ -8,8 +8,6 @@
 
 #include "record_cli.h"
 
-#define PY_3_14_HEX 0x030e0000u
-
 int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm)
 {
     cli_record_async *a = ctx;
@@ -61,16 +59,6 @@ int cli_record_async_policy(cli_record_opts *o)
     return 0;
 }
 
-int cli_record_async_check(const fp_python_info *py)
-{
-    if (py->hexversion < PY_3_14_HEX) {
-        fprintf(stderr, "frameproof record: --async: task-stack profiles are recorded on CPython 3.14+ only "
-                        "(the target runs %s; `frameproof dump --async` reads its task graph)\n", py->version);
-        return -1;
-    }
-    return 0;
-}
-
 void cli_record_async_free(cli_record_async *a)
 {
     fp_async_graph_free(a->graph);
@@ -91,7 +79,8 @@ void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async
         fprintf(stderr, "  threads running no task, left out: %" PRIu64 " thread samples (--async-mode all counts "
                         "suspended tasks too)\n", c->idle_threads);
     if (c->no_asyncio)
-        fprintf(stderr, "  note: on %" PRIu64 " reads asyncio's C module was not loaded in the target: no tasks\n",
+        fprintf(stderr, "  note: on %" PRIu64 " reads the target had not imported asyncio (3.14+: its C module; "
+                        "before: asyncio.tasks): no tasks\n",
                 c->no_asyncio);
     if (c->cut_chains)
         fprintf(stderr, "  note: %" PRIu64 " chains of awaiters came back to a task already on their stack and were "

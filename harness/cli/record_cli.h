@@ -166,9 +166,6 @@ int cli_record_async_take(void *ctx, fp_session *s, fp_sample *sm);
 /* --async's checks of the options and its policy: every thread stopped
  * per read, so nothing to colocate, hold or pause.  0, or -1 with a message. */
 int cli_record_async_policy(cli_record_opts *o);
-/* Refuses a target whose asyncio graph cannot be read (before 3.14,
- * free-threaded): 0, or -1 with a message. */
-int cli_record_async_check(const fp_python_info *py);
 void cli_record_async_free(cli_record_async *a);
 /* The summary's lines on the graph reads. */
 void cli_record_async_summarize(const cli_record_opts *o, const cli_record_async *a);

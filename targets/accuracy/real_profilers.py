@@ -59,7 +59,7 @@ MIN_RUNS = {"asyncio-tasks": 6}
 # what ci/accuracy real judges against its reference; asyncio-inside is judged
 # against the truth from inside, by ci/accuracy inside alone
 REAL_WORKLOADS = ("testsuite", "gevent", "asyncio", "asyncio-tasks")
-ASYNC_MINOR = 14            # frameproof reads asyncio task graphs of 3.14+ (docs/async.md)
+ASYNC_MINOR = 11            # frameproof reads asyncio task graphs of 3.11+ (docs/async.md)
 
 
 class ProfileError(Exception):

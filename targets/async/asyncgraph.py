@@ -48,30 +48,34 @@ def interpreters():
     return manifest, every
 
 
-def each_interpreter(with_graph, without_graph, check, skip):
+def each_interpreter(with_graph, without_graph, check, skip, graph=None):
     """Calls with_graph(ident, entry) for every provisioned interpreter with
-    a task graph and without_graph(ident, entry) for the others (a string
-    instead: each is skipped with it as the reason), skips the ids not
-    provisioned, and turns a failure to set a case up into a failed check."""
+    a task graph (graph(entry), has_graph by default) and
+    without_graph(ident, entry) for the others (a string instead: each is
+    skipped with it as the reason), skips the ids not provisioned, and turns
+    a failure to set a case up into a failed check."""
+    graph = graph or has_graph
     manifest, every = interpreters()
     for ident, entry in every:
         if entry is None:
             skip(ident, "not provisioned (no entry in %s)" % manifest)
-        elif not has_graph(entry) and isinstance(without_graph, str):
+        elif not graph(entry) and isinstance(without_graph, str):
             skip(ident, without_graph)
         else:
             try:
-                (with_graph if has_graph(entry) else without_graph)(ident, entry)
+                (with_graph if graph(entry) else without_graph)(ident, entry)
             except (RuntimeError, OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
                 check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
 
 
-def plan(only, say):
+def plan(only, say, graph=None):
     """(entries, skipped ids) of the reference runs (ci/async-field,
-    ci/async-record): every provisioned interpreter with a task graph,
-    or those of the ids in only (None: all); say(message) is told of each
-    id not provisioned.  LookupError for an id that is no matrix or JIT id,
-    or when no interpreter is left."""
+    ci/async-record, ci/async-live): every provisioned interpreter with a
+    task graph (graph(entry), has_graph by default), or those of the ids in
+    only (None: all); say(message) is told of each id not provisioned.
+    LookupError for an id that is no matrix or JIT id, or when no
+    interpreter is left."""
+    graph = graph or has_graph
     manifest, every = interpreters()
     entries, skipped = [], []
     for ident, entry in every:
@@ -80,13 +84,13 @@ def plan(only, say):
         if entry is None:
             say("%s: not provisioned (no entry in %s): skipped" % (ident, manifest))
             skipped.append(ident)
-        elif has_graph(entry):
+        elif graph(entry):
             entries.append(entry)
     unknown = set(only or ()) - {i for i, _ in every}
     if unknown:
         raise LookupError("no interpreter id %s in the matrix or the JIT ids" % ", ".join(sorted(unknown)))
     if not entries:
-        raise LookupError("no CPython 3.14+ interpreter with the GIL provisioned (%s)" % manifest)
+        raise LookupError("no interpreter with a task graph to read provisioned (%s)" % manifest)
     return entries, skipped
 
 

@@ -1,8 +1,11 @@
 # owner_swap.py — one task whose awaiter keeps changing, for `frameproof
-# record --async` (tests/async/test_record_async.py).  CPython 3.14+.
-# Two owner tasks ("owner-a", "owner-b") wait in owner(); the task "shared"
-# is linked to one of them as its awaiter (asyncio.future_add_to_awaited_by)
-# and, while it is, spins in spin_a() for owner-a or spin_b() for owner-b
+# record --async` (tests/async/test_record_async.py).  CPython 3.11+.
+# Two owner tasks ("owner-a", "owner-b") wait in owner(), each inside a
+# TaskGroup of its own; the task "shared" is linked to one of them as its
+# awaiter — on 3.14+ with asyncio.future_add_to_awaited_by, before with what
+# those versions record of an awaiter, a TaskGroup's done callback (the
+# owner's group's _on_task_done, which names the owner as its parent task;
+# shared never finishes, so it is never called) — and, while it is, spins in spin_a() for owner-a or spin_b() for owner-b
 # between yields, then moves itself to the other owner.  The move and the
 # change of spin function happen in one step of the task, so at any instant
 # a stack of shared inside spin_a is awaited by owner-a and one inside
@@ -88,30 +91,50 @@ def spin_b():
         pass
 
 
-async def owner():
-    await asyncio.sleep(3600)
+async def owner(groups, side):
+    async with asyncio.TaskGroup() as group:
+        groups[side] = group
+        await asyncio.sleep(3600)
 
 
-async def shared_loop(owners, ready):
+def link(me, owners, groups, side):
+    """Makes the owner of side shared's awaiter, as the version records one."""
+    if hasattr(asyncio, "future_add_to_awaited_by"):
+        asyncio.future_add_to_awaited_by(me, owners[side])
+    else:
+        me.add_done_callback(groups[side]._on_task_done)
+
+
+def unlink(me, owners, groups, side):
+    if hasattr(asyncio, "future_discard_from_awaited_by"):
+        asyncio.future_discard_from_awaited_by(me, owners[side])
+    else:
+        me.remove_done_callback(groups[side]._on_task_done)
+
+
+async def shared_loop(owners, groups, ready):
     me = asyncio.current_task()
     side = "a"
-    asyncio.future_add_to_awaited_by(me, owners[side])
+    link(me, owners, groups, side)
     while True:
         for _ in range(SPINS_PER_OWNER):
             (spin_a if side == "a" else spin_b)()
             await asyncio.sleep(0)
-        asyncio.future_discard_from_awaited_by(me, owners[side])
+        unlink(me, owners, groups, side)
         side = "b" if side == "a" else "a"
-        asyncio.future_add_to_awaited_by(me, owners[side])
+        link(me, owners, groups, side)
         if not ready.is_set():
             ready.set()
 
 
 async def main():
-    owners = {"a": asyncio.create_task(owner(), name="owner-a"),
-              "b": asyncio.create_task(owner(), name="owner-b")}
+    groups = {}
+    owners = {"a": asyncio.create_task(owner(groups, "a"), name="owner-a"),
+              "b": asyncio.create_task(owner(groups, "b"), name="owner-b")}
     ready = asyncio.Event()
-    asyncio.create_task(shared_loop(owners, ready), name="shared")
+    while len(groups) < 2:    # both owners inside their groups
+        await asyncio.sleep(0)
+    asyncio.create_task(shared_loop(owners, groups, ready), name="shared")
     await ready.wait()
     sys.stdout.write("ready\n")
     sys.stdout.flush()
