@@ -1,7 +1,7 @@
 """async_record.py — the body of ci/async-record: async-aware profilers
 judged on a program whose one busy task keeps moving between two awaiters
-(targets/async/owner_swap.py), on every provisioned CPython 3.14+
-interpreter with the GIL, and what `record --async` costs a program of
+(targets/async/owner_swap.py), on every provisioned CPython 3.11+
+interpreter, and what `record --async` costs a program of
 many short tasks (targets/async/churn_tasks.py); written as a result file
 (docs/data/async-record.json) that ci/render_docs.py renders into
 docs/async.md and the README.  Run it through ci/async-record (see there
@@ -49,11 +49,11 @@ def say(msg):
 PROFILERS = [
     {"profiler": "frameproof",
      "command": "frameproof record --async --pid PID --duration S --format collapsed -o FILE",
-     "min": asyncgraph.ASYNC_MIN},
+     "min": asyncgraph.LEGACY_MIN},
     {"profiler": "frameproof, stale-awaiter fault",
      "command": "frameproof record --async --inject-fault stale-awaiter --pid PID --duration S --format collapsed "
                 "-o FILE (the mutant: each read joined through the previous read's awaiter edges; must be found wrong)",
-     "min": asyncgraph.ASYNC_MIN},
+     "min": asyncgraph.LEGACY_MIN},
     {"profiler": "CPython --async-aware",
      "command": "python3.X -m profiling.sampling attach --async-aware --collapsed -d S -o FILE PID",
      "min": CPYTHON_SAMPLER_MIN},
@@ -258,7 +258,7 @@ def main(argv):
         raise MeasurementError("no frameproof at %s (build it first)" % args.frameproof)
     fp = os.path.abspath(args.frameproof)
     try:
-        plan, skipped = asyncgraph.plan(args.python, say)
+        plan, skipped = asyncgraph.plan(args.python, say, graph=asyncgraph.reads_graph)
     except LookupError as e:
         raise MeasurementError(str(e))
     rows, costs = [], []
