@@ -4,7 +4,9 @@
  * would when the dict changed since — the key moved to another entry, the
  * hinted entry's key replaced by another str at the same place, its value
  * replaced, the keys object replaced.  A set's members (pyset.h): exact
- * by its count, or one apart from it with one change in flight. */
+ * by its count, or one short of it while a removal is under way (never
+ * while the table is being rebuilt).  A dict's entries (pyobj.h): exact by
+ * its count, or the read fails (a dict caught being rebuilt). */
 #include "synth_fixture.h"
 #include "synth_tests.h"
 #include "pyobj.h"
@@ -66,6 +68,7 @@ void test_dict_lookup_hint(void **state)
         uint64_t keys = make_keys(b.img), dict = synth_alloc(b.img, 64), v = 0;
         assert_true(dict != 0);
         synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys);
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
         uint64_t entry = keys + KEYS_ENTRIES + WANT_AT * ENTRY;
 
         /* a full lookup: found, hinted */
@@ -113,13 +116,41 @@ void test_dict_lookup_hint(void **state)
         lookups_reads(b.s, &o, dict, &hint, &v);
         assert_int_equal(v, 0x5000 + WANT_AT);
         assert_int_equal(hint.keys, keys2);
+
+        /* a dict caught being rebuilt (its new keys object filled, its
+         * entry count not stored yet): its count says so, the read fails */
+        synth_bytes(b.img, keys2, KEYS_ENTRIES)[24] = WANT_AT - 1;
+        fpi_dict_hint none = {0};
+        assert_int_equal(fpi_pyobj_dict_get_hinted(&o, dict, WANT, &none, &v), FP_E_CORRUPT);
+        assert_int_equal(v, 0);
+        uint64_t *pairs = NULL;
+        size_t npairs = 0;
+        assert_int_equal(fpi_pyobj_dict_items(&o, dict, &pairs, &npairs), FP_E_CORRUPT);
+        free(pairs);
+        synth_bytes(b.img, keys2, KEYS_ENTRIES)[24] = NENTRIES;
+        assert_int_equal(fpi_pyobj_dict_items(&o, dict, &pairs, &npairs), FP_OK);
+        assert_int_equal(npairs, NENTRIES);
+        free(pairs);
+        /* a removal under way (counted one less, its entry not cleared
+         * yet): the dict as before it; two less: refused */
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES - 1);
+        assert_int_equal(fpi_pyobj_dict_items(&o, dict, &pairs, &npairs), FP_OK);
+        assert_int_equal(npairs, NENTRIES);
+        free(pairs);
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES - 2);
+        assert_int_equal(fpi_pyobj_dict_items(&o, dict, &pairs, &npairs), FP_E_CORRUPT);
+        free(pairs);
         unbuild(&b);
     }
 }
 
-/* A set of 8 slots holding 0x9001 and 0x9003 (and a deleted entry), its
- * count `used`: its members, or the error. */
-static int set_read(built *b, const fpi_pyobj *o, uint64_t used, bool in_flight, uint64_t **items, size_t *n)
+#define DUMMY 0x9005u  /* the set type's dummy key, as a removed entry holds it */
+
+/* A set of 8 slots holding 0x9001 and 0x9003, its count `used`; with
+ * removed, a removed entry (DUMMY, hash -1); with halfway, an entry being
+ * removed (DUMMY, its old hash): its members, or the error. */
+static int set_read(built *b, const fpi_pyobj *o, uint64_t used, bool removed, bool halfway, bool in_flight,
+                    uint64_t **items, size_t *n)
 {
     uint64_t set = synth_alloc(b->img, 64), table = synth_alloc(b->img, 8 * 16);
     assert_true(set && table);
@@ -130,8 +161,14 @@ static int set_read(built *b, const fpi_pyobj *o, uint64_t used, bool in_flight,
     synth_put64(b->img, table + 1 * 16 + 8, 11);
     synth_put64(b->img, table + 3 * 16, 0x9003);
     synth_put64(b->img, table + 3 * 16 + 8, 13);
-    synth_put64(b->img, table + 5 * 16, 0x9005);       /* deleted: its hash -1 */
-    synth_put64(b->img, table + 5 * 16 + 8, UINT64_MAX);
+    if (removed) {
+        synth_put64(b->img, table + 5 * 16, DUMMY);
+        synth_put64(b->img, table + 5 * 16 + 8, UINT64_MAX);
+    }
+    if (halfway) {
+        synth_put64(b->img, table + 6 * 16, DUMMY);
+        synth_put64(b->img, table + 6 * 16 + 8, 17);
+    }
     const fpi_set_places at = {.used = o->set_used, .mask = o->set_mask, .table = o->set_table};
     return fpi_set_members(b->s, set, &at, 1u << 10, in_flight, "a set", items, n);
 }
@@ -147,26 +184,36 @@ void test_set_in_flight(void **state)
     uint64_t *items = NULL;
     size_t n = 0;
     /* exact: the two members, in table order */
-    assert_int_equal(set_read(&b, &o, 2, false, &items, &n), FP_OK);
+    assert_int_equal(set_read(&b, &o, 2, true, false, false, &items, &n), FP_OK);
     assert_int_equal(n, 2);
     assert_int_equal(items[0], 0x9001);
     assert_int_equal(items[1], 0x9003);
     free(items);
-    /* one more counted than found (an addition's count stored, its entry
-     * not yet; a removal's entry cleared, its count not yet) */
-    assert_int_equal(set_read(&b, &o, 3, false, &items, &n), FP_E_CORRUPT);
+    /* one more counted than found, where a removed entry shows the dummy:
+     * a removal's entry cleared, its count not yet (or an addition's count
+     * stored, its entry not yet): taken only with in_flight */
+    assert_int_equal(set_read(&b, &o, 3, true, false, false, &items, &n), FP_E_CORRUPT);
     assert_null(items);
-    assert_int_equal(set_read(&b, &o, 3, true, &items, &n), FP_OK);
+    assert_int_equal(set_read(&b, &o, 3, true, false, true, &items, &n), FP_OK);
     assert_int_equal(n, 2);
     free(items);
-    /* one fewer counted (the entry stored first) */
-    assert_int_equal(set_read(&b, &o, 1, true, &items, &n), FP_OK);
+    /* a removal between its two stores (the dummy key, the old hash): left out */
+    assert_int_equal(set_read(&b, &o, 3, true, true, true, &items, &n), FP_OK);
     assert_int_equal(n, 2);
+    assert_int_equal(items[1], 0x9003);
     free(items);
-    assert_int_equal(set_read(&b, &o, 1, false, &items, &n), FP_E_CORRUPT);
-    /* two apart: no single change explains it */
-    assert_int_equal(set_read(&b, &o, 4, true, &items, &n), FP_E_CORRUPT);
-    assert_int_equal(set_read(&b, &o, 0, true, &items, &n), FP_E_CORRUPT);
+    /* ... which a strict read takes as a member (its callers check what a
+     * member is) */
+    assert_int_equal(set_read(&b, &o, 3, true, true, false, &items, &n), FP_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(items[2], DUMMY);
+    free(items);
+    /* no removed entry: a table being rebuilt (a resize), one member not
+     * moved yet: never taken short */
+    assert_int_equal(set_read(&b, &o, 3, false, false, true, &items, &n), FP_E_CORRUPT);
+    /* one fewer counted than found, two apart: no single change explains them */
+    assert_int_equal(set_read(&b, &o, 1, true, false, true, &items, &n), FP_E_CORRUPT);
+    assert_int_equal(set_read(&b, &o, 4, true, false, true, &items, &n), FP_E_CORRUPT);
     assert_null(items);
     unbuild(&b);
 }

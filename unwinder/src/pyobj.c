@@ -46,7 +46,7 @@ bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s)
          * type's cached keys 8 bytes further on from 3.12 */
         .tp_basicsize = h + 16, .tp_flags = h + 152, .tp_base = h + 240, .tp_dictoffset = h + 272,
         .ht_cached_keys = h + (l->minor == 11 ? 856 : 864),
-        .dict_keys = h + 16, .dict_values = h + 24, .values_start = l->minor >= 13 ? 8 : 0,
+        .dict_used = h, .dict_keys = h + 16, .dict_values = h + 24, .values_start = l->minor >= 13 ? 8 : 0,
         /* before the object: 3.11 values then dict, 3.12 one tagged word,
          * 3.13 the dict (free-threaded: right before the header) */
         .managed_dict = l->free_threaded ? -8 : -24, .managed_values = l->minor == 11 ? -32 : FPI_OFF_NONE,
@@ -148,14 +148,16 @@ static void entry_at(const uint8_t *ent, size_t esize, const uint64_t *vals, siz
 }
 
 /* The value of key among the entries of keys (values: split), 0 when
- * absent; *index its entry's (SIZE_MAX when absent). */
+ * absent; *index its entry's (SIZE_MAX when absent), *live how many
+ * entries hold a key and a value. */
 static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value,
-                     size_t *index)
+                     size_t *index, size_t *live)
 {
     uint8_t *ent;
     uint64_t *vals;
     size_t esize = 0, n = 0;
     *value = 0;
+    *live = 0;
     int rc = read_keys(o, keys, values, &ent, &esize, &n, &vals);
     for (size_t k = 0; !rc && k < n; k++) {
         uint64_t kk, vv;
@@ -163,10 +165,10 @@ static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const c
         entry_at(ent, esize, vals, k, &kk, &vv);
         if (!kk || !vv)
             continue;
-        if ((rc = fpi_pyobj_str_is(o, kk, key, &same)) == FP_OK && same) {
+        (*live)++;
+        if (!*value && (rc = fpi_pyobj_str_is(o, kk, key, &same)) == FP_OK && same) {
             *value = vv;
             *index = k;
-            break;
         }
     }
     free(ent);
@@ -176,8 +178,25 @@ static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const c
 
 static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value)
 {
-    size_t index = SIZE_MAX;
-    return lookup_at(o, keys, values, key, value, &index);
+    size_t index = SIZE_MAX, live = 0;
+    return lookup_at(o, keys, values, key, value, &index, &live);
+}
+
+/* A dict's count (ma_used) against the entries found live.  One entry
+ * more than counted is a removal under way (every version lowers the
+ * count before it clears the entry): the dict as it stands before it,
+ * whole.  Fewer than counted cannot be read: an addition whose count is
+ * stored before its entry is, or a table being rebuilt (its new keys
+ * object filled entry by entry, their number stored last), which may lack
+ * any of its entries. */
+static int check_count(const fpi_pyobj *o, uint64_t dict, size_t live)
+{
+    uint64_t used;
+    int rc = read_word(o, dict + (uint64_t)o->dict_used, &used, "a dict's size");
+    if (!rc && used != live && used + 1 != live)
+        rc = fpi_err(&o->s->err, FP_E_CORRUPT, "dict at 0x%llx: %zu entries, %llu used (caught changing)", U(dict),
+                     live, U(used));
+    return rc;
 }
 
 /* Whether entry index of keys (values: split) is key's, and its value:
@@ -222,9 +241,14 @@ int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key
     if (hint->dict == dict && hint->keys == keys && keys &&
         ((rc = entry_is(o, keys, values, hint->index, key, value)) || *value))
         return rc;
-    if ((rc = lookup_at(o, keys, values, key, value, &index)) == FP_OK && *value)
+    size_t live = 0;
+    if ((rc = lookup_at(o, keys, values, key, value, &index, &live)) || (rc = check_count(o, dict, live))) {
+        *value = 0;
+        return rc;
+    }
+    if (*value)
         *hint = (fpi_dict_hint){.dict = dict, .keys = keys, .index = index};
-    return rc;
+    return FP_OK;
 }
 
 int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, size_t *n)
@@ -252,6 +276,7 @@ int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, si
             (*n)++;
         }
     }
+    rc = check_count(o, dict, *n);
 out:
     free(ent);
     free(vals);

@@ -25,7 +25,7 @@ typedef struct fpi_pyobj {
     uint32_t minor;
     int32_t hdr;              /* PyObject header */
     int32_t tp_basicsize, tp_flags, tp_base, tp_dictoffset, ht_cached_keys;
-    int32_t dict_keys, dict_values, values_start; /* PyDictObject; PyDictValues' first value */
+    int32_t dict_used, dict_keys, dict_values, values_start; /* PyDictObject; PyDictValues' first value */
     int32_t managed_dict;     /* the managed dict pointer (3.12: dict or tagged values), before the object */
     int32_t managed_values;   /* 3.11: the values pointer before the object; FPI_OFF_NONE otherwise */
     int32_t set_used, set_mask, set_table, list_size, list_items, tuple_items, wr_object;
@@ -36,7 +36,10 @@ typedef struct fpi_pyobj {
 bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s);
 
 /* The value of dict's entry whose key is the str key (ASCII), *value 0 when
- * there is none. */
+ * there is none.  The dict's count must be the entries found, or one less
+ * (a removal under way, the dict taken as before it); else FP_E_CORRUPT: a
+ * dict caught while a thread of the target adds to it or rebuilds it (so
+ * for fpi_pyobj_dict_items). */
 int fpi_pyobj_dict_get(const fpi_pyobj *o, uint64_t dict, const char *key, uint64_t *value);
 
 /* As fpi_pyobj_dict_get, the entry where *hint (fpi_dict_hint, session.h)

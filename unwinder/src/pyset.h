@@ -19,10 +19,14 @@ typedef struct fpi_set_places {
 /* Every member of the set at set: *items malloc'd (NULL when none), *n of
  * them.  Its shape is checked before the table is read (slots, mask + 1, a
  * power of two, at most max_slots; used no more than them) and the members
- * found must be `used`, or one apart from it when in_flight: a set read in
- * a target stopped while one of its threads adds or removes a member (the
- * count and the entry are two stores, in either order once compiled) holds
- * the members of the instant before that change or after it.  Errors:
+ * found must be `used`.  With in_flight, a set read in a target stopped
+ * while one of its threads removes a member or adds one in place of a
+ * removed one is taken as it stands before that change completes: one
+ * member fewer than `used`, or an entry holding the dummy key (the key of
+ * a settled removed entry, hash -1) with another hash (a removal between
+ * its two stores), left out — only where a removed entry shows the dummy.
+ * A table being rebuilt (a resize: every member moved to a new table,
+ * which holds no removed entry) is never taken short.  Errors:
  * FP_E_LIMIT (more slots than max_slots), FP_E_CORRUPT, FP_E_NOMEM, the
  * read's; messages name it as what ("a set", "asyncio awaited_by set"). */
 int fpi_set_members(fp_session *s, uint64_t set, const fpi_set_places *at, uint64_t max_slots, bool in_flight,
