@@ -142,14 +142,15 @@ def environment(entry):
     return env
 
 
-def start(entry, script, timeout=TIMEOUT, started=None, stderr=None):
+def start(entry, script, timeout=TIMEOUT, started=None, stderr=None, env=None):
     """Starts script under entry (through `chroot ROOT` when its root is not
-    "/"); returns (process, the rest of its "ready" line, stripped).  The
+    "/"), env added to its environment; returns (process, the rest of its
+    "ready" line, stripped).  The
     process is appended to the list started (when given) as soon as it
     exists; RuntimeError (the process killed) when it does not print "ready"
     within timeout seconds."""
     proc = subprocess.Popen(command(entry, [script]), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=stderr, env=environment(entry), cwd="/")
+                            stderr=stderr, env=dict(environment(entry), **(env or {})), cwd="/")
     if started is not None:
         started.append(proc)
     deadline = time.monotonic() + timeout

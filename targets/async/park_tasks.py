@@ -30,7 +30,10 @@
 # on it (their _fut_waiter) or on a gather() that has it among its
 # children, its TaskGroup's parent task, the task waiting on the shield()
 # around it — the links 3.11-3.13 keep, in the tasks' waiters and done
-# callbacks, and what `frameproof dump --async` reads there.
+# callbacks, and what `frameproof dump --async` reads there.  With
+# PARK_PURE_TASKS=1 in its environment (3.11-3.13) every task is of
+# asyncio's pure-Python implementation (asyncio.tasks._PyTask), made by
+# each loop's task factory.
 import asyncio
 import gc
 import inspect
@@ -44,6 +47,23 @@ LEGACY = sys.version_info < (3, 14)   # no task graph kept by asyncio itself
 SETTLE_SECONDS = 0.2   # lets every task reach its sleep before the truth is taken
 CROSS_TIMEOUT = 60     # how long one thread waits for the other
 DEEP = 6               # recursion depth of the deep chain
+PURE = LEGACY and os.environ.get("PARK_PURE_TASKS") == "1"
+TASK = asyncio.tasks._PyTask if PURE else asyncio.Task
+
+
+def pure_task(loop, coro, **kwargs):
+    return asyncio.tasks._PyTask(coro, loop=loop, **kwargs)
+
+
+def pure_policy():
+    """A policy whose every new loop makes pure-Python tasks (asyncio.run's
+    main task too); made only when PURE (3.14 deprecates policies)."""
+    class PurePolicy(asyncio.DefaultEventLoopPolicy):
+        def new_event_loop(self):
+            loop = super().new_event_loop()
+            loop.set_task_factory(pure_task)
+            return loop
+    return PurePolicy()
 
 
 async def leaf():
@@ -139,10 +159,11 @@ async def awaits_impostor():
 def task_name(task):
     """task.get_name() without its side effect: an unnamed task keeps the
     integer N of "Task-N" until get_name() first turns it into the string,
-    and the unwinder must read that lazy form too.  A pending task's only
-    int referent is that counter."""
+    and the unwinder must read that lazy form too.  A pending C task's only
+    int referent is that counter (a pure-Python task's name is a str at
+    once, and its __dict__ holds other ints)."""
     counters = [r for r in gc.get_referents(task) if type(r) is int]
-    if len(counters) == 1:
+    if len(counters) == 1 and isinstance(task, getattr(asyncio.tasks, "_CTask", asyncio.Task)):
         return "Task-%d" % counters[0]
     return task.get_name()
 
@@ -391,7 +412,7 @@ async def main():
             keep += [relay, relay_outer, relayed, asyncio.create_task(awaits_future(relay), name="relay-waiter")]
             keep.append(asyncio.create_task(leaf(), name="eager", eager_start=True))  # its first step runs here
         elif sys.version_info >= (3, 12):
-            keep.append(asyncio.Task(leaf(), loop=loop, name="eager", eager_start=True))
+            keep.append(TASK(leaf(), loop=loop, name="eager", eager_start=True))
         cancelled = asyncio.create_task(cleaning_up(), name="cancelled")
         loop.call_later(SETTLE_SECONDS / 4, cancelled.cancel)
         keep += [cancelled, asyncio.create_task(consumes(), name="agen-consumer")]
@@ -401,6 +422,8 @@ async def main():
 
 
 def run():
+    if PURE:
+        asyncio.set_event_loop_policy(pure_policy())
     orphans = threading.Thread(target=orphan_thread)
     orphans.start()
     orphans.join()

@@ -28,7 +28,10 @@ empty graph: on 3.14+ its asyncio_loaded says whether the interpreter has
 asyncio's C module built in (then its layout is found all the same, and
 `snapshot --async` captures the empty graph; else it refuses with one
 line and writes no image), on 3.11-3.13 asyncio_loaded is false (no
-asyncio.tasks module) and `snapshot --async` captures the empty graph."""
+asyncio.tasks module) and `snapshot --async` captures the empty graph.
+On 3.11-3.13 the parked program runs a second time with every task of
+asyncio's pure-Python implementation (PARK_PURE_TASKS=1), judged the
+same way."""
 import json
 import os
 import re
@@ -43,7 +46,7 @@ from tap_results import check, report, skip  # noqa: E402
 # what the checks of task graphs share: the interpreters, starting
 # park_tasks.py and reading its truth, the comparison with it
 from asyncgraph import (interpreters, version, install, start, read_truth, label, task_differences,  # noqa: E402
-                        future_differences, injected_faults, first, resumed, stop, ASYNC_MIN)
+                        future_differences, injected_faults, first, resumed, stop, has_graph, ASYNC_MIN)
 
 FP = os.path.abspath(sys.argv[1])
 PLAIN = os.path.join(HERE, "..", "..", "targets", "async", "park_plain.py")
@@ -227,6 +230,12 @@ def main():
             proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT)
             graph(ident, entry, proc, rest)
             no_asyncio(ident, entry)
+            if not has_graph(entry):
+                # every task of asyncio's pure-Python implementation (3.11-3.13)
+                stop(proc, None)
+                proc = None
+                proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT, env={"PARK_PURE_TASKS": "1"})
+                graph(ident + " pure-Python tasks", entry, proc, rest)
         except (RuntimeError, OSError, ValueError, KeyError) as e:
             check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
         finally:

@@ -13,7 +13,7 @@
  *
  * Only pending tasks are nodes (asyncio.all_tasks() leaves the done ones
  * out); a task of the pure-Python implementation (asyncio.tasks._PyTask)
- * fails the read (FP_E_UNSUPPORTED). */
+ * is read from its __dict__. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +26,8 @@
 #define U(x) FPI_ASYNC_U(x)
 #define TASK_TYPE "_asyncio.Task"
 #define FUTURE_TYPE "_asyncio.Future"
+#define PY_TASK_TYPE "Task"            /* asyncio.tasks._PyTask */
+#define PY_FUTURE_TYPE "Future"        /* asyncio.futures._PyFuture */
 #define GATHERING_TYPE "_GatheringFuture"
 #define TASKGROUP_TYPE "TaskGroup"
 #define SHIELD_CALLBACK "shield.<locals>._inner_done_callback"
@@ -225,55 +227,130 @@ static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
     return FP_OK;
 }
 
-/* A node for the pending task at addr (its type checked), with its stack. */
+/* What a task holds that its node and edges need, from either
+ * implementation: waiter, callback0 and name 0 when it has none. */
+typedef struct task_fields {
+    int32_t state;
+    uint64_t loop, waiter, coro, name, callback0, callbacks;
+} task_fields;
+
+/* A C Task's fields (its type checked by is_task_type). */
+static int c_task_fields(legacy_read *r, uint64_t addr, task_fields *f)
+{
+    uint8_t obj[FPI_MAX_SMALL_STRUCT];
+    size_t len = (size_t)(r->h + r->t->size);
+    int rc = fpi_read(r->b->s, addr, obj, len);
+    if (rc)
+        return fpi_err_code(&r->b->s->err, rc, "cannot read asyncio task 0x%llx", U(addr));
+    *f = (task_fields){.state = (int32_t)fpi_load_u32(obj, r->h + r->t->state),
+                       .loop = fpi_load_u64(obj, r->h + r->t->loop),
+                       .waiter = fpi_load_u64(obj, r->h + r->t->fut_waiter),
+                       .coro = fpi_load_u64(obj, r->h + r->t->coro), .name = fpi_load_u64(obj, r->h + r->t->name),
+                       .callback0 = fpi_load_u64(obj, r->h + FUT_CALLBACK0),
+                       .callbacks = fpi_load_u64(obj, r->h + FUT_CALLBACKS)};
+    return FP_OK;
+}
+
+/* obj's attribute name, 0 when it has none or it is None. */
+static int attr_or_none(legacy_read *r, uint64_t obj, uint64_t type, const char *name, uint64_t *value)
+{
+    uint64_t vtype;
+    int kind = FPI_TYPE_OTHER;
+    int rc = fpi_pyobj_attr(&r->o, obj, type, name, value);
+    if (rc || !*value)
+        return rc;
+    if ((rc = read_word(r, *value + (uint64_t)r->b->l->ob_type, &vtype, "an attribute's type")) ||
+        (rc = kind_of(r, vtype, &kind)))
+        return rc;
+    if (kind == FPI_TYPE_NONE)
+        *value = 0;
+    return FP_OK;
+}
+
+/* Whether type is asyncio's pure-Python Task (asyncio.tasks._PyTask, its
+ * tp_name "Task", on the pure-Python Future) or a subclass of it. */
+static int is_py_task_type(legacy_read *r, uint64_t type, bool *out)
+{
+    uint64_t task, base;
+    *out = false;
+    int rc = fpi_pyobj_type_base(&r->o, type, PY_TASK_TYPE, &task);
+    if (rc || !task || (rc = read_word(r, task + (uint64_t)r->o.tp_base, &base, "a type's base")) || !base)
+        return rc;
+    char name[TYPE_NAME_MAX];
+    if ((rc = fpi_pyobj_type_name(&r->o, base, name, sizeof name)))
+        return rc;
+    *out = strcmp(name, PY_FUTURE_TYPE) == 0;
+    return FP_OK;
+}
+
+/* A pure-Python Task's fields, from its __dict__ (asyncio/futures.py and
+ * tasks.py: _state a str, absent while the class's "PENDING" stands, which
+ * only a change of state overrides; _fut_waiter and _name perhaps None;
+ * the done callbacks one list of (callback, context) tuples). */
+static int py_task_fields(legacy_read *r, uint64_t addr, uint64_t type, task_fields *f)
+{
+    static const char *const STATES[] = {"PENDING", "CANCELLED", "FINISHED"}; /* enum fp_future_state's order */
+    uint64_t state;
+    bool is = false;
+    int rc;
+    *f = (task_fields){.state = -1};
+    if ((rc = fpi_pyobj_attr(&r->o, addr, type, "_state", &state)) || (rc = attr_or_none(r, addr, type, "_loop", &f->loop)) ||
+        (rc = attr_or_none(r, addr, type, "_fut_waiter", &f->waiter)) ||
+        (rc = attr_or_none(r, addr, type, "_coro", &f->coro)) || (rc = attr_or_none(r, addr, type, "_name", &f->name)) ||
+        (rc = attr_or_none(r, addr, type, "_callbacks", &f->callbacks)))
+        return rc;
+    if (!state)
+        f->state = FP_FUTURE_PENDING;
+    for (int32_t k = 0; state && !is && k < 3; k++)
+        if ((rc = fpi_pyobj_str_is(&r->o, state, STATES[k], &is)) == FP_OK && is)
+            f->state = k;
+        else if (rc)
+            return rc;
+    return FP_OK;
+}
+
+/* A node for the pending task at addr (its type checked: the C Task, a
+ * subclass, or the pure-Python Task), with its stack. */
 static int add_task(legacy_read *r, uint64_t addr, int64_t interp, const uint64_t *running, size_t nrunning)
 {
     fpi_async_build *b = r->b;
     fp_session *s = b->s;
-    uint8_t obj[FPI_MAX_SMALL_STRUCT];
     uint64_t type;
-    bool task;
+    bool task, py = false;
+    task_fields f;
     int rc = read_word(r, addr + (uint64_t)b->l->ob_type, &type, "a task's type");
     if (!rc)
         rc = is_task_type(r, type, &task);
+    if (!rc && !task)
+        rc = is_py_task_type(r, type, &py);
     if (rc)
         return rc;
-    if (!task) {
-        char name[TYPE_NAME_MAX];
-        if (fpi_pyobj_type_name(&r->o, type, name, sizeof name) == FP_OK && strcmp(name, "Task") == 0)
-            return fpi_err(&s->err, FP_E_UNSUPPORTED, "asyncio: task 0x%llx is of the pure-Python implementation",
-                           U(addr));
+    if (!task && !py)
         return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: 0x%llx among the tasks is no task", U(addr));
-    }
-    size_t len = (size_t)(r->h + r->t->size);
-    if ((rc = fpi_read(s, addr, obj, len)))
-        return fpi_err_code(&s->err, rc, "cannot read asyncio task 0x%llx", U(addr));
-    int32_t state = (int32_t)fpi_load_u32(obj, r->h + r->t->state);
-    if (state < FP_FUTURE_PENDING || state > FP_FUTURE_FINISHED)
-        return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: task 0x%llx is in state %d", U(addr), state);
-    if (state != FUTURE_PENDING || fpi_async_node_find(b, addr) != SIZE_MAX)
+    if ((rc = py ? py_task_fields(r, addr, type, &f) : c_task_fields(r, addr, &f)))
+        return rc;
+    if (f.state < FP_FUTURE_PENDING || f.state > FP_FUTURE_FINISHED)
+        return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: task 0x%llx is in state %d", U(addr), f.state);
+    if (f.state != FUTURE_PENDING || fpi_async_node_find(b, addr) != SIZE_MAX)
         return FP_OK; /* done (all_tasks() leaves it out), or met in the other registry already (an eager
                        * task moving to the scheduled ones) */
     size_t i;
     if ((rc = fpi_async_node_push(b, addr, &i)))
         return rc;
-    uint64_t loop = fpi_load_u64(obj, r->h + r->t->loop), waiter = fpi_load_u64(obj, r->h + r->t->fut_waiter);
-    uint64_t name = fpi_load_u64(obj, r->h + r->t->name), coro = fpi_load_u64(obj, r->h + r->t->coro);
     struct legacy_node *nl = fpi_grow(r->nodes, &r->nodes_cap, i + 1, sizeof *nl, 64);
     if (!nl)
         return fpi_err(&s->err, FP_E_NOMEM, "out of memory: asyncio node %zu", i + 1);
     r->nodes = nl;
-    r->nodes[i] = (struct legacy_node){waiter, fpi_load_u64(obj, r->h + FUT_CALLBACK0),
-                                       fpi_load_u64(obj, r->h + FUT_CALLBACKS)};
+    r->nodes[i] = (struct legacy_node){f.waiter, f.callback0, f.callbacks};
     fp_async_node *n = &b->g->nodes[i];
     n->is_task = true;
-    n->state = state;
+    n->state = f.state;
     n->interp_id = interp;
     for (size_t k = 0; k < nrunning; k++)
-        if (running[2 * k] == loop && running[2 * k + 1] == addr)
+        if (running[2 * k] == f.loop && running[2 * k + 1] == addr)
             n->running = true;
     uint64_t native = 0;
-    if (loop && (rc = loop_thread(r, loop, &native)))
+    if (f.loop && (rc = loop_thread(r, f.loop, &native)))
         return rc;
     if (b->g->nodes[i].running && !native)
         return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: task 0x%llx: running, on a loop no thread runs", U(addr));
@@ -283,10 +360,10 @@ static int add_task(legacy_read *r, uint64_t addr, int64_t interp, const uint64_
                            U(b->g->nodes[k].addr), U(addr), U(native));
     b->g->nodes[i].thread_native_id = native;
     char *nm = NULL;
-    if (name && (rc = fpi_async_task_name(b, name, &nm)))
+    if (f.name && (rc = fpi_async_task_name(b, f.name, &nm)))
         return rc;
     b->g->nodes[i].name = nm;
-    return fpi_async_coro_stack(b, i, coro);
+    return fpi_async_coro_stack(b, i, f.coro);
 }
 
 /* The tasks of one interpreter's asyncio, if it imported asyncio.tasks. */

@@ -10,8 +10,9 @@
  * 3.11-3.13 the future a task waits on (a task, or a gather() whose
  * children it then awaits), a TaskGroup's tasks awaited by its parent task
  * and shield()'s inner task by the task waiting on the shield — no futures
- * as nodes there, and a task of asyncio's pure-Python implementation is
- * FP_E_UNSUPPORTED.
+ * as nodes there; tasks of asyncio's pure-Python implementation are read
+ * there too (from their __dict__).  On 3.14+ a pure-Python task is in no
+ * list asyncio keeps for a debugger and is not found.
  *
  * One instant: every thread of the target is stopped (ptrace, as
  * frameproof/pause.h) while the graph is read and resumed before
@@ -81,7 +82,9 @@ typedef struct fp_async_graph fp_async_graph;
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
  * (not attached; 3.14+: no pid and no table address), FP_E_UNSUPPORTED
- * (a version or build this reader does not know; a pure-Python task), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT, FP_E_LIMIT,
+ * (a version or build this reader does not know), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT (also a
+ * container of asyncio's caught while a thread of the target changes it:
+ * counted, not guessed), FP_E_LIMIT,
  * FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
 FP_API int fp_async_graph_read(fp_session *s, fp_async_graph **out);
 
