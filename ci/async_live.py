@@ -177,7 +177,8 @@ def run_view(view, fp, entry, inside, pid, count):
 
 def into(path, doc, views):
     """The result at path with its rows of views replaced by doc's (in
-    place, new rows last) and doc's run added to its runs."""
+    place, new rows last), doc's run added to its runs and its
+    interpreters to the result's."""
     with open(path, encoding="utf-8") as f:
         base = json.load(f)
     mine = {(r["interpreter"], r["view"]): r for r in doc["rows"]}
@@ -186,8 +187,10 @@ def into(path, doc, views):
     # an earlier partial run whose every view this one replaces gave no row left
     runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views))]
     runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
+    interps = base.get("interpreters", []) + [i for i in doc["interpreters"] if i not in base.get("interpreters", [])]
+    skipped = [i for i in base.get("skipped", []) + doc.get("skipped", []) if i not in {x["id"] for x in interps}]
     return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs, views=doc["views"],
-                seconds=base["seconds"] + doc["seconds"])
+                seconds=base["seconds"] + doc["seconds"], interpreters=interps, skipped=sorted(set(skipped)))
 
 
 def measure(entry, fp, counts, views):
