@@ -187,7 +187,8 @@ def into(path, doc, views):
     # an earlier partial run whose every view this one replaces gave no row left
     runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views))]
     runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
-    interps = base.get("interpreters", []) + [i for i in doc["interpreters"] if i not in base.get("interpreters", [])]
+    interps = base.get("interpreters", []) + [i for i in doc.get("interpreters", [])
+                                              if i not in base.get("interpreters", [])]
     skipped = [i for i in base.get("skipped", []) + doc.get("skipped", []) if i not in {x["id"] for x in interps}]
     return dict(base, date=doc["date"], rows=rows + list(mine.values()), runs=runs, views=doc["views"],
                 seconds=base["seconds"] + doc["seconds"], interpreters=interps, skipped=sorted(set(skipped)))

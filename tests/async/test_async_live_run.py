@@ -15,7 +15,8 @@ debug builds abort inside get_async_stack_trace():
 - a graph of a task the program does not have is counted wrong, an error
   line as a failed read;
 - into(): a run replacing every row of an earlier partial run drops that
-  run from the result's runs, and keeps the rows of views it did not run."""
+  run from the result's runs, and keeps the rows of views it did not run
+  and the interpreters of both runs."""
 import json
 import os
 import signal
@@ -94,10 +95,12 @@ def main():
           "%s" % {k: got[k] for k in ("graphs", "empty", "wrong", "failed")})
 
     base = {"date": "d0", "commit": "c0", "command": "all", "views": [], "seconds": 1,
+            "interpreters": [{"id": "3.15", "version": "3.15.2"}],
             "rows": [{"interpreter": "3.15", "view": "A", "n": 0}, {"interpreter": "3.15", "view": "B", "n": 0}],
             "runs": [{"date": "d0", "commit": "c0", "command": "all"},
                      {"date": "d1", "commit": "c1", "command": "only B", "views": ["B"]}]}
     doc = {"date": "d2", "commit": "c2", "command": "B again", "views": [], "seconds": 2,
+           "interpreters": [{"id": "3.15", "version": "3.15.2"}, {"id": "3.11", "version": "3.11.2"}],
            "rows": [{"interpreter": "3.15", "view": "B", "n": 2}]}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(base, f)
@@ -109,6 +112,8 @@ def main():
           [r["date"] for r in merged["runs"]] == ["d0", "d2"] and
           [(r["view"], r["n"]) for r in merged["rows"]] == [("A", 0), ("B", 2)],
           "runs %s, rows %s" % (merged["runs"], merged["rows"]))
+    check("into(): the interpreters of both runs, each once",
+          [i["id"] for i in merged["interpreters"]] == ["3.15", "3.11"], "%s" % merged["interpreters"])
     report()
     return 0
 
