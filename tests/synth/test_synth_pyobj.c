@@ -6,7 +6,9 @@
  * replaced, the keys object replaced.  A set's members (pyset.h): exact
  * by its count, or one short of it while a removal is under way (never
  * while the table is being rebuilt).  A dict's entries (pyobj.h): exact by
- * its count, or the read fails (a dict caught being rebuilt). */
+ * its count, or the read fails (a dict caught being rebuilt) — except a
+ * rebuilt table published before its entry count, whose index names every
+ * counted entry once: read whole. */
 #include "synth_fixture.h"
 #include "synth_tests.h"
 #include "pyobj.h"
@@ -35,6 +37,7 @@ static uint64_t make_keys(synth_image *img)
     h[9] = KEYS_LOG2;        /* log2 of the indices' bytes: one per slot */
     h[10] = 1;               /* DICT_KEYS_UNICODE */
     h[24] = NENTRIES;
+    memset(h + 32, 0xff, 1u << KEYS_LOG2); /* DKIX_EMPTY */
     for (uint64_t k = 0; k < NENTRIES; k++) {
         uint64_t key = synth_str_object(img, names[k], false);
         assert_true(key != 0);
@@ -140,6 +143,69 @@ void test_dict_lookup_hint(void **state)
         synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES - 2);
         assert_int_equal(fpi_pyobj_dict_items(&o, dict, &pairs, &npairs), FP_E_CORRUPT);
         free(pairs);
+        unbuild(&b);
+    }
+}
+
+#define ROOM 5u  /* USABLE_FRACTION of 8 slots: a new table's dk_usable */
+
+/* The pairs read from dict, or the error. */
+static int items_of(const fpi_pyobj *o, uint64_t dict, size_t *n)
+{
+    uint64_t *pairs = NULL;
+    int rc = fpi_pyobj_dict_items(o, dict, &pairs, n);
+    free(pairs);
+    return rc;
+}
+
+void test_dict_rebuilt(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof PYOBJ_LAYOUTS / sizeof *PYOBJ_LAYOUTS; i++) {
+        scene sc;
+        built b;
+        build_scene(PYOBJ_LAYOUTS[i], 0, &sc, &b);
+        fpi_pyobj o;
+        assert_true(fpi_pyobj_init(&o, b.s));
+        /* a table rebuilt for NENTRIES entries (dictresize: entries copied,
+         * index built, the keys object published), its entry count and
+         * usable room not stored yet */
+        uint64_t keys = make_keys(b.img), dict = synth_alloc(b.img, 64), v = 0;
+        assert_true(dict != 0);
+        uint8_t *h = synth_bytes(b.img, keys, KEYS_ENTRIES);
+        h[16] = ROOM;
+        h[24] = 0;
+        synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys);
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
+        size_t n = 0;
+        assert_int_equal(items_of(&o, dict, &n), FP_OK);
+        assert_int_equal(n, NENTRIES);
+        fpi_dict_hint hint = {0};
+        assert_int_equal(fpi_pyobj_dict_get_hinted(&o, dict, WANT, &hint, &v), FP_OK);
+        assert_int_equal(v, 0x5000 + WANT_AT);
+        /* the index not built to its end (the last slot still empty): refused */
+        h[32 + NENTRIES - 1] = 0xff;
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        hint = (fpi_dict_hint){0};
+        assert_int_equal(fpi_pyobj_dict_get_hinted(&o, dict, WANT, &hint, &v), FP_E_CORRUPT);
+        /* an entry named twice, or a removed slot: no finished rebuild */
+        h[32 + NENTRIES - 1] = 0;
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        h[32 + NENTRIES - 1] = 0xfe;
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        h[32 + NENTRIES - 1] = NENTRIES - 1;
+        /* its room already lowered (not a table just published), or more
+         * counted than it has room for: refused */
+        h[16] = ROOM - 1;
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        h[16] = ROOM;
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, ROOM + 1);
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        /* counted fewer than its index names: refused */
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES - 1);
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
+        assert_int_equal(items_of(&o, dict, &n), FP_OK);
         unbuild(&b);
     }
 }

@@ -16,7 +16,9 @@
 #define KEYS_LOG2_SIZE 8
 #define KEYS_LOG2_INDEX_BYTES 9
 #define KEYS_KIND 10
+#define KEYS_USABLE 16
 #define KEYS_NENTRIES 24
+#define INDEX_EMPTY (-1)           /* dk_indices: a slot never used */
 #define KEYS_MAX_LOG2_SIZE 30
 #define KIND_GENERAL 0             /* entries: hash, key, value */
 #define KIND_UNICODE 1             /* entries: key, value */
@@ -93,11 +95,69 @@ int fpi_pyobj_str_is(const fpi_pyobj *o, uint64_t addr, const char *key, bool *o
     return FP_OK;
 }
 
+/* The index slot k of a table of 2^log2 slots, w bytes each (signed). */
+static int64_t index_at(const uint8_t *ix, unsigned w, size_t k)
+{
+    switch (w) {
+    case 1: return (int8_t)ix[k];
+    case 2: return (int16_t)fpi_load_u16(ix, (int32_t)(k * 2));
+    case 4: return (int32_t)fpi_load_u32(ix, (int32_t)(k * 4));
+    default: return (int64_t)fpi_load_u64(ix, (int32_t)(k * 8));
+    }
+}
+
+/* Whether a combined keys object whose entry count is still 0 holds a
+ * table rebuilt for used entries: 3.11-3.13's dictresize (and 3.11/3.12's
+ * first insertion into an empty dict) publish the new keys object before
+ * they store its entry count and usable room, which they store last.  The
+ * table is taken as whole only when its index slots name exactly entries
+ * 0 .. used-1, each once, no removed slot among them: the indices are
+ * built after the entries are copied, in order, so a table caught before
+ * its last index is written is refused (FP_E_CORRUPT from the count check,
+ * as before). */
+static int rebuilt_whole(const fpi_pyobj *o, uint64_t keys, const uint8_t *h, uint64_t used, bool *whole)
+{
+    unsigned log2 = h[KEYS_LOG2_SIZE], log2_index = h[KEYS_LOG2_INDEX_BYTES];
+    size_t slots = (size_t)1 << log2, room = (slots << 1) / 3; /* USABLE_FRACTION */
+    *whole = false;
+    if (fpi_load_u64(h, KEYS_NENTRIES) != 0 || used == 0 || used > room || fpi_load_u64(h, KEYS_USABLE) != room ||
+        h[KEYS_KIND] == KIND_SPLIT)
+        return FP_OK;
+    size_t nbytes = (size_t)1 << log2_index, seen_n = 0;
+    uint8_t *ix = malloc(nbytes), *seen = calloc((size_t)used, 1);
+    int rc = FP_OK;
+    if (!ix || !seen) {
+        rc = fpi_err(&o->s->err, FP_E_NOMEM, "out of memory: a dict table of %zu slots", slots);
+        goto out;
+    }
+    if ((rc = fpi_read(o->s, keys + KEYS_HEADER, ix, nbytes))) {
+        rc = fpi_err_code(&o->s->err, rc, "cannot read the index of a dict at 0x%llx", U(keys));
+        goto out;
+    }
+    for (size_t k = 0; k < slots; k++) {
+        int64_t v = index_at(ix, 1u << (log2_index - log2), k);
+        if (v == INDEX_EMPTY)
+            continue;
+        if (v < 0 || (uint64_t)v >= used || seen[v])
+            goto out;
+        seen[v] = 1;
+        seen_n++;
+    }
+    *whole = seen_n == used;
+out:
+    free(ix);
+    free(seen);
+    return rc;
+}
+
 /* A keys object's shape, checked: its entries start at *at, *esize bytes
- * each, *n of them. */
-static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t *at, size_t *esize, size_t *n)
+ * each, *n of them.  used: the dict's count, or 0 when not known (then a
+ * table being rebuilt reads as empty). */
+static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t used, uint64_t *at, size_t *esize,
+                      size_t *n)
 {
     uint8_t h[KEYS_HEADER];
+    bool whole = false;
     int rc = fpi_read(o->s, keys, h, sizeof h);
     if (rc)
         return fpi_err_code(&o->s->err, rc, "cannot read the keys of a dict at 0x%llx", U(keys));
@@ -110,7 +170,9 @@ static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64
     if (nentries > FPI_PYOBJ_MAX_ITEMS)
         return fpi_err(&o->s->err, FP_E_LIMIT, "dict keys at 0x%llx: %lld entries (limit %u)", U(keys),
                        (long long)nentries, FPI_PYOBJ_MAX_ITEMS);
-    *n = (size_t)nentries;
+    if (used && (rc = rebuilt_whole(o, keys, h, used, &whole)))
+        return rc;
+    *n = whole ? (size_t)used : (size_t)nentries;
     *esize = kind == KIND_GENERAL ? 24 : 16;
     *at = keys + KEYS_HEADER + ((uint64_t)1 << log2_index);
     return FP_OK;
@@ -118,13 +180,13 @@ static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64
 
 /* A keys object's entries (and, split, the values): ent is malloc'd,
  * *esize bytes each, *n of them. */
-static int read_keys(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint8_t **ent, size_t *esize, size_t *n,
-                     uint64_t **vals)
+static int read_keys(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t used, uint8_t **ent, size_t *esize,
+                     size_t *n, uint64_t **vals)
 {
     uint64_t at = 0;
     *ent = NULL;
     *vals = NULL;
-    int rc = keys_shape(o, keys, values, &at, esize, n);
+    int rc = keys_shape(o, keys, values, used, &at, esize, n);
     if (rc || !*n)
         return rc;
     *ent = malloc(*n * *esize);
@@ -147,18 +209,18 @@ static void entry_at(const uint8_t *ent, size_t esize, const uint64_t *vals, siz
     *val = vals ? vals[k] : fpi_load_u64(ent, at + 8);
 }
 
-/* The value of key among the entries of keys (values: split), 0 when
- * absent; *index its entry's (SIZE_MAX when absent), *live how many
- * entries hold a key and a value. */
-static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value,
-                     size_t *index, size_t *live)
+/* The value of key among the entries of keys (values: split; used: the
+ * dict's count, 0 when not known), 0 when absent; *index its entry's
+ * (SIZE_MAX when absent), *live how many entries hold a key and a value. */
+static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t used, const char *key,
+                     uint64_t *value, size_t *index, size_t *live)
 {
     uint8_t *ent;
     uint64_t *vals;
     size_t esize = 0, n = 0;
     *value = 0;
     *live = 0;
-    int rc = read_keys(o, keys, values, &ent, &esize, &n, &vals);
+    int rc = read_keys(o, keys, values, used, &ent, &esize, &n, &vals);
     for (size_t k = 0; !rc && k < n; k++) {
         uint64_t kk, vv;
         bool same;
@@ -179,7 +241,7 @@ static int lookup_at(const fpi_pyobj *o, uint64_t keys, uint64_t values, const c
 static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char *key, uint64_t *value)
 {
     size_t index = SIZE_MAX, live = 0;
-    return lookup_at(o, keys, values, key, value, &index, &live);
+    return lookup_at(o, keys, values, 0, key, value, &index, &live);
 }
 
 /* A dict's count (ma_used) against the entries found live.  One entry
@@ -187,13 +249,13 @@ static int lookup(const fpi_pyobj *o, uint64_t keys, uint64_t values, const char
  * count before it clears the entry): the dict as it stands before it,
  * whole.  Fewer than counted cannot be read: an addition whose count is
  * stored before its entry is, or a table being rebuilt (its new keys
- * object filled entry by entry, their number stored last), which may lack
- * any of its entries. */
-static int check_count(const fpi_pyobj *o, uint64_t dict, size_t live)
+ * object filled entry by entry, their number stored last) that
+ * rebuilt_whole() did not find finished, which may lack any of its
+ * entries. */
+static int check_count(const fpi_pyobj *o, uint64_t dict, uint64_t used, size_t live)
 {
-    uint64_t used;
-    int rc = read_word(o, dict + (uint64_t)o->dict_used, &used, "a dict's size");
-    if (!rc && used != live && used + 1 != live)
+    int rc = FP_OK;
+    if (used != live && used + 1 != live)
         rc = fpi_err(&o->s->err, FP_E_CORRUPT, "dict at 0x%llx: %zu entries, %llu used (caught changing)", U(dict),
                      live, U(used));
     return rc;
@@ -209,7 +271,7 @@ static int entry_is(const fpi_pyobj *o, uint64_t keys, uint64_t values, size_t i
     uint8_t ent[24];
     bool same = false;
     *value = 0;
-    int rc = keys_shape(o, keys, values, &at, &esize, &n);
+    int rc = keys_shape(o, keys, values, 0, &at, &esize, &n);
     if (rc || index >= n)
         return rc;
     if ((rc = fpi_read(o->s, at + index * esize, ent, esize)))
@@ -231,18 +293,20 @@ int fpi_pyobj_dict_get(const fpi_pyobj *o, uint64_t dict, const char *key, uint6
 int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key, fpi_dict_hint *hint,
                               uint64_t *value)
 {
-    uint64_t keys, values;
+    uint64_t keys, values, used;
     size_t index = SIZE_MAX;
     int rc;
     *value = 0;
     if ((rc = read_word(o, dict + (uint64_t)o->dict_keys, &keys, "a dict's keys")) ||
-        (rc = read_word(o, dict + (uint64_t)o->dict_values, &values, "a dict's values")))
+        (rc = read_word(o, dict + (uint64_t)o->dict_values, &values, "a dict's values")) ||
+        (rc = read_word(o, dict + (uint64_t)o->dict_used, &used, "a dict's size")))
         return rc;
     if (hint->dict == dict && hint->keys == keys && keys &&
         ((rc = entry_is(o, keys, values, hint->index, key, value)) || *value))
         return rc;
     size_t live = 0;
-    if ((rc = lookup_at(o, keys, values, key, value, &index, &live)) || (rc = check_count(o, dict, live))) {
+    if ((rc = lookup_at(o, keys, values, used, key, value, &index, &live)) ||
+        (rc = check_count(o, dict, used, live))) {
         *value = 0;
         return rc;
     }
@@ -253,7 +317,7 @@ int fpi_pyobj_dict_get_hinted(const fpi_pyobj *o, uint64_t dict, const char *key
 
 int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, size_t *n)
 {
-    uint64_t keys, values, *vals = NULL;
+    uint64_t keys, values, used, *vals = NULL;
     uint8_t *ent = NULL;
     size_t esize = 0, count = 0;
     *pairs = NULL;
@@ -261,7 +325,8 @@ int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, si
     int rc;
     if ((rc = read_word(o, dict + (uint64_t)o->dict_keys, &keys, "a dict's keys")) ||
         (rc = read_word(o, dict + (uint64_t)o->dict_values, &values, "a dict's values")) ||
-        (rc = read_keys(o, keys, values, &ent, &esize, &count, &vals)))
+        (rc = read_word(o, dict + (uint64_t)o->dict_used, &used, "a dict's size")) ||
+        (rc = read_keys(o, keys, values, used, &ent, &esize, &count, &vals)))
         goto out;
     if (count && !(*pairs = malloc(2 * count * sizeof **pairs))) {
         rc = fpi_err(&o->s->err, FP_E_NOMEM, "out of memory: a dict of %zu entries", count);
@@ -276,7 +341,7 @@ int fpi_pyobj_dict_items(const fpi_pyobj *o, uint64_t dict, uint64_t **pairs, si
             (*n)++;
         }
     }
-    rc = check_count(o, dict, *n);
+    rc = check_count(o, dict, used, *n);
 out:
     free(ent);
     free(vals);

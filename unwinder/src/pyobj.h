@@ -37,9 +37,11 @@ bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s);
 
 /* The value of dict's entry whose key is the str key (ASCII), *value 0 when
  * there is none.  The dict's count must be the entries found, or one less
- * (a removal under way, the dict taken as before it); else FP_E_CORRUPT: a
- * dict caught while a thread of the target adds to it or rebuilds it (so
- * for fpi_pyobj_dict_items). */
+ * (a removal under way, the dict taken as before it); a table rebuilt and
+ * published before its entry count is stored counts as found when its
+ * index names each counted entry once; else FP_E_CORRUPT: a dict caught
+ * while a thread of the target adds to it or rebuilds it (so for
+ * fpi_pyobj_dict_items). */
 int fpi_pyobj_dict_get(const fpi_pyobj *o, uint64_t dict, const char *key, uint64_t *value);
 
 /* As fpi_pyobj_dict_get, the entry where *hint (fpi_dict_hint, session.h)

@@ -21,6 +21,13 @@ static inline uint32_t fpi_load_u32(const uint8_t *base, int32_t off)
     return v;
 }
 
+static inline uint16_t fpi_load_u16(const uint8_t *base, int32_t off)
+{
+    uint16_t v;
+    memcpy(&v, base + off, sizeof v);
+    return v;
+}
+
 static inline uint8_t fpi_load_u8(const uint8_t *base, int32_t off)
 {
     return base[off];
