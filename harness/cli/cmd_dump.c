@@ -39,7 +39,8 @@ static const char DUMP_USAGE[] =
     "                   printed with the previous read's awaiter edges\n"
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
     "                   /proc/PID/mem), vm or mem (default auto)\n"
-    "  --max-depth N    frames per thread before the walk fails (default 65536;\n"
+    "  --max-depth N    frames per thread before its walk fails: that thread is\n"
+    "                   printed without frames, the others whole, exit 1 (default 65536;\n"
     "                   with --async: also coroutines per task, and a thread\n"
     "                   deeper than N fails alone: the graph is still printed,\n"
     "                   a running task there with its coroutine only, and a\n"
@@ -52,8 +53,8 @@ static const char DUMP_USAGE[] =
     "\n"
     "Exit status: 0 on success; 1 with a one-line message on stderr on error\n"
     "(process exited, permission denied, not a Python process, unsupported\n"
-    "version, incomplete sample; with --async, a task of asyncio's pure-Python\n"
-    "implementation); 2 on a usage error.\n";
+    "version, incomplete sample: a thread torn on every retry or deeper than\n"
+    "--max-depth, printed without frames); 2 on a usage error.\n";
 
 /* `dump --async` once attached: reads the graph count times (the library
  * stops and resumes the target each time) and prints each; returns the

@@ -94,7 +94,13 @@ static void summarize_verdict(const cli_record_opts *o, const cli_record_end *e,
     /* --async: a running task whose thread's walk failed is a task stack left out */
     const uint64_t unwalked = o->async ? e->r->async->counts.failed_threads : 0;
     const double unwalked_share = share(unwalked, kept + unwalked);
-    if (torn >= RECORD_LOSS_NOTE || torn_threads >= RECORD_LOSS_NOTE)
+    const double deep = share(d->deep_threads, kept + d->deep_threads);
+    if (deep >= RECORD_LOSS_NOTE)
+        fprintf(stderr,
+                "  warning: %.1f %% of thread samples lost because the thread was deeper than --max-depth %u frames: "
+                "the time of those threads is missing from the profile; raise --max-depth\n",
+                100.0 * deep, o->lib.max_depth);
+    else if (torn >= RECORD_LOSS_NOTE || torn_threads >= RECORD_LOSS_NOTE)
         fprintf(stderr,
                 "  warning: %.1f %% of ticks refused and %.1f %% of thread samples lost because the target changed while "
                 "they were read (a sample takes %.1f us): stacks that last about that long or less are "
@@ -195,7 +201,7 @@ void cli_record_summarize(const cli_record_opts *o, const cli_record_end *e, con
                 " by which the ticks after them came later\n",
                 st->held_s, st->elapsed_s, st->elapsed_s > 0 ? 100.0 * st->held_s / st->elapsed_s : 0.0);
     fprintf(stderr,
-            "  samples: %" PRIu64 " taken whole, %" PRIu64 " with some threads torn, %" PRIu64
+            "  samples: %" PRIu64 " taken whole, %" PRIu64 " with some threads not walked (torn, or deeper than --max-depth), %" PRIu64
             " refused as torn (the target changed while they were read); a sample takes %.1f us on average\n",
             st->ok, e->r->partial, refused_torn, e->run->mean_sample_us);
     fprintf(stderr, "  thread samples kept: %" PRIu64 " in %zu threads\n", fpr_profile_points(e->p),
@@ -207,6 +213,9 @@ void cli_record_summarize(const cli_record_opts *o, const cli_record_end *e, con
             o->mode == FPR_MODE_CPU ? " (off a CPU)" : o->mode == FPR_MODE_GIL ? " (not holding the GIL)" : "");
     if (d->unknown_state)
         fprintf(stderr, " (%" PRIu64 " of them in an unknown state)", d->unknown_state);
+    if (d->deep_threads)
+        fprintf(stderr, ", %" PRIu64 " threads deeper than --max-depth %u (raise it to keep them)", d->deep_threads,
+                o->lib.max_depth);
     fputc('\n', stderr);
     summarize_errors(e);
     summarize_rereads(o, e);

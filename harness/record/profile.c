@@ -320,6 +320,10 @@ static int intern_thread_stack(fpr_profile *p, const fp_frame *frames, size_t n,
 
 int fpr_profile_add_thread(fpr_profile *p, const fp_thread *th, const fp_frame *frames, int64_t t_ns)
 {
+    if (th->error == FP_E_LIMIT) {
+        p->dropped.deep_threads++;
+        return FP_OK;
+    }
     if (th->error) {
         p->dropped.torn_threads++;
         return FP_OK;

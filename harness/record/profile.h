@@ -55,6 +55,7 @@ typedef struct fpr_thread {
 /* What was left out, so that nothing is dropped silently. */
 typedef struct fpr_dropped {
     uint64_t torn_threads;   /* threads whose walk failed in an otherwise usable (incomplete) sample */
+    uint64_t deep_threads;   /* threads deeper than --max-depth (FP_E_LIMIT) in an otherwise usable sample */
     uint64_t idle_threads;   /* threads with no Python frame at that instant */
     uint64_t mode_threads;   /* threads the mode left out (not on a CPU, not holding the GIL) */
     uint64_t unknown_state;  /* of those, threads whose CPU or GIL state could not be told */

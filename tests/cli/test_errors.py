@@ -115,19 +115,30 @@ if olds:
 else:
     skip("CPython 3.10 rejected", "no CPython 3.10 on this machine")
 
-# 7. a stack deeper than --max-depth is an error, never a truncated stack
+# 7. a stack deeper than --max-depth is an error, never a truncated stack:
+# that thread is printed failed (no frame), the others whole, exit 1
 p = subprocess.Popen([host_python(), "-c",
-                      "import time, sys\n"
+                      "import time, sys, threading\n"
+                      "def other():\n"
+                      "    time.sleep(60)\n"
                       "def rec(n):\n"
                       "    if n == 0:\n"
                       "        print('ready', flush=True); time.sleep(60)\n"
                       "    rec(n - 1)\n"
+                      "threading.Thread(target=other, daemon=True).start()\n"
                       "rec(50)\n"], stdout=subprocess.PIPE, text=True)
 try:
     p.stdout.readline()
     r = dump("--pid", p.pid, "--max-depth", "20")
     ok, detail = one_line_error(r, 1, "deeper than 20 frames")
-    check("depth cap is an error", ok and r.stdout == "", detail + f", stdout {r.stdout[:200]!r}")
+    check("depth cap is an error", ok and "in other" in r.stdout and "in rec" not in r.stdout
+          and "<stack not available: limit exceeded>" in r.stdout, detail + f", stdout {r.stdout[:300]!r}")
+    r = dump("--pid", p.pid, "--max-depth", "20", "--json")
+    threads = [t for i in json.loads(r.stdout)["interpreters"] for t in i["threads"]] if r.stdout else []
+    failed = [t for t in threads if t.get("error")]
+    check("depth cap in JSON: the deep thread failed, without frames, the other whole",
+          r.returncode == 1 and len(threads) == 2 and len(failed) == 1 and not failed[0].get("frames")
+          and any(f["function"] == "other" for t in threads for f in t.get("frames", [])), r.stderr + r.stdout[:300])
     r = dump("--pid", p.pid, "--json")
     check("the same stack below the cap", r.returncode == 0 and r.stdout.count('"function":"rec"') == 51, r.stderr)
 finally:
