@@ -1,7 +1,7 @@
 """async_field.py — the body of ci/async-field: every async view of a
 parked asyncio program judged against the graph the program computes of
-itself, on every provisioned CPython 3.14+ interpreter with the GIL (the
-matrix's ids, then the JIT ids); written as a result file
+itself, on every provisioned CPython 3.11+ interpreter (the matrix's ids,
+then the JIT ids; CPython's own views 3.14+, frameproof's 3.11+); written as a result file
 (docs/data/async-field.json) that ci/render_docs.py renders into
 docs/async.md.  Run it through ci/async-field (see there for usage)."""
 import argparse
@@ -30,33 +30,34 @@ VIEW_TIMEOUT_S = 30
 MESSAGE_CHARS = 200
 
 # The views, in the order each parked target is read by them: (name, what
-# the table's notes say of it); "fields" are the fields it reports, judged.
+# the table's notes say of it); "fields" are the fields it reports, judged;
+# "min" the first CPython it reads (an older interpreter has no row of it).
 VIEWS = [
-    {"view": "frameproof",
+    {"view": "frameproof", "min": asyncgraph.LEGACY_MIN,
      "command": "frameproof dump --async --json --pid PID",
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "function and line", "futures": True,
      "note": "also lists the futures that are not tasks but await one (judged: their awaiters)"},
-    {"view": "RemoteUnwinder",
+    {"view": "RemoteUnwinder", "min": asyncgraph.ASYNC_MIN,
      "command": "_remote_debugging.RemoteUnwinder(PID).get_all_awaited_by(), by the target's interpreter "
                 "(targets/async/cpython_awaited_by.py)",
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "function and line", "futures": False,
      "note": "a task's stack: the frames of its own CoroInfo in coroutine_stack; its awaiters: the "
              "task_name (an address) of each CoroInfo in its awaited_by; thread: the AwaitedInfo's thread_id"},
-    {"view": "RemoteUnwinder running",
+    {"view": "RemoteUnwinder running", "min": asyncgraph.ASYNC_MIN,
      "command": "_remote_debugging.RemoteUnwinder(PID).get_async_stack_trace(), by the target's interpreter "
                 "(targets/async/cpython_awaited_by.py --running)",
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "function and line", "futures": False,
      "scope": "running",
      "note": "judged on the running tasks and the tasks that await them, in turn (what it reports: its truth "
              "is that part of the graph); read as get_all_awaited_by() is"},
-    {"view": "asyncio ps",
+    {"view": "asyncio ps", "min": asyncgraph.ASYNC_MIN,
      "command": "python3.X -m asyncio ps PID",
      "fields": ["name", "stack", "awaiters", "thread"], "stack": "functions", "futures": False,
      "note": "one row per task and awaiter, a task found by its task id; its name, stack, awaiters and "
              "thread are the columns task name, coroutine stack (function names: ps shows no lines), awaiter "
              "id (of each of its rows) and tid; the awaiter chain and awaiter name, the awaiter's own stack "
              "and name, are not judged (they are on the awaiter's row)"},
-    {"view": "asyncio pstree",
+    {"view": "asyncio pstree", "min": asyncgraph.ASYNC_MIN,
      "command": "python3.X -m asyncio pstree PID",
      "fields": ["stack", "awaiters"], "stack": "function and line", "futures": False,
      "note": "shows no task id and no thread: a task is matched to the truth by its name (so its name is not "
@@ -379,6 +380,8 @@ def measure(entry, fp, views):
         say("%s: park_tasks.py ready (pid %d): %d tasks, %d other futures"
             % (ident, proc.pid, len(want_tasks), len(want_futures)))
         for view in views:
+            if asyncgraph.version(entry) < view.get("min", asyncgraph.LEGACY_MIN):
+                continue
             if proc.poll() is not None:
                 raise MeasurementError("%s: the target exited (status %s) before %s read it"
                                        % (ident, proc.returncode, view["view"]))
@@ -432,7 +435,8 @@ def markdown(doc):
     n = len(doc["interpreters"])
     lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({n} interpreter{'s' if n != 1 else ''}, "
              f"each running targets/async/park_tasks.py); each row: the tasks whose every field the view reports "
-             f"is as the target's own asyncio.capture_call_graph() gives it, of the tasks there are, and every "
+             f"is as the target's own asyncio.capture_call_graph() gives it (3.11-3.13: as its tasks' own fields "
+             f"give it), of the tasks there are, and every "
              f"failure class with the number of tasks in it (once per run for a view that failed outright).", "",
              "| interpreter | view | tasks exact / truth | failure classes (counts) |",
              "|---|---|---|---|"]
@@ -508,7 +512,7 @@ def main(argv):
             raise MeasurementError("no %s at %s%s" % (what, path, " (build it first)" if what == "frameproof" else ""))
     fp = os.path.abspath(args.frameproof)
     try:
-        plan, skipped = asyncgraph.plan(args.python, say)
+        plan, skipped = asyncgraph.plan(args.python, say, graph=asyncgraph.reads_graph)
     except LookupError as e:
         raise MeasurementError(str(e))
     rows, failed = [], []

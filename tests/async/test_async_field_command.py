@@ -11,7 +11,9 @@ to its coroutine (as CPython 3.15's get_all_awaited_by() gives it: one
 once, as "exit status 1"); the run exits 0 (a wrong view is data) and its
 result file has one row per view; the view of CPython's
 get_async_stack_trace() is judged on the running task and the two tasks
-that await it, in turn (3 tasks).  A --command without {pid}, or named like
+that await it, in turn (3 tasks).  On the first 3.11-3.13 interpreter,
+ci/async-field with the task-dropping command has two rows: frameproof
+exact, the command one task short; no CPython view.  A --command without {pid}, or named like
 a built-in view, is a usage error."""
 import json
 import os
@@ -24,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 sys.path.insert(0, os.path.join(REPO, "targets", "async"))
 from tap_results import check, report, skip  # noqa: E402
-from asyncgraph import interpreters, has_graph  # noqa: E402
+from asyncgraph import interpreters, has_graph, reads_graph  # noqa: E402
 
 FP = os.path.abspath(sys.argv[1])
 FIELD = os.path.join(REPO, "ci", "async-field")
@@ -94,6 +96,31 @@ def main():
         check("%s: the failing command: counted once as its exit status" % ident,
               fails.get("tasks", {}).get("exact") == 0 and list(fails.get("failures", {})) == ["exit status 1"]
               and fails["failures"]["exit status 1"]["count"] == 1, json.dumps(fails)[:400])
+    legacy = [i for i, e in every if e is not None and reads_graph(e) and not has_graph(e)]
+    if legacy:
+        # 3.11-3.13: frameproof's view and the commands, judged against the
+        # graph the tasks' own fields give; CPython's views have no row there
+        with tempfile.TemporaryDirectory(prefix="fp-field-cmd-") as tmp:
+            drop = os.path.join(tmp, "drop_first.py")
+            with open(drop, "w", encoding="utf-8") as f:
+                f.write(DROP_FIRST + "\n")
+            r = field("--python", legacy[0], "--report-dir", tmp, "--command",
+                      "drop-one=sh -c '%s dump --async --json --pid {pid} | %s %s'" % (FP, sys.executable, drop))
+            try:
+                with open(os.path.join(tmp, "async-field.json"), encoding="utf-8") as f:
+                    rows = {row["view"]: row for row in json.load(f)["rows"]}
+            except (OSError, ValueError, KeyError):
+                rows = {}
+            fpt = rows.get("frameproof", {}).get("tasks", {})
+            drop_one = rows.get("drop-one", {})
+            check("%s: ci/async-field: frameproof exact, the command dropping a task one short, no CPython view"
+                  % legacy[0], r.returncode == 0 and sorted(rows) == ["drop-one", "frameproof"]
+                  and fpt.get("truth") and fpt.get("exact") == fpt["truth"]
+                  and drop_one.get("tasks", {}).get("exact") == fpt["truth"] - 1
+                  and {c: f["count"] for c, f in drop_one.get("failures", {}).items()} == {"missing task": 1},
+                  "status %d, rows %s: %s" % (r.returncode, sorted(rows), r.stderr[-400:]))
+    else:
+        skip("ci/async-field on 3.11-3.13", "no 3.11-3.13 interpreter provisioned")
     for spec, why in (("nopid=%s dump --async --json" % FP, "{pid}"), ("frameproof=%s {pid}" % FP, "exists already")):
         r = field("--python", ident, "--command", spec)
         check("ci/async-field --command %s: a usage error" % spec.split("=")[0],
