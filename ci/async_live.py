@@ -184,9 +184,13 @@ def into(path, doc, views):
     mine = {(r["interpreter"], r["view"]): r for r in doc["rows"]}
     rows = [mine.pop((r["interpreter"], r["view"]), r) if r["view"] in views else r for r in base["rows"]]
     runs = base.get("runs") or [{k: base[k] for k in ("date", "commit", "command")}]
-    # an earlier partial run whose every view this one replaces gave no row left
-    runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views))]
-    runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views})
+    # an earlier partial run whose every row this one replaces (its views,
+    # on interpreters it names, all measured again) has no row left
+    ids = sorted({r["interpreter"] for r in doc["rows"]})
+    runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views) and
+                                    r.get("interpreters") and set(r["interpreters"]) <= set(ids))]
+    runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views,
+                 "interpreters": ids})
     interps = base.get("interpreters", []) + [i for i in doc.get("interpreters", [])
                                               if i not in base.get("interpreters", [])]
     skipped = [i for i in base.get("skipped", []) + doc.get("skipped", []) if i not in {x["id"] for x in interps}]
@@ -230,7 +234,10 @@ def stamp(doc):
     """The date, commit and command of each run the rows came from."""
     runs = doc.get("runs") or [{"date": doc["date"], "commit": doc["commit"], "command": doc["command"]}]
     return "; ".join("%s on %s: `%s`%s" % (r["date"], r["commit"], r["command"],
-                                          " (its rows of %s)" % ", ".join(r["views"]) if r.get("views") else "")
+                                          " (its rows of %s%s)" % (", ".join(r["views"]),
+                                                                  " on %s" % ", ".join(r["interpreters"])
+                                                                  if r.get("interpreters") else "")
+                                          if r.get("views") else "")
                      for r in runs)
 
 

@@ -14,9 +14,11 @@ debug builds abort inside get_async_stack_trace():
 - a frameproof view whose reader dies: a failed measurement, not a row;
 - a graph of a task the program does not have is counted wrong, an error
   line as a failed read;
-- into(): a run replacing every row of an earlier partial run drops that
-  run from the result's runs, and keeps the rows of views it did not run
-  and the interpreters of both runs."""
+- into(): a run replacing every row of an earlier partial run (its views
+  on its interpreters) drops that run from the result's runs, and keeps
+  the rows of views it did not run and the interpreters of both runs; a
+  run on other interpreters keeps the earlier run as the source of its
+  rows."""
 import json
 import os
 import signal
@@ -98,7 +100,7 @@ def main():
             "interpreters": [{"id": "3.15", "version": "3.15.2"}],
             "rows": [{"interpreter": "3.15", "view": "A", "n": 0}, {"interpreter": "3.15", "view": "B", "n": 0}],
             "runs": [{"date": "d0", "commit": "c0", "command": "all"},
-                     {"date": "d1", "commit": "c1", "command": "only B", "views": ["B"]}]}
+                     {"date": "d1", "commit": "c1", "command": "only B", "views": ["B"], "interpreters": ["3.15"]}]}
     doc = {"date": "d2", "commit": "c2", "command": "B again", "views": [], "seconds": 2,
            "interpreters": [{"id": "3.15", "version": "3.15.2"}, {"id": "3.11", "version": "3.11.2"}],
            "rows": [{"interpreter": "3.15", "view": "B", "n": 2}]}
@@ -114,6 +116,21 @@ def main():
           "runs %s, rows %s" % (merged["runs"], merged["rows"]))
     check("into(): the interpreters of both runs, each once",
           [i["id"] for i in merged["interpreters"]] == ["3.15", "3.11"], "%s" % merged["interpreters"])
+    # a run of the same view on another interpreter replaces no row of d1:
+    # d1 stays named as the source of its rows
+    other = dict(doc, date="d3", rows=[{"interpreter": "3.11", "view": "B", "n": 3}])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(base, f)
+    try:
+        merged = async_live.into(f.name, other, ["B"])
+    finally:
+        os.unlink(f.name)
+    check("into(): a run on other interpreters keeps the earlier run of the view, each naming its interpreters",
+          [(r["date"], r.get("interpreters")) for r in merged["runs"]] == [("d0", None), ("d1", ["3.15"]),
+                                                                          ("d3", ["3.11"])] and
+          [(r["interpreter"], r["view"], r["n"]) for r in merged["rows"]] == [("3.15", "A", 0), ("3.15", "B", 0),
+                                                                              ("3.11", "B", 3)],
+          "runs %s, rows %s" % (merged["runs"], merged["rows"]))
     report()
     return 0
 
