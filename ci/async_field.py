@@ -467,8 +467,15 @@ def summary_markdown(doc):
     every task exactly, the tasks it gave exactly of all, and where each
     failure class was seen."""
     n = len(doc["interpreters"])
+    # the program's task count per range of versions (it parks fewer before 3.14)
+    sizes = {}
+    for r in doc["rows"]:
+        if r["view"] == doc["views"][0]["view"]:
+            sizes.setdefault(r["tasks"]["truth"], set()).add(tuple(int(x) for x in r["version"].split(".")[:2]))
+    tasks = " or ".join("%d (%s)" % (t, "–".join("%d.%d" % m for m in sorted({min(v), max(v)})))
+                        for t, v in sorted(sizes.items())) or "0"
     lines = [f"{doc['date']} on {doc['commit']}: `{doc['command']}` ({n} interpreters, a parked program of "
-             f"{doc['rows'][0]['tasks']['truth'] if doc['rows'] else 0} tasks on three threads' loops (one stopped in a running task) and its interpreter's list; "
+             f"{tasks} tasks on three threads' loops (one stopped in a running task) and its interpreter's list; "
              f"every row in [docs/async.md](docs/async.md)).", "",
              "| view | every task exact on | tasks exact | failure classes (interpreters) |",
              "|---|---:|---:|---|"]
