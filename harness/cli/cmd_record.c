@@ -81,7 +81,8 @@ static const char RECORD_USAGE_FLAGS[] =
     "                   stepped gets no <task step> frame, so the function it\n"
     "                   waits in takes that time as if it ran\n"
     "  --reader KIND    memory reader: auto, vm or mem (default auto)\n"
-    "  --max-depth N    frames per thread before a sample fails (default 65536)\n"
+    "  --max-depth N    frames per thread before its walk fails: a deeper thread's\n"
+    "                   samples are left out and counted, the others kept (default 65536)\n"
     "  --no-progress    no progress line (it is shown only when stderr is a terminal)\n"
     CLI_UNTESTED_HELP
     "  --help           print this help\n";

@@ -439,6 +439,39 @@ def off_cpu(entry):
         it.close()
 
 
+DEEP = ("import threading, time\n"
+        "def other():\n"
+        "    time.sleep(60)\n"
+        "def rec(n):\n"
+        "    if n == 0:\n"
+        "        print('ready', flush=True); time.sleep(60)\n"
+        "    rec(n - 1)\n"
+        "threading.Thread(target=other, daemon=True).start()\n"
+        "rec(50)\n")
+
+
+def deep_thread(entry):
+    """A thread deeper than --max-depth loses its own samples, counted
+    apart and warned of; the other thread's samples are kept (the tick is
+    not lost for it)."""
+    it = Interp(entry)
+    pre = ["chroot", it.root] if it.root != "/" else []
+    target = subprocess.Popen(pre + list(entry["argv"]) + ["-c", DEEP], stdout=subprocess.PIPE)
+    try:
+        target.stdout.readline()
+        r = record("--pid", target.pid, "--duration", 1, "--max-depth", 20, "-o", "-")
+        deep = re.search(rb"(\d+) threads deeper than --max-depth 20", r.stderr)
+        stacks = r.stdout.decode(errors="replace")
+        check("a thread deeper than --max-depth: counted and warned of, the other thread's samples kept",
+              r.returncode == 0 and deep and int(deep.group(1)) > 0 and b"warning:" in r.stderr
+              and b"raise --max-depth" in r.stderr and "other" in stacks and "rec" not in stacks,
+              f"status {r.returncode}, stdout {stacks[:300]!r}, {r.stderr.decode(errors='replace')}")
+    finally:
+        target.kill()
+        target.wait()
+        it.close()
+
+
 def default_output(entry):
     """A launched command's own output stays its own: without -o the
     profile goes to frameproof-PID.txt (PID the command's), named in the
@@ -537,6 +570,7 @@ def main():
             skip("off CPU", "no interpreter provisioned")
             skip("record --realtime", "no interpreter provisioned")
             skip("record --colocate", "no interpreter provisioned")
+            skip("a thread deeper than --max-depth", "no interpreter provisioned")
         else:
             formats(facts, first, tmp)
             default_output(first)
@@ -545,6 +579,7 @@ def main():
             by_pid_and_interrupt(first, tmp)
             realtime(first, tmp)
             colocate(first, tmp)
+            deep_thread(first)
         errors(provisioned)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
