@@ -117,16 +117,8 @@ else:
 
 # 7. a stack deeper than --max-depth is an error, never a truncated stack:
 # that thread is printed failed (no frame), the others whole, exit 1
-p = subprocess.Popen([host_python(), "-c",
-                      "import time, sys, threading\n"
-                      "def other():\n"
-                      "    time.sleep(60)\n"
-                      "def rec(n):\n"
-                      "    if n == 0:\n"
-                      "        print('ready', flush=True); time.sleep(60)\n"
-                      "    rec(n - 1)\n"
-                      "threading.Thread(target=other, daemon=True).start()\n"
-                      "rec(50)\n"], stdout=subprocess.PIPE, text=True)
+DEEP_THREAD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "targets", "bench", "deep_thread.py")
+p = subprocess.Popen([host_python(), DEEP_THREAD, "50"], stdout=subprocess.PIPE, text=True)
 try:
     p.stdout.readline()
     r = dump("--pid", p.pid, "--max-depth", "20")

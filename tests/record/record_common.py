@@ -18,6 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TARGET = os.path.join(HERE, "record_target.py")
 PARKED = os.path.join(HERE, "..", "..", "targets", "bench", "parked.py")  # threads blocked on a lock for good
 PARKED_SHAPE = ("3", "4")  # threads, frames
+DEEP_THREAD = os.path.join(HERE, "..", "..", "targets", "bench", "deep_thread.py")  # one thread 50+ calls deep
 LOAD_SPEEDSCOPE = os.path.join(HERE, "load_speedscope.py")
 LOAD_GECKO = os.path.join(HERE, "load_gecko.py")
 CPYTHON_GECKO_ID = "3.15"   # the interpreter whose own sampler's gecko output is the reference shape

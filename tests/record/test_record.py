@@ -43,7 +43,7 @@ import tempfile
 import time
 
 from record_common import (  # noqa: E402
-    fpfacts, FP, PARKED, PARKED_SHAPE, TIMEOUT, RUN_SECONDS, LONG_SECONDS, STREAM_SECONDS, STREAM_RATE, RATE,
+    fpfacts, FP, PARKED, PARKED_SHAPE, DEEP_THREAD, TIMEOUT, RUN_SECONDS, LONG_SECONDS, STREAM_SECONDS, STREAM_RATE, RATE,
     SHARE_SAMPLING, INTERRUPT_AFTER_S, STARTUP_S, UNHOLDABLE_RATE, UNHOLDABLE_SECONDS, STALE_BYTES, KEPT,
     WROTE, TOP_ROW, DEFAULT_NAME, SPIN_SHARE, schema_path, Interp, WORKDIR, record, default_profile,
     parse_collapsed, func, line_of, LINES
@@ -439,24 +439,15 @@ def off_cpu(entry):
         it.close()
 
 
-DEEP = ("import threading, time\n"
-        "def other():\n"
-        "    time.sleep(60)\n"
-        "def rec(n):\n"
-        "    if n == 0:\n"
-        "        print('ready', flush=True); time.sleep(60)\n"
-        "    rec(n - 1)\n"
-        "threading.Thread(target=other, daemon=True).start()\n"
-        "rec(50)\n")
-
-
 def deep_thread(entry):
     """A thread deeper than --max-depth loses its own samples, counted
     apart and warned of; the other thread's samples are kept (the tick is
     not lost for it)."""
     it = Interp(entry)
+    shutil.copy(DEEP_THREAD, it.tmp)
+    script = it.script.rsplit("/", 1)[0] + "/deep_thread.py"
     pre = ["chroot", it.root] if it.root != "/" else []
-    target = subprocess.Popen(pre + list(entry["argv"]) + ["-c", DEEP], stdout=subprocess.PIPE)
+    target = subprocess.Popen(pre + list(entry["argv"]) + [script, "50"], stdout=subprocess.PIPE)
     try:
         target.stdout.readline()
         r = record("--pid", target.pid, "--duration", 1, "--max-depth", 20, "-o", "-")
@@ -464,7 +455,7 @@ def deep_thread(entry):
         stacks = r.stdout.decode(errors="replace")
         check("a thread deeper than --max-depth: counted and warned of, the other thread's samples kept",
               r.returncode == 0 and deep and int(deep.group(1)) > 0 and b"warning:" in r.stderr
-              and b"raise --max-depth" in r.stderr and "other" in stacks and "rec" not in stacks,
+              and b"raise --max-depth" in r.stderr and ";other (" in stacks and ";rec (" not in stacks,
               f"status {r.returncode}, stdout {stacks[:300]!r}, {r.stderr.decode(errors='replace')}")
     finally:
         target.kill()
