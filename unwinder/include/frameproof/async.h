@@ -12,7 +12,9 @@
  * and shield()'s inner task by the task waiting on the shield — no futures
  * as nodes there; tasks of asyncio's pure-Python implementation are read
  * there too (from their __dict__).  On 3.14+ a pure-Python task is in no
- * list asyncio keeps for a debugger and is not found.
+ * list asyncio keeps for a debugger and is not found (asyncio.all_tasks()
+ * inside the program leaves it out too while asyncio's C module is used,
+ * and asyncio.capture_call_graph() refuses it).
  *
  * One instant: every thread of the target is stopped (ptrace, as
  * frameproof/pause.h) while the graph is read and resumed before
