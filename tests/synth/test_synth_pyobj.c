@@ -206,6 +206,11 @@ void test_dict_rebuilt(void **state)
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
         synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
         assert_int_equal(items_of(&o, dict, &n), FP_OK);
+        /* a header claiming a table too large to read while rebuilt (2^23
+         * slots, room untouched): refused without reading its index */
+        h[8] = h[9] = 23;
+        synth_put64(b.img, keys + 16, ((uint64_t)1 << 24) / 3);
+        assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
         unbuild(&b);
     }
 }

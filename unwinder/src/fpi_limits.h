@@ -50,6 +50,8 @@
 #define FPI_ASYNC_MAX_NODES (1u << 20)               /* tasks and futures in one graph */
 #define FPI_ASYNC_MAX_AWAITERS (1u << 16)            /* slots of one awaited_by set's table */
 #define FPI_PYOBJ_MAX_ITEMS (1u << 20)               /* entries of a dict, set or list read (pyobj.h) */
+#define FPI_PYOBJ_MAX_REBUILT_LOG2 22                /* slots (log2) of a dict table read while rebuilt (pyobj.c):
+                                                        its index is read whole */
 #define FPI_ASYNC_HINTS 4u                           /* dict lookups of a 3.11-3.13 task graph read remembered */
 #define FPI_ASYNC_MAX_STACKTOP (1 << 20)             /* stack depth of a suspended coroutine (3.11-3.13) */
 #define FPI_ASYNC_MAX_LONG_DIGITS 3u                 /* 30-bit digits of an unnamed task's number */

@@ -121,7 +121,7 @@ static int rebuilt_whole(const fpi_pyobj *o, uint64_t keys, const uint8_t *h, ui
     size_t slots = (size_t)1 << log2, room = (slots << 1) / 3; /* USABLE_FRACTION */
     *whole = false;
     if (fpi_load_u64(h, KEYS_NENTRIES) != 0 || used == 0 || used > room || fpi_load_u64(h, KEYS_USABLE) != room ||
-        h[KEYS_KIND] == KIND_SPLIT)
+        h[KEYS_KIND] == KIND_SPLIT || log2 > FPI_PYOBJ_MAX_REBUILT_LOG2 || used > FPI_PYOBJ_MAX_ITEMS)
         return FP_OK;
     size_t nbytes = (size_t)1 << log2_index, seen_n = 0;
     uint8_t *ix = malloc(nbytes), *seen = calloc((size_t)used, 1);
