@@ -11,6 +11,7 @@ void test_async_chain_at_max_depth(void **state);
 /* test_synth_pyobj.c */
 void test_dict_lookup_hint(void **state);
 void test_dict_rebuilt(void **state);
+void test_weakref_type_proven(void **state);
 void test_set_in_flight(void **state);
 
 /* test_synth_layouts.c */

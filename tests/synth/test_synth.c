@@ -22,6 +22,7 @@ int main(void)
         cmocka_unit_test(test_async_graph_layouts), cmocka_unit_test(test_async_graph_thread_too_deep),
         cmocka_unit_test(test_async_chain_at_max_depth), cmocka_unit_test(test_dict_lookup_hint),
         cmocka_unit_test(test_dict_rebuilt),
+        cmocka_unit_test(test_weakref_type_proven),
         cmocka_unit_test(test_set_in_flight),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_cache_byte_like_send),

@@ -215,6 +215,46 @@ void test_dict_rebuilt(void **state)
     }
 }
 
+/* A weak reference's type is checked by name once per read: a reference
+ * of the type proven before is taken without it (fewer reads), any other
+ * type is checked, and one that is no weakref.ReferenceType refused. */
+void test_weakref_type_proven(void **state)
+{
+    (void)state;
+    scene sc;
+    built b;
+    build_scene("3.13", 0, &sc, &b);
+    fpi_pyobj o;
+    assert_true(fpi_pyobj_init(&o, b.s));
+    const int32_t ob_type = b.s->layout.ob_type;
+    uint64_t wr_type = synth_type_object(b.img, "weakref.ReferenceType");
+    uint64_t other_type = synth_type_object(b.img, "set");
+    uint64_t ref1 = synth_alloc(b.img, 64), ref2 = synth_alloc(b.img, 64), odd = synth_alloc(b.img, 64);
+    assert_true(wr_type && other_type && ref1 && ref2 && odd);
+    synth_put64(b.img, ref1 + (uint64_t)ob_type, wr_type);
+    synth_put64(b.img, ref1 + (uint64_t)o.wr_object, 0x7001);
+    synth_put64(b.img, ref2 + (uint64_t)ob_type, wr_type);
+    synth_put64(b.img, ref2 + (uint64_t)o.wr_object, 0x7002);
+    synth_put64(b.img, odd + (uint64_t)ob_type, other_type);
+    uint64_t proven = 0, v = 0, before = b.s->reads.calls;
+    assert_int_equal(fpi_pyobj_weakref(&o, ref1, &proven, &v), FP_OK);
+    assert_int_equal(v, 0x7001);
+    assert_int_equal(proven, wr_type);
+    uint64_t first = b.s->reads.calls - before;
+    before = b.s->reads.calls;
+    assert_int_equal(fpi_pyobj_weakref(&o, ref2, &proven, &v), FP_OK);
+    assert_int_equal(v, 0x7002);
+    if (b.s->reads.calls - before >= first)
+        fail_msg("a reference of the proven type read %llu times, the first %llu",
+                 (unsigned long long)(b.s->reads.calls - before), (unsigned long long)first);
+    assert_int_equal(fpi_pyobj_weakref(&o, odd, &proven, &v), FP_E_CORRUPT);
+    assert_int_equal(proven, wr_type);
+    uint64_t none = 0;
+    assert_int_equal(fpi_pyobj_weakref(&o, odd, &none, &v), FP_E_CORRUPT);
+    assert_int_equal(none, 0);
+    unbuild(&b);
+}
+
 #define DUMMY 0x9005u  /* the set type's dummy key, as a removed entry holds it */
 
 /* A set of 8 slots holding 0x9001 and 0x9003, its count `used`; with

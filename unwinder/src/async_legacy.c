@@ -310,15 +310,16 @@ static int py_task_fields(legacy_read *r, uint64_t addr, uint64_t type, task_fie
 }
 
 /* A node for the pending task at addr (its type checked: the C Task, a
- * subclass, or the pure-Python Task), with its stack. */
-static int add_task(legacy_read *r, uint64_t addr, int64_t interp, const uint64_t *running, size_t nrunning)
+ * subclass, or the pure-Python Task), with its stack; type: its type word
+ * as the caller read it (0: read here). */
+static int add_task(legacy_read *r, uint64_t addr, uint64_t type, int64_t interp, const uint64_t *running,
+                    size_t nrunning)
 {
     fpi_async_build *b = r->b;
     fp_session *s = b->s;
-    uint64_t type;
     bool task, py = false;
     task_fields f;
-    int rc = read_word(r, addr + (uint64_t)b->l->ob_type, &type, "a task's type");
+    int rc = type ? FP_OK : read_word(r, addr + (uint64_t)b->l->ob_type, &type, "a task's type");
     if (!rc)
         rc = is_task_type(r, type, &task);
     if (!rc && !task)
@@ -401,22 +402,23 @@ static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded
     /* scheduled tasks: weak references to them */
     if ((rc = fpi_pyobj_set_items(&r->o, data, &items, &nitems)))
         goto out;
+    uint64_t weakref_type = 0; /* proven once per read: the target is stopped */
     for (size_t k = 0; !rc && k < nitems; k++) {
         uint64_t task, ttype;
         int kind = FPI_TYPE_OTHER;
-        if ((rc = fpi_pyobj_weakref(&r->o, items[k], &task)) ||
+        if ((rc = fpi_pyobj_weakref(&r->o, items[k], &weakref_type, &task)) ||
             (rc = read_word(r, task + (uint64_t)l->ob_type, &ttype, "a task's type")) ||
             (rc = kind_of(r, ttype, &kind)))
             break;
         if (kind != FPI_TYPE_NONE) /* a task that died: its reference is cleared to None */
-            rc = add_task(r, task, id, running, nrunning);
+            rc = add_task(r, task, ttype, id, running, nrunning);
     }
     free(items);
     items = NULL;
     /* eager tasks (3.12+): the tasks themselves */
     if (!rc && eager && !(rc = fpi_pyobj_set_items(&r->o, eager, &items, &nitems)))
         for (size_t k = 0; !rc && k < nitems; k++)
-            rc = add_task(r, items[k], id, running, nrunning);
+            rc = add_task(r, items[k], 0, id, running, nrunning);
 out:
     free(items);
     free(running);

@@ -463,17 +463,22 @@ int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *
     return word ? fpi_pyobj_dict_get(o, word, name, value) : FP_OK;
 }
 
-int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *referent)
+int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *proven, uint64_t *referent)
 {
     uint64_t type;
-    bool is;
+    bool is = false;
     int rc;
     *referent = 0;
-    if ((rc = read_word(o, ref + (uint64_t)o->s->layout.ob_type, &type, "a weak reference's type")) ||
-        (rc = fpi_pyobj_type_is(o, type, WEAKREF_TYPE, &is)))
+    if ((rc = read_word(o, ref + (uint64_t)o->s->layout.ob_type, &type, "a weak reference's type")))
         return rc;
-    if (!is)
-        return fpi_err(&o->s->err, FP_E_CORRUPT, "weak reference 0x%llx: its type is no %s", U(ref), WEAKREF_TYPE);
+    if (!type || type != *proven) {
+        if ((rc = fpi_pyobj_type_is(o, type, WEAKREF_TYPE, &is)))
+            return rc;
+        if (!is)
+            return fpi_err(&o->s->err, FP_E_CORRUPT, "weak reference 0x%llx: its type is no %s", U(ref),
+                           WEAKREF_TYPE);
+        *proven = type;
+    }
     return read_word(o, ref + (uint64_t)o->wr_object, referent, "a weak reference");
 }
 

@@ -74,8 +74,10 @@ int fpi_pyobj_list_items(const fpi_pyobj *o, uint64_t list, uint64_t **items, si
 int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *name, uint64_t *value);
 
 /* A weak reference's referent (None, once it died); ref must be a
- * weakref.ref (or a subclass), else FP_E_CORRUPT. */
-int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *referent);
+ * weakref.ref (or a subclass), else FP_E_CORRUPT.  *proven: a type already
+ * found to be one during this read of a stopped target (0: none), not
+ * checked again; set to ref's type once checked. */
+int fpi_pyobj_weakref(const fpi_pyobj *o, uint64_t ref, uint64_t *proven, uint64_t *referent);
 
 /* The value of an int that fits 64 bits unsigned, *ok false for any other
  * int (negative, larger); the caller checked obj is an int. */
