@@ -48,6 +48,14 @@ static uint64_t make_keys(synth_image *img)
     return keys;
 }
 
+/* b: a scene of layout id built; o: its object reader (3.11-3.13). */
+static void pyobj_scene(const char *id, built *b, fpi_pyobj *o)
+{
+    scene sc;
+    build_scene(id, 0, &sc, b);
+    assert_true(fpi_pyobj_init(o, b->s));
+}
+
 static uint64_t lookups_reads(fp_session *s, const fpi_pyobj *o, uint64_t dict, fpi_dict_hint *hint,
                               uint64_t *value)
 {
@@ -63,11 +71,9 @@ void test_dict_lookup_hint(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof PYOBJ_LAYOUTS / sizeof *PYOBJ_LAYOUTS; i++) {
         const char *id = PYOBJ_LAYOUTS[i];
-        scene sc;
         built b;
-        build_scene(id, 0, &sc, &b);
         fpi_pyobj o;
-        assert_true(fpi_pyobj_init(&o, b.s));
+        pyobj_scene(id, &b, &o);
         uint64_t keys = make_keys(b.img), dict = synth_alloc(b.img, 64), v = 0;
         assert_true(dict != 0);
         synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys);
@@ -162,11 +168,9 @@ void test_dict_rebuilt(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof PYOBJ_LAYOUTS / sizeof *PYOBJ_LAYOUTS; i++) {
-        scene sc;
         built b;
-        build_scene(PYOBJ_LAYOUTS[i], 0, &sc, &b);
         fpi_pyobj o;
-        assert_true(fpi_pyobj_init(&o, b.s));
+        pyobj_scene(PYOBJ_LAYOUTS[i], &b, &o);
         /* a table rebuilt for NENTRIES entries (dictresize: entries copied,
          * index built, the keys object published), its entry count and
          * usable room not stored yet */
@@ -221,11 +225,9 @@ void test_dict_rebuilt(void **state)
 void test_weakref_type_proven(void **state)
 {
     (void)state;
-    scene sc;
     built b;
-    build_scene("3.13", 0, &sc, &b);
     fpi_pyobj o;
-    assert_true(fpi_pyobj_init(&o, b.s));
+    pyobj_scene("3.13", &b, &o);
     const int32_t ob_type = b.s->layout.ob_type;
     uint64_t wr_type = synth_type_object(b.img, "weakref.ReferenceType");
     uint64_t other_type = synth_type_object(b.img, "set");
@@ -287,11 +289,9 @@ static int set_read(built *b, const fpi_pyobj *o, uint64_t used, bool removed, b
 void test_set_in_flight(void **state)
 {
     (void)state;
-    scene sc;
     built b;
-    build_scene("3.12", 0, &sc, &b);
     fpi_pyobj o;
-    assert_true(fpi_pyobj_init(&o, b.s));
+    pyobj_scene("3.12", &b, &o);
     uint64_t *items = NULL;
     size_t n = 0;
     /* exact: the two members, in table order */
