@@ -96,10 +96,13 @@ def graph_problems(doc, declared=churn_tasks.DECLARED, calls=churn_tasks.CALLS, 
             at, body = lines[fn]
             # A view that does not say which task runs (no "running": CPython's)
             # may have any task's innermost frame anywhere in its body.  A
-            # coroutine being started, its only frame, may be at no line:
-            # before 3.13 its first step runs a POP_TOP that has none, before
-            # its RESUME (f_lineno is None there too).
-            running_at = k == 0 and n.get("running", True) and (line in body or (line is None and len(stack) == 1))
+            # coroutine being started may be at no line: 3.12's first step
+            # runs a POP_TOP that has none, before its RESUME (f_lineno is
+            # None there too) — the task's own coroutine (its only frame), or,
+            # in a task said to run, one it has just called and awaits
+            # (`await step_b(rounds)`: step_b's first step above step_a).
+            started = line is None and (len(stack) == 1 or n.get("running") is True)
+            running_at = k == 0 and n.get("running", True) and (line in body or started)
             if not (line in at or running_at):
                 problems.append("task %r: %s at line %s" % (name, fn, line))
         want = declared[kind]["awaited_by"]

@@ -18,7 +18,11 @@ debug builds abort inside get_async_stack_trace():
   on its interpreters) drops that run from the result's runs, and keeps
   the rows of views it did not run and the interpreters of both runs; a
   run on other interpreters keeps the earlier run as the source of its
-  rows."""
+  rows, and an interpreter measured again leaves the earlier run's list.
+- the churn check (targets/async/churn_check.py) on a graph 3.12 gave: a
+  running task's just-called coroutine at its first step, at no line,
+  is right; the same frame in a task not running, or a frame under it at
+  no line, is wrong."""
 import json
 import os
 import signal
@@ -49,6 +53,11 @@ if len(sys.argv) > 1 and sys.argv[1] == "--reader":
 
 from tap_results import check, report  # noqa: E402
 import async_live  # noqa: E402
+import churn_check  # noqa: E402  (async_live puts targets/async on the path)
+
+# A graph 3.12 gave (ci/async-live, 2026-12-05): a running job whose step_a
+# has just called step_b, whose first step is at its POP_TOP (no line).
+STARTED = os.path.join(REPO, "tests", "data", "async", "churn_started_coroutine_3.12.json")
 
 
 def stand_in(lines):
@@ -70,7 +79,28 @@ def run(reader_kind, lines, count):
         return None, str(e)
 
 
+def started_coroutine():
+    """The churn check takes a coroutine just called by a running task at
+    no line (3.12's first step), at any depth, and no other frame there."""
+    with open(STARTED, encoding="utf-8") as f:
+        doc = json.load(f)
+    job = next(t for t in doc["tasks"] if t.get("running") and (t.get("name") or "").startswith("job-"))
+    check("churn check: a running task's just-called coroutine at no line is an instant the program has",
+          [(f["function"], f["line"]) for f in job["stack"]][:2] == [("step_b", None), ("step_a", 52)]
+          and churn_check.graph_problems(doc) == [], "%s" % churn_check.graph_problems(doc))
+    job["running"] = False
+    check("churn check: the same frame in a task not running is wrong",
+          any("step_b at line None" in p for p in churn_check.graph_problems(doc)),
+          "%s" % churn_check.graph_problems(doc))
+    job["running"] = True
+    job["stack"][1]["line"] = None
+    check("churn check: a frame under it at no line is wrong",
+          any("step_a at line None" in p for p in churn_check.graph_problems(doc)),
+          "%s" % churn_check.graph_problems(doc))
+
+
 def main():
+    started_coroutine()
     got, err = run("cpython", 2, 7)
     check("a reader dying after 2 calls: 7 lines, 2 deaths, 5 graphs",
           got and (got["graphs"], got["failed"], got["crashed"], got.get("not_made")) == (5, 2, 2, None),
@@ -125,6 +155,19 @@ def main():
         merged = async_live.into(f.name, other, ["B"])
     finally:
         os.unlink(f.name)
+    # ... and a run of it on one of two interpreters of an earlier run takes
+    # that interpreter from the earlier run's list
+    base2 = dict(base, runs=[base["runs"][0], dict(base["runs"][1], interpreters=["3.15", "3.11"])])
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(base2, f)
+    try:
+        merged2 = async_live.into(f.name, other, ["B"])
+    finally:
+        os.unlink(f.name)
+    check("into(): an interpreter measured again leaves the earlier run's list",
+          [(r["date"], r.get("interpreters")) for r in merged2["runs"]] == [("d0", None), ("d1", ["3.15"]),
+                                                                           ("d3", ["3.11"])],
+          "runs %s" % merged2["runs"])
     check("into(): a run on other interpreters keeps the earlier run of the view, each naming its interpreters",
           [(r["date"], r.get("interpreters")) for r in merged["runs"]] == [("d0", None), ("d1", ["3.15"]),
                                                                           ("d3", ["3.11"])] and
