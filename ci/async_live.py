@@ -184,11 +184,18 @@ def into(path, doc, views):
     mine = {(r["interpreter"], r["view"]): r for r in doc["rows"]}
     rows = [mine.pop((r["interpreter"], r["view"]), r) if r["view"] in views else r for r in base["rows"]]
     runs = base.get("runs") or [{k: base[k] for k in ("date", "commit", "command")}]
-    # an earlier partial run whose every row this one replaces (its views,
-    # on interpreters it names, all measured again) has no row left
+    # an earlier partial run of these views no longer gives the rows of
+    # the interpreters this one measured again: they leave its list, and
+    # a run with none left has no row left
     ids = sorted({r["interpreter"] for r in doc["rows"]})
-    runs = [r for r in runs if not (r.get("views") and set(r["views"]) <= set(views) and
-                                    r.get("interpreters") and set(r["interpreters"]) <= set(ids))]
+    kept = []
+    for r in runs:
+        if r.get("views") and set(r["views"]) <= set(views) and r.get("interpreters"):
+            r = dict(r, interpreters=[i for i in r["interpreters"] if i not in ids])
+            if not r["interpreters"]:
+                continue
+        kept.append(r)
+    runs = kept
     runs.append({"date": doc["date"], "commit": doc["commit"], "command": doc["command"], "views": views,
                  "interpreters": ids})
     interps = base.get("interpreters", []) + [i for i in doc.get("interpreters", [])
