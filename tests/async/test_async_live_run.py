@@ -79,6 +79,16 @@ def run(reader_kind, lines, count):
         return None, str(e)
 
 
+def merge(base, doc, views):
+    """async_live.into() of doc over the result base (written to a file)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(base, f)
+    try:
+        return async_live.into(f.name, doc, views)
+    finally:
+        os.unlink(f.name)
+
+
 def started_coroutine():
     """The churn check takes a coroutine just called by a running task at
     no line (3.12's first step), at any depth, and no other frame there."""
@@ -134,12 +144,7 @@ def main():
     doc = {"date": "d2", "commit": "c2", "command": "B again", "views": [], "seconds": 2,
            "interpreters": [{"id": "3.15", "version": "3.15.2"}, {"id": "3.11", "version": "3.11.2"}],
            "rows": [{"interpreter": "3.15", "view": "B", "n": 2}]}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(base, f)
-    try:
-        merged = async_live.into(f.name, doc, ["B"])
-    finally:
-        os.unlink(f.name)
+    merged = merge(base, doc, ["B"])
     check("into(): the replaced partial run dropped, the other view's row kept",
           [r["date"] for r in merged["runs"]] == ["d0", "d2"] and
           [(r["view"], r["n"]) for r in merged["rows"]] == [("A", 0), ("B", 2)],
@@ -149,21 +154,11 @@ def main():
     # a run of the same view on another interpreter replaces no row of d1:
     # d1 stays named as the source of its rows
     other = dict(doc, date="d3", rows=[{"interpreter": "3.11", "view": "B", "n": 3}])
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(base, f)
-    try:
-        merged = async_live.into(f.name, other, ["B"])
-    finally:
-        os.unlink(f.name)
+    merged = merge(base, other, ["B"])
     # ... and a run of it on one of two interpreters of an earlier run takes
     # that interpreter from the earlier run's list
     base2 = dict(base, runs=[base["runs"][0], dict(base["runs"][1], interpreters=["3.15", "3.11"])])
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(base2, f)
-    try:
-        merged2 = async_live.into(f.name, other, ["B"])
-    finally:
-        os.unlink(f.name)
+    merged2 = merge(base2, other, ["B"])
     check("into(): an interpreter measured again leaves the earlier run's list",
           [(r["date"], r.get("interpreters")) for r in merged2["runs"]] == [("d0", None), ("d1", ["3.15"]),
                                                                            ("d3", ["3.11"])],
