@@ -175,6 +175,8 @@ void test_thread_list_restarts_bounded(void **state)
         if (rc != FP_E_INCOMPLETE)
             fail_msg("%s: a list moving under every walk gave %s with %zu thread(s), expected incomplete", id,
                      fp_error_describe(rc), fp_sample_get_thread_count(b.sm));
+        if (fp_sample_is_usable(b.sm, rc))
+            fail_msg("%s: a list that could not be walked to its end was usable", id);
         /* The first walk and every walk again from the head: each read
          * the head's state once and moved the head. */
         if (rr.changes != FPI_THREAD_LIST_RESTARTS + 1)
@@ -336,6 +338,10 @@ static void head_not_set_up(const char *id, int warm, built *b)
         }
     }
     assert_int_equal(unset, 1);
+    /* The list ends at the state being set up: the main thread is not in
+     * the sample and no error names it, so the sample is not usable. */
+    if (fp_sample_is_usable(b->sm, rc))
+        fail_msg("%s (after %d samples): a sample without its main thread was usable", id, warm);
 }
 
 void test_head_not_set_up(void **state)

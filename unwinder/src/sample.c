@@ -97,7 +97,10 @@ bool fp_sample_is_usable(const fp_sample *sm, int rc)
 {
     if (rc == FP_OK)
         return true;
-    if (!sm || (rc != FP_E_INCOMPLETE && !(rc == FP_E_LIMIT && sm->threads_failed_alone)))
+    /* Only a failure its threads carry: a list cut short, or its main
+     * thread missing, leaves threads out of the sample without an error
+     * on any of them. */
+    if (!sm || (rc != FP_E_INCOMPLETE && rc != FP_E_LIMIT) || !sm->threads_failed_alone)
         return false;
     for (size_t i = 0; i < sm->nthreads; i++)
         if (sm->threads[i].error)

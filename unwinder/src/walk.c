@@ -167,10 +167,14 @@ int fpi_walk_all(fp_session *s, fp_sample *sm)
         }
         fpi_one_main_thread(sm, &sm->interps[interp_index], !ii.threads_main, cut);
         list_failed |= cut;
-        if (result == FP_OK &&
-            (result = fpi_check_main_listed(s, sm, sm->interps[interp_index].first_thread,
-                                            sm->interps[interp_index].thread_count, &ii)) != FP_OK) {
-            first_err = s->err;
+        /* Checked after a failed thread too: a list that ends at a state
+         * being set up (3.11) reads as whole without its main thread. */
+        if (fpi_check_main_listed(s, sm, sm->interps[interp_index].first_thread,
+                                  sm->interps[interp_index].thread_count, &ii) != FP_OK) {
+            if (result == FP_OK) {
+                result = FP_E_INCOMPLETE;
+                first_err = s->err;
+            }
             list_failed = true;
         }
         interp = ii.next;

@@ -269,10 +269,12 @@ FP_API void fp_sample_free(fp_sample *sm);
 FP_API int fp_session_sample(fp_session *s, fp_sample *sm);
 
 /* Whether sm, as fp_session_sample left it when it returned rc, can be
- * used: true on FP_OK, on FP_E_INCOMPLETE when a thread carries the
- * failure (the other threads are good), and on FP_E_LIMIT when threads
- * deeper than fp_options.max_depth carry it (each with error FP_E_LIMIT,
- * every other thread of every interpreter walked); false otherwise. */
+ * used: true on FP_OK, and on FP_E_INCOMPLETE or FP_E_LIMIT when threads
+ * carry the failure alone — each failed thread with a nonzero
+ * fp_thread.error (FP_E_LIMIT: deeper than fp_options.max_depth), every
+ * other thread of every interpreter walked and good; false otherwise (a
+ * thread list cut short or without its main thread leaves threads out
+ * that no error names). */
 FP_API bool fp_sample_is_usable(const fp_sample *sm, int rc);
 
 /* Accessors of a sample: counts, and the i-th element (NULL when i is out
