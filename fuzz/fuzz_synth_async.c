@@ -249,10 +249,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 out:
     fp_async_graph_free(g);
-    fp_sample_free(sm);
-    fp_session_free(s);
-    synth_free(img);
-    free(table);
+    fz_release(sm, s, img, table);
     free(a);
     return 0;
 }

@@ -68,10 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_sample(id, d, sm, rc, fp_session_get_errmsg(s));
     }
 out:
-    fp_sample_free(sm);
-    fp_session_free(s);
-    synth_free(img);
-    free(table);
+    fz_release(sm, s, img, table);
     free(d);
     return 0;
 }

@@ -222,3 +222,11 @@ int fz_attach(synth_image *img, fp_reader *rd, fp_session **s, fp_sample **sm)
     synth_target(img, &td);
     return fp_session_attach_reader(*s, rd, &td);
 }
+
+void fz_release(fp_sample *sm, fp_session *s, synth_image *img, uint8_t *table)
+{
+    fp_sample_free(sm);
+    fp_session_free(s);
+    synth_free(img);
+    free(table);
+}

@@ -71,4 +71,7 @@ bool fz_thread_equals(const fp_sample *sm, const fp_thread *th, const synth_fram
  * caller's to free either way), else what the attach returned. */
 int fz_attach(synth_image *img, fp_reader *rd, fp_session **s, fp_sample **sm);
 
+/* Frees what fz_layout_table and fz_attach gave (each may be NULL). */
+void fz_release(fp_sample *sm, fp_session *s, synth_image *img, uint8_t *table);
+
 #endif
