@@ -230,13 +230,30 @@ enum switched_case {
     SW_ONLY_ENTRY,    /* the top names that entry frame, cut so: no frame of the data stack passed */
     SW_SHIM_BOTTOM,   /* the outermost frame, in the data stack, made interpreter-owned with no caller */
     SW_EXPOSED,       /* the outermost frame loses its caller (greenlet's links rewritten for a switch) */
+    SW_EXPOSED_KEPT,  /* so, its frame object keeping the link, as greenlet does: the whole stack */
+    SW_EXPOSED_OTHER, /* so, but the frame object names another frame as its own */
+    SW_EXPOSED_NONE,  /* so, but the frame object keeps no link */
     SW_COUNT
 };
 static const char *const SWITCHED_NAME[SW_COUNT] = {
     "the whole switched stack", "a chain cut at an entry frame above the data stack's first frame",
     "a chain of one cut entry frame over a data stack of frames",
     "an interpreter-owned frame inside the data stack at the bottom", "a chain ending at a Python frame",
+    "a chain greenlet exposed for a switch", "a chain ending at a Python frame whose frame object is another's",
+    "a chain ending at a Python frame whose frame object keeps no link",
 };
+
+/* Gives frame f (its link cleared) a frame object that names `owner` as
+ * its frame and keeps `kept` where greenlet keeps a rewritten link. */
+static void give_frame_object(synth_image *img, uint64_t f, uint64_t owner, uint64_t kept)
+{
+    const fpi_layout *l = synth_layout(img);
+    uint64_t zero = 0, fo = synth_alloc(img, (size_t)l->fo_frame_data + 8u);
+    memcpy(synth_bytes(img, f + (uint64_t)l->fr_previous, 8), &zero, 8);
+    memcpy(synth_bytes(img, f + (uint64_t)l->fr_frame_obj, 8), &fo, 8);
+    memcpy(synth_bytes(img, fo + (uint64_t)l->fo_frame, 8), &owner, 8);
+    memcpy(synth_bytes(img, fo + (uint64_t)l->fo_frame_data, 8), &kept, 8);
+}
 
 static void switched_stack_case(const char *id, enum switched_case c)
 {
@@ -272,19 +289,32 @@ static void switched_stack_case(const char *id, enum switched_case c)
     case SW_EXPOSED:
         memcpy(synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), &zero, 8);
         break;
+    case SW_EXPOSED_KEPT:
+    case SW_EXPOSED_OTHER:
+    case SW_EXPOSED_NONE: {
+        uint64_t below;
+        memcpy(&below, synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), 8);
+        if (l->fr_frame_obj == FPI_OFF_NONE) { /* 3.11: greenlet rewrites no links */
+            memcpy(synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), &zero, 8);
+            break;
+        }
+        give_frame_object(b.img, f3, c == SW_EXPOSED_OTHER ? f1 : f3, c == SW_EXPOSED_NONE ? 0 : below);
+        break;
+    }
     case SW_COUNT:
         break;
     }
     int rc = fp_session_sample(b.s, b.sm);
-    if (c == SW_WHOLE) {
+    if (c == SW_WHOLE || c == SW_EXPOSED_KEPT) {
         if (rc != FP_OK)
             fail_msg("%s: %s: %s", id, SWITCHED_NAME[c], fp_session_get_errmsg(b.s));
         check_thread(id, b.sm, 0, EXPECT_T1, 4);
-    } else if (l->ts_base_frame != FPI_OFF_NONE || (c == SW_EXPOSED && l->fr_is_entry == FPI_OFF_NONE)) {
+    } else if (l->ts_base_frame != FPI_OFF_NONE || (c >= SW_EXPOSED && l->fr_is_entry == FPI_OFF_NONE)) {
         /* 3.15+ refuses every cut; 3.12-3.14, which end every chain at an
-         * entry frame with no caller, refuse the one that ends at a Python
-         * frame (3.11 marks the outermost frame itself as entered from C,
-         * and greenlet rewrites no links there). */
+         * entry frame with no caller, refuse the ones that end at a Python
+         * frame without greenlet's kept link (3.11 marks the outermost
+         * frame itself as entered from C, and greenlet rewrites no links
+         * there). */
         if (rc != FP_E_INCOMPLETE || fp_sample_get_thread(b.sm, 0)->error != FP_E_INCOMPLETE)
             fail_msg("%s: %s: came back as %d (thread 0: %d, %zu frames)", id, SWITCHED_NAME[c], rc,
                      fp_sample_get_thread(b.sm, 0)->error, fp_sample_get_thread(b.sm, 0)->frame_count);
@@ -333,11 +363,12 @@ static void switched_generator_case(const char *id, bool exposed)
     unbuild(&b);
 }
 
-/* A running greenlet's stack (3.15+: ending short of the base frame) is
- * returned exactly on every layout, and each way of cutting such a chain
- * is refused where the base frame is the rule (walk.c,
- * ends_at_switched_stack_bottom: with any of its conditions removed, a
- * case here comes back as a shorter stack). */
+/* A running greenlet's stack (3.15+: ending short of the base frame), and
+ * one greenlet has rewritten for a switch, are returned exactly on every
+ * layout, and each way of cutting such a chain is refused where the base
+ * frame is the rule (chain.c, ends_at_switched_stack_bottom, and
+ * stack_switch.c: with any of their conditions removed, a case here comes
+ * back as a shorter stack or as a whole one where it must be refused). */
 void test_switched_stack(void **state)
 {
     (void)state;

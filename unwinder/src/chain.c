@@ -13,6 +13,7 @@
 #include "frame.h"
 #include "grow.h"
 #include "read.h"
+#include "stack_switch.h"
 
 /* A root chunk (no previous) leaves its first slot unused: its first frame
  * follows. */
@@ -285,9 +286,9 @@ static bool data_stack_below_walk(const fpi_chain *ch)
  * NULL link, and no frame of the data stack lies below the chain (it
  * passed the root chunk's first frame, or the data stack is empty).  A
  * chain cut at a stale or half-written frame above the bottom leaves
- * frames of the data stack below it; a chain greenlet has cut for a switch
- * (its frames' links rewritten, the outermost Python frame's set to NULL)
- * ends at a Python frame.  Both are refused. */
+ * frames of the data stack below it, and is refused; a chain greenlet has
+ * rewritten for a switch ends at a Python frame, and is taken only on the
+ * proof of stack_switch.c. */
 static bool ends_at_switched_stack_bottom(const fpi_chain *ch, bool last_is_entry, bool last_outside)
 {
     return last_is_entry && last_outside && !data_stack_below_walk(ch);
@@ -306,6 +307,7 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     bool last_is_entry = false;   /* the frame just followed was entered from C code */
     bool last_outside = false;    /* the frame just followed lies outside the data stack */
+    uint64_t last_frame_obj = 0;  /* its frame object, when its thread owns it */
     /* Brent's cycle detection: a frame passed at step 2^k - 1, compared
      * with every later one until step 2^(k+1) - 1.  A chain read across
      * instants can loop (3.12: generator frames, read one by one outside
@@ -362,6 +364,8 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
         last_outside = outside;
+        last_frame_obj =
+            owner == l->owner_thread && l->fr_frame_obj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_frame_obj) : 0;
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
             above_is_python = false;
@@ -404,16 +408,24 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                        "torn: thread %llu's walk ended at generator frame 0x%llx (3.11: an unlinked generator frame)",
                        (unsigned long long)th->native_id, (unsigned long long)last);
+    /* A chain greenlet rewrote for a switch ends at a Python frame with no
+     * caller (stack_switch.c): whole, when its frame object proves it. */
+    bool exposed = false;
+    if (top && !last_is_entry && last_frame_obj) {
+        int rc = fpi_switcher_exposed(s, last, last_frame_obj, &exposed);
+        if (rc)
+            return rc;
+    }
     /* Before 3.15 every thread's chain ends at a frame entered from C code
      * (3.12+: the evaluation loop's entry frame; 3.11: a frame marked
      * is_entry).  A chain that ends elsewhere was cut: a generator read
      * while it was not running, or a frame read after it was unlinked. */
-    if (l->ts_base_frame == FPI_OFF_NONE && top && !last_is_entry)
+    if (l->ts_base_frame == FPI_OFF_NONE && top && !last_is_entry && !exposed)
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                        "torn: thread %llu's walk ended at frame 0x%llx, which was not entered from C code (a chain "
                        "cut while it was read)",
                        (unsigned long long)th->native_id, (unsigned long long)last);
-    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame &&
+    if (l->ts_base_frame != FPI_OFF_NONE && top && last != base_frame && !exposed &&
         !ends_at_switched_stack_bottom(ch, last_is_entry, last_outside))
         return fpi_err(&s->err, FP_E_INCOMPLETE,
                       "incomplete sample: thread %llu's walk did not reach its base frame (expected 0x%llx, ended at "

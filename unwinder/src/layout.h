@@ -89,6 +89,12 @@ typedef struct fpi_layout {
      * suspended caller's stack depth (stacktop, or the stack pointer) holds
      * the function its CALL called (call_sites.c). */
     int32_t fr_funcobj, fr_localsplus;
+    /* What proves a chain greenlet rewrote for a switch (stack_switch.c):
+     * the frame's frame_obj, and in a frame object (PyFrameObject) its
+     * f_frame and the first word of its _f_frame_data, where greenlet
+     * keeps the frame's own link; FPI_OFF_NONE on 3.11, where greenlet
+     * rewrites no links. */
+    int32_t fr_frame_obj, fo_frame, fo_frame_data;
     bool instr_is_prev;                      /* 3.11/3.12 prev_instr semantics */
     uint64_t executable_tag_mask;            /* _PyStackRef tag bits (3.14+) */
     int owner_thread, owner_generator, owner_frame_object;

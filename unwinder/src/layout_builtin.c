@@ -65,7 +65,8 @@ static const fpi_layout layout_311 = {
     .chunk_previous = 0, .chunk_size = 8, .chunk_top = 16, .chunk_data = FPI_CHUNK_HEADER,
     .fr_size = 80, .fr_executable = 32, .fr_previous = 48, .fr_instr_ptr = 56, .fr_owner = 69,
     .fr_is_entry = 68, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 0, .fr_localsplus = 72,
-    .fr_stackpointer = FPI_OFF_NONE,
+    .fr_stackpointer = FPI_OFF_NONE, .fr_frame_obj = FPI_OFF_NONE, .fo_frame = FPI_OFF_NONE,
+    .fo_frame_data = FPI_OFF_NONE,
     .instr_is_prev = true,
     .executable_tag_mask = 0,
     .gen_state_before_frame = GEN_STATE_BEFORE_FRAME, .gen_state_executing = GEN_EXECUTING_311,
@@ -97,6 +98,7 @@ static const fpi_layout layout_312 = {
     .fr_size = 80, .fr_executable = 0, .fr_previous = 8, .fr_instr_ptr = 56, .fr_owner = 70,
     .fr_is_entry = FPI_OFF_NONE, .fr_tlbc_index = FPI_OFF_NONE, .fr_stacktop = 64, .fr_funcobj = 16,
     .fr_localsplus = 72, .fr_stackpointer = FPI_OFF_NONE, .instr_is_prev = true,
+    .fr_frame_obj = 48, .fo_frame = GIL_OB_TYPE + 16, .fo_frame_data = GIL_OB_TYPE + 8 + 40,
     .executable_tag_mask = 0,
     .gen_state_before_frame = FPI_OFF_NONE,
     .owner_thread = OWNER_THREAD, .owner_generator = OWNER_GENERATOR, .owner_frame_object = OWNER_FRAME_OBJECT,
@@ -121,13 +123,14 @@ typedef struct extras {
     int32_t co_firsttraceable_gil; /* +FT_HEADER_GROWTH in free-threaded builds */
     int owner_cstack, owner_interpreter;
     int32_t meth_im_func_gil; /* FPI_OFF_NONE in free-threaded builds, which do not specialise calls */
+    int32_t fo_frame_data_after_head; /* a frame object's _f_frame_data, after its object header */
 } extras;
 
 static const extras extras_table[] = {
-    {13, 240, 120, 256, 112, FPI_OFF_NONE, 184, OWNER_BOUNDARY, -1, 16 /* after the object header */},
-    {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY, FPI_OFF_NONE},
+    {13, 240, 120, 256, 112, FPI_OFF_NONE, 184, OWNER_BOUNDARY, -1, 16 /* after the object header */, 48},
+    {14, 240, 120, 256, 112, 36, 192, OWNER_CSTACK_314, OWNER_BOUNDARY, FPI_OFF_NONE, 56},
     {15, 264, 144, 288, FPI_OFF_NONE /* in the table */, FPI_OFF_NONE /* in the table */, 192, -1, OWNER_BOUNDARY,
-     FPI_OFF_NONE},
+     FPI_OFF_NONE, 56},
 };
 
 int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
@@ -171,6 +174,9 @@ int fpi_layout_add_builtin_extras(fpi_layout *l, char *err, size_t errlen)
     l->owner_interpreter = x->owner_interpreter;
     l->co_flags = l->co_firstlineno - 20; /* co_flags sits 20 bytes before co_firstlineno in 3.12+ */
     l->fr_funcobj = l->fr_previous + 8;              /* f_funcobj follows previous in 3.13+ */
+    l->fr_frame_obj = l->fr_instr_ptr - 8;           /* frame_obj precedes instr_ptr in 3.12+ */
+    l->fo_frame = l->ob_type + 16;                   /* f_back, then f_frame, after the object header */
+    l->fo_frame_data = l->ob_type + 8 + x->fo_frame_data_after_head;
     if (l->minor == CLEARS_STACKTOP_MINOR) {
         l->fr_stacktop = l->fr_instr_ptr + 8;        /* int stacktop follows instr_ptr */
         l->co_nlocalsplus = l->co_firstlineno + 4;   /* co_nlocalsplus follows co_firstlineno */
