@@ -47,6 +47,7 @@ void test_thread_list_restarts_bounded(void **state);
 void test_thread_exit_and_start(void **state);
 void test_thread_exits_during_walk(void **state);
 void test_head_not_set_up(void **state);
+void test_main_unlisted(void **state);
 void test_new_thread_with_main_ids(void **state);
 void test_unstarted_state_not_main(void **state);
 

@@ -48,6 +48,7 @@ int main(void)
         cmocka_unit_test(test_late_code_read_back),
         cmocka_unit_test(test_late_code_read_back_batched),
         cmocka_unit_test(test_head_not_set_up),
+        cmocka_unit_test(test_main_unlisted),
         cmocka_unit_test(test_cleared_between_reads),
         cmocka_unit_test(test_read_back_in_chain_order), cmocka_unit_test(test_stopped_top_from_cache),
         cmocka_unit_test(test_waiting_generator_top),

@@ -143,6 +143,18 @@ static void head_swapped(racing_reader *r)
     }
 }
 
+/* Two threads other than the main one (4243, 4244, each running
+ * `others`), then the main thread (4242, one frame), last in the list. */
+static void build_main_last(const char *id, const synth_frame *others, size_t nothers, built *b)
+{
+    synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
+    synth_thread th[] = {{4243, 0x7f0000002000ull, false, others, nothers},
+                         {4244, 0x7f0000003000ull, false, others, nothers},
+                         {4242, 0x7f0000001000ull, true, main_frames, 1}};
+    synth_desc d = {th, 3, NULL, 0};
+    build(id, &d, 0, b);
+}
+
 /* A thread list that changes under every walk of it is walked again from
  * its head a bounded number of times (FPI_THREAD_LIST_RESTARTS), then the
  * sample is rejected as incomplete: never a sample without the thread in
@@ -152,13 +164,8 @@ void test_thread_list_restarts_bounded(void **state)
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++) {
         const char *id = LAYOUTS[i];
-        synth_frame main_frames[] = {{&CODE_A, 0, false, false, 0}};
-        synth_thread th[] = {{4243, 0x7f0000002000ull, false, NULL, 0},
-                             {4244, 0x7f0000003000ull, false, NULL, 0},
-                             {4242, 0x7f0000001000ull, true, main_frames, 1}};
-        synth_desc d = {th, 3, NULL, 0};
         built b;
-        build(id, &d, 0, &b);
+        build_main_last(id, NULL, 0, &b);
         uint64_t first = synth_thread_state_addr(b.img, 0), second = synth_thread_state_addr(b.img, 1);
         uint64_t main_ts = synth_thread_state_addr(b.img, 2);
         racing_reader rr = racing_over(&b, first, head_swapped);
@@ -446,4 +453,45 @@ void test_unstarted_state_not_main(void **state)
             fail_msg("%s: the frameless state with the main thread's ids came back with error %d", id, head->error);
         unbuild(&b);
     }
+}
+
+/* Three threads, every one good, the main thread last in the list: after
+ * warm samples the walk reads the list ahead and, its head unchanged,
+ * proves the threads it found all at once with one read-back.  The main
+ * thread's state leaves the list.  However the threads were walked, a list that
+ * lacks its main thread makes the sample incomplete and not usable; it is
+ * never a good sample of the other threads. */
+static void main_unlisted(const char *id, int warm)
+{
+    synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
+    built b;
+    build_main_last(id, other_frames, 2, &b);
+    for (int k = 0; k < warm; k++)
+        assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+    /* The main thread's state leaves the list, the others' links kept. */
+    const fpi_layout *l = synth_layout(b.img);
+    uint64_t main_ts = synth_thread_state_addr(b.img, 2), link = first_interp(b.img) + (uint64_t)l->interp_threads_head;
+    for (int hops = 0; hops < 3; hops++) {
+        uint64_t ts;
+        memcpy(&ts, synth_bytes(b.img, link, 8), 8);
+        if (ts == main_ts) {
+            memcpy(synth_bytes(b.img, link, 8), synth_bytes(b.img, ts + (uint64_t)l->ts_next, 8), 8);
+            break;
+        }
+        link = ts + (uint64_t)l->ts_next;
+    }
+    int rc = fp_session_sample(b.s, b.sm);
+    if (rc != FP_E_INCOMPLETE || fp_sample_is_usable(b.sm, rc))
+        fail_msg("%s (after %d samples): a list without its main thread came back as %s (%zu threads)%s", id, warm,
+                 rc ? fp_error_describe(rc) : "a good sample", fp_sample_get_thread_count(b.sm),
+                 rc ? ", usable" : "");
+    unbuild(&b);
+}
+
+void test_main_unlisted(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < NLAYOUTS; i++)
+        for (int warm = 0; warm < 3; warm += 2)
+            main_unlisted(LAYOUTS[i], warm);
 }
