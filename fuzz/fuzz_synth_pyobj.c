@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "debug_offsets.h"
+#include "dict_keys.h"
 #include "fuzz_common.h"
 #include "pyobj.h"
 #include "pyset.h"
@@ -35,13 +36,11 @@
 #define FZ_DICT_MAX 40u     /* entries laid out (the room of 2^6 slots is 42) */
 #define FZ_SET_MAX 24u      /* members of a set of at most 2^6 slots */
 #define FZ_FLIPS_MAX 16u
-#define KEYS_HEADER 32u     /* PyDictKeysObject up to dk_indices */
-#define IX_EMPTY 0xffu      /* DKIX_EMPTY in every width: all bytes 0xff */
-#define IX_DUMMY (-2)       /* DKIX_DUMMY: a removed entry's slot */
+#define IX_EMPTY 0xffu      /* FPI_DK_IX_EMPTY in every width: all bytes 0xff */
 #define VALUE(k) (0x6000u + (uint64_t)(k))
 #define DUMMY_KEY 0x9005u   /* the set type's dummy object, as removed entries hold it */
 
-enum dict_kind { KIND_GENERAL, KIND_UNICODE, KIND_SPLIT };
+enum dict_kind { KIND_GENERAL = FPI_DK_KIND_GENERAL, KIND_UNICODE = FPI_DK_KIND_UNICODE, KIND_SPLIT = FPI_DK_KIND_SPLIT };
 enum dict_at { DICT_SETTLED, DICT_REMOVING, DICT_ADDING, DICT_REBUILT, DICT_REBUILT_UNFINISHED, DICT_AT_N };
 enum set_at { SET_SETTLED, SET_ADDING_INTO_REMOVED, SET_REMOVING_HALFWAY, SET_REBUILDING, SET_AT_N };
 
@@ -103,26 +102,33 @@ static size_t dict_live(const fz_dict *d)
     return live;
 }
 
+/* The bytes of a split table's values array for 2^log2 slots: its
+ * header word, then a value for every entry the table has room for. */
+static size_t dict_values_bytes(unsigned log2)
+{
+    return 8 + (((size_t)1 << log2) * 2 / 3) * 8;
+}
+
 /* Lays d out: its dict object's address, or 0 when the image is full. */
 static uint64_t build_dict(synth_image *img, const fpi_pyobj *o, const fz_dict *d, fz_cursor *c, uint64_t *keys_out,
                            uint64_t *values_out)
 {
     size_t slots = (size_t)1 << d->log2, width = d->log2 < 8 ? 1 : 2, room = slots * 2 / 3;
     size_t esize = d->kind == KIND_GENERAL ? 24 : 16, live = dict_live(d);
-    uint64_t dict = synth_alloc(img, 96), keys = synth_alloc(img, KEYS_HEADER + slots * width + room * esize);
-    uint64_t values = d->kind == KIND_SPLIT ? synth_alloc(img, 8 + room * 8) : 0;
+    uint64_t dict = synth_alloc(img, 96), keys = synth_alloc(img, FPI_DK_HEADER + slots * width + room * esize);
+    uint64_t values = d->kind == KIND_SPLIT ? synth_alloc(img, dict_values_bytes(d->log2)) : 0;
     if (!dict || !keys || (d->kind == KIND_SPLIT && !values))
         return 0;
-    uint8_t *h = synth_bytes(img, keys, KEYS_HEADER + slots * width);
-    h[0] = 1; /* dk_refcnt */
-    h[8] = (uint8_t)d->log2;
-    h[9] = (uint8_t)(d->log2 + (width == 2));
-    h[10] = (uint8_t)d->kind;
+    uint8_t *h = synth_bytes(img, keys, FPI_DK_HEADER + slots * width);
+    h[FPI_DK_REFCNT] = 1;
+    h[FPI_DK_LOG2_SIZE] = (uint8_t)d->log2;
+    h[FPI_DK_LOG2_INDEX_BYTES] = (uint8_t)(d->log2 + (width == 2));
+    h[FPI_DK_KIND] = (uint8_t)d->kind;
     bool rebuilt = d->at == DICT_REBUILT || d->at == DICT_REBUILT_UNFINISHED;
     /* a published rebuild stores its room and count last: still a new table's */
-    synth_put64(img, keys + 16, rebuilt ? room : room - d->n);
-    synth_put64(img, keys + 24, rebuilt ? 0 : d->n);
-    memset(h + KEYS_HEADER, IX_EMPTY, slots * width);
+    synth_put64(img, keys + FPI_DK_USABLE, rebuilt ? room : room - d->n);
+    synth_put64(img, keys + FPI_DK_NENTRIES, rebuilt ? 0 : d->n);
+    memset(h + FPI_DK_HEADER, IX_EMPTY, slots * width);
     /* the index slots built so far: all but the last few of an unfinished rebuild */
     size_t indexed = d->n;
     if (d->at == DICT_REBUILT_UNFINISHED && d->n)
@@ -131,7 +137,7 @@ static uint64_t build_dict(synth_image *img, const fpi_pyobj *o, const fz_dict *
         uint64_t key = synth_str_object(img, d->names[k], d->noncompact[k]);
         if (!key)
             return 0;
-        uint64_t e = keys + KEYS_HEADER + slots * width + k * esize, kk = key, vv = VALUE(k);
+        uint64_t e = keys + FPI_DK_HEADER + slots * width + k * esize, kk = key, vv = VALUE(k);
         if (d->removed[k] && d->kind != KIND_SPLIT)
             kk = vv = 0; /* delitem clears a combined entry */
         if (d->kind == KIND_GENERAL)
@@ -145,13 +151,13 @@ static uint64_t build_dict(synth_image *img, const fpi_pyobj *o, const fz_dict *
             continue;
         /* a free slot from the input's choice on, as probing finds one */
         size_t s = fz_next_byte(c) % slots;
-        while (h[KEYS_HEADER + s * width] != IX_EMPTY || (width == 2 && h[KEYS_HEADER + s * width + 1] != IX_EMPTY))
+        while (h[FPI_DK_HEADER + s * width] != IX_EMPTY || (width == 2 && h[FPI_DK_HEADER + s * width + 1] != IX_EMPTY))
             s = (s + 1) % slots;
-        int16_t ix = d->removed[k] && d->kind != KIND_SPLIT ? IX_DUMMY : (int16_t)k;
+        int16_t ix = d->removed[k] && d->kind != KIND_SPLIT ? FPI_DK_IX_DUMMY : (int16_t)k;
         if (width == 1)
-            h[KEYS_HEADER + s] = (uint8_t)(int8_t)ix;
+            h[FPI_DK_HEADER + s] = (uint8_t)(int8_t)ix;
         else
-            memcpy(h + KEYS_HEADER + s * 2, &ix, 2);
+            memcpy(h + FPI_DK_HEADER + s * 2, &ix, 2);
     }
     uint64_t used = live;
     if (d->at == DICT_REMOVING && live)
@@ -237,7 +243,8 @@ static void decode_set(fz_cursor *c, fz_set *st)
 }
 
 /* Lays st out: the set object's address, or 0 when the image is full. */
-static uint64_t build_set(synth_image *img, const fpi_pyobj *o, const fz_set *st, uint64_t *table_out)
+static uint64_t build_set(synth_image *img, const fpi_pyobj *o, const fz_set *st, uint64_t *table_out,
+                          bool *removed_out)
 {
     size_t slots = (size_t)1 << st->log2;
     uint64_t set = synth_alloc(img, 96), table = synth_alloc(img, slots * 16);
@@ -271,6 +278,7 @@ static uint64_t build_set(synth_image *img, const fpi_pyobj *o, const fz_set *st
     synth_put64(img, set + (uint64_t)o->set_mask, slots - 1);
     synth_put64(img, set + (uint64_t)o->set_table, table);
     *table_out = table;
+    *removed_out = removed;
     return set;
 }
 
@@ -370,20 +378,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     decode_dict(&c, d);
     decode_set(&c, &st);
     uint64_t keys = 0, values = 0, stable = 0;
-    uint64_t dict = build_dict(img, &o, d, &c, &keys, &values), set = dict ? build_set(img, &o, &st, &stable) : 0;
+    bool removed = false; /* the set holds a settled removed entry */
+    uint64_t dict = build_dict(img, &o, d, &c, &keys, &values);
+    uint64_t set = dict ? build_set(img, &o, &st, &stable, &removed) : 0;
     if (!set)
         goto out; /* the image is full */
-    bool removed = false;
-    uint64_t w = 0;
-    for (size_t k = 0; k < ((size_t)1 << st.log2); k++) {
-        memcpy(&w, synth_bytes(img, stable + k * 16 + 8, 8), 8);
-        removed |= w == UINT64_MAX;
-    }
     check_dict(id, &o, d, dict);
     check_set(id, &o, &st, set, removed);
     /* the tail: flips of the objects' bytes */
     const uint64_t at[] = {dict, keys, values, set, stable};
-    const size_t len[] = {96, KEYS_HEADER + ((size_t)2 << d->log2), 8 * FZ_DICT_MAX, 96, (size_t)16 << st.log2};
+    const size_t len[] = {96, FPI_DK_HEADER + ((size_t)2 << d->log2), dict_values_bytes(d->log2), 96,
+                          (size_t)16 << st.log2};
     size_t flips = fz_next_byte(&c) % (FZ_FLIPS_MAX + 1);
     for (size_t f = 0; f < flips; f++) {
         size_t r = fz_next_byte(&c) % 5, off = fz_next_u16(&c) % len[r];

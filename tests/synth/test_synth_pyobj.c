@@ -11,6 +11,7 @@
  * counted entry once: read whole. */
 #include "synth_fixture.h"
 #include "synth_tests.h"
+#include "dict_keys.h"
 #include "pyobj.h"
 #include "pyset.h"
 #include "synth_image.h"
@@ -18,7 +19,7 @@
 static const char *const PYOBJ_LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t"};
 
 #define KEYS_LOG2 3                    /* 8 slots, 1-byte indices */
-#define KEYS_ENTRIES (32u + 8u)        /* the header, then the indices */
+#define KEYS_ENTRIES (FPI_DK_HEADER + 8u) /* the header, then the indices (one byte each) */
 #define ENTRY 16u                      /* a str-keyed table's entry: key, value */
 #define WANT "asyncio.tasks"
 #define WANT_AT 4u                     /* the entry holding WANT */
@@ -32,16 +33,16 @@ static uint64_t make_keys(synth_image *img)
     uint64_t keys = synth_alloc(img, KEYS_ENTRIES + (1u << KEYS_LOG2) * ENTRY);
     assert_true(keys != 0);
     uint8_t *h = synth_bytes(img, keys, KEYS_ENTRIES);
-    h[0] = 1;                /* dk_refcnt */
-    h[8] = KEYS_LOG2;
-    h[9] = KEYS_LOG2;        /* log2 of the indices' bytes: one per slot */
-    h[10] = 1;               /* DICT_KEYS_UNICODE */
-    h[24] = NENTRIES;
-    memset(h + 32, 0xff, 1u << KEYS_LOG2); /* DKIX_EMPTY */
+    h[FPI_DK_REFCNT] = 1;
+    h[FPI_DK_LOG2_SIZE] = KEYS_LOG2;
+    h[FPI_DK_LOG2_INDEX_BYTES] = KEYS_LOG2; /* one byte per slot */
+    h[FPI_DK_KIND] = FPI_DK_KIND_UNICODE;
+    h[FPI_DK_NENTRIES] = NENTRIES;
+    memset(h + FPI_DK_HEADER, 0xff, 1u << KEYS_LOG2); /* FPI_DK_IX_EMPTY */
     for (uint64_t k = 0; k < NENTRIES; k++) {
         uint64_t key = synth_str_object(img, names[k], false);
         assert_true(key != 0);
-        h[32 + k] = (uint8_t)k;
+        h[FPI_DK_HEADER + k] = (uint8_t)k;
         synth_put64(img, keys + KEYS_ENTRIES + k * ENTRY, key);
         synth_put64(img, keys + KEYS_ENTRIES + k * ENTRY + 8, 0x5000 + k);
     }
@@ -177,8 +178,8 @@ void test_dict_rebuilt(void **state)
         uint64_t keys = make_keys(b.img), dict = synth_alloc(b.img, 64), v = 0;
         assert_true(dict != 0);
         uint8_t *h = synth_bytes(b.img, keys, KEYS_ENTRIES);
-        h[16] = ROOM;
-        h[24] = 0;
+        h[FPI_DK_USABLE] = ROOM;
+        h[FPI_DK_NENTRIES] = 0;
         synth_put64(b.img, dict + (uint64_t)o.dict_keys, keys);
         synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
         size_t n = 0;
@@ -188,21 +189,21 @@ void test_dict_rebuilt(void **state)
         assert_int_equal(fpi_pyobj_dict_get_hinted(&o, dict, WANT, &hint, &v), FP_OK);
         assert_int_equal(v, 0x5000 + WANT_AT);
         /* the index not built to its end (the last slot still empty): refused */
-        h[32 + NENTRIES - 1] = 0xff;
+        h[FPI_DK_HEADER + NENTRIES - 1] = 0xff;
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
         hint = (fpi_dict_hint){0};
         assert_int_equal(fpi_pyobj_dict_get_hinted(&o, dict, WANT, &hint, &v), FP_E_CORRUPT);
         /* an entry named twice, or a removed slot: no finished rebuild */
-        h[32 + NENTRIES - 1] = 0;
+        h[FPI_DK_HEADER + NENTRIES - 1] = 0;
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
-        h[32 + NENTRIES - 1] = 0xfe;
+        h[FPI_DK_HEADER + NENTRIES - 1] = 0xfe;
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
-        h[32 + NENTRIES - 1] = NENTRIES - 1;
+        h[FPI_DK_HEADER + NENTRIES - 1] = NENTRIES - 1;
         /* its room already lowered (not a table just published), or more
          * counted than it has room for: refused */
-        h[16] = ROOM - 1;
+        h[FPI_DK_USABLE] = ROOM - 1;
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
-        h[16] = ROOM;
+        h[FPI_DK_USABLE] = ROOM;
         synth_put64(b.img, dict + (uint64_t)o.dict_used, ROOM + 1);
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
         /* counted fewer than its index names: refused */
@@ -212,8 +213,8 @@ void test_dict_rebuilt(void **state)
         assert_int_equal(items_of(&o, dict, &n), FP_OK);
         /* a header claiming a table too large to read while rebuilt (2^23
          * slots, room untouched): refused without reading its index */
-        h[8] = h[9] = 23;
-        synth_put64(b.img, keys + 16, ((uint64_t)1 << 24) / 3);
+        h[FPI_DK_LOG2_SIZE] = h[FPI_DK_LOG2_INDEX_BYTES] = 23;
+        synth_put64(b.img, keys + FPI_DK_USABLE, ((uint64_t)1 << 24) / 3);
         assert_int_equal(items_of(&o, dict, &n), FP_E_CORRUPT);
         unbuild(&b);
     }

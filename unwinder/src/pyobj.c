@@ -7,22 +7,12 @@
 #include <string.h>
 
 #include "pyobj.h"
+#include "dict_keys.h"
 #include "pyset.h"
 #include "read.h"
 #include "typed_load.h"
 
 #define U(x) ((unsigned long long)(x))
-#define KEYS_HEADER 32u            /* PyDictKeysObject up to dk_indices */
-#define KEYS_LOG2_SIZE 8
-#define KEYS_LOG2_INDEX_BYTES 9
-#define KEYS_KIND 10
-#define KEYS_USABLE 16
-#define KEYS_NENTRIES 24
-#define INDEX_EMPTY (-1)           /* dk_indices: a slot never used */
-#define KEYS_MAX_LOG2_SIZE 30
-#define KIND_GENERAL 0             /* entries: hash, key, value */
-#define KIND_UNICODE 1             /* entries: key, value */
-#define KIND_SPLIT 2               /* entries: key, unused; values apart */
 #define TPFLAGS_INLINE_VALUES (1ull << 2)   /* 3.13 */
 #define TPFLAGS_MANAGED_DICT (1ull << 4)
 #define INLINE_VALID 3             /* PyDictValues (3.13): capacity, size, embedded, valid */
@@ -117,11 +107,11 @@ static int64_t index_at(const uint8_t *ix, unsigned w, size_t k)
  * as before). */
 static int rebuilt_whole(const fpi_pyobj *o, uint64_t keys, const uint8_t *h, uint64_t used, bool *whole)
 {
-    unsigned log2 = h[KEYS_LOG2_SIZE], log2_index = h[KEYS_LOG2_INDEX_BYTES];
+    unsigned log2 = h[FPI_DK_LOG2_SIZE], log2_index = h[FPI_DK_LOG2_INDEX_BYTES];
     size_t slots = (size_t)1 << log2, room = (slots << 1) / 3; /* USABLE_FRACTION */
     *whole = false;
-    if (fpi_load_u64(h, KEYS_NENTRIES) != 0 || used == 0 || used > room || fpi_load_u64(h, KEYS_USABLE) != room ||
-        h[KEYS_KIND] == KIND_SPLIT || log2 > FPI_PYOBJ_MAX_REBUILT_LOG2 || used > FPI_PYOBJ_MAX_ITEMS)
+    if (fpi_load_u64(h, FPI_DK_NENTRIES) != 0 || used == 0 || used > room || fpi_load_u64(h, FPI_DK_USABLE) != room ||
+        h[FPI_DK_KIND] == FPI_DK_KIND_SPLIT || log2 > FPI_PYOBJ_MAX_REBUILT_LOG2 || used > FPI_PYOBJ_MAX_ITEMS)
         return FP_OK;
     size_t nbytes = (size_t)1 << log2_index, seen_n = 0;
     uint8_t *ix = malloc(nbytes), *seen = calloc((size_t)used, 1);
@@ -130,13 +120,13 @@ static int rebuilt_whole(const fpi_pyobj *o, uint64_t keys, const uint8_t *h, ui
         rc = fpi_err(&o->s->err, FP_E_NOMEM, "out of memory: a dict table of %zu slots", slots);
         goto out;
     }
-    if ((rc = fpi_read(o->s, keys + KEYS_HEADER, ix, nbytes))) {
+    if ((rc = fpi_read(o->s, keys + FPI_DK_HEADER, ix, nbytes))) {
         rc = fpi_err_code(&o->s->err, rc, "cannot read the index of a dict at 0x%llx", U(keys));
         goto out;
     }
     for (size_t k = 0; k < slots; k++) {
         int64_t v = index_at(ix, 1u << (log2_index - log2), k);
-        if (v == INDEX_EMPTY)
+        if (v == FPI_DK_IX_EMPTY)
             continue;
         if (v < 0 || (uint64_t)v >= used || seen[v])
             goto out;
@@ -156,15 +146,15 @@ out:
 static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64_t used, uint64_t *at, size_t *esize,
                       size_t *n)
 {
-    uint8_t h[KEYS_HEADER];
+    uint8_t h[FPI_DK_HEADER];
     bool whole = false;
     int rc = fpi_read(o->s, keys, h, sizeof h);
     if (rc)
         return fpi_err_code(&o->s->err, rc, "cannot read the keys of a dict at 0x%llx", U(keys));
-    unsigned log2 = h[KEYS_LOG2_SIZE], log2_index = h[KEYS_LOG2_INDEX_BYTES], kind = h[KEYS_KIND];
-    int64_t nentries = (int64_t)fpi_load_u64(h, KEYS_NENTRIES);
-    if (log2 > KEYS_MAX_LOG2_SIZE || log2_index < log2 || log2_index > log2 + 3 || kind > KIND_SPLIT ||
-        nentries < 0 || nentries > (int64_t)1 << log2 || (kind == KIND_SPLIT) != (values != 0))
+    unsigned log2 = h[FPI_DK_LOG2_SIZE], log2_index = h[FPI_DK_LOG2_INDEX_BYTES], kind = h[FPI_DK_KIND];
+    int64_t nentries = (int64_t)fpi_load_u64(h, FPI_DK_NENTRIES);
+    if (log2 > FPI_DK_MAX_LOG2_SIZE || log2_index < log2 || log2_index > log2 + 3 || kind > FPI_DK_KIND_SPLIT ||
+        nentries < 0 || nentries > (int64_t)1 << log2 || (kind == FPI_DK_KIND_SPLIT) != (values != 0))
         return fpi_err(&o->s->err, FP_E_CORRUPT, "dict keys at 0x%llx: invalid (size 2^%u, kind %u, %lld entries)",
                        U(keys), log2, kind, (long long)nentries);
     if (nentries > FPI_PYOBJ_MAX_ITEMS)
@@ -173,8 +163,8 @@ static int keys_shape(const fpi_pyobj *o, uint64_t keys, uint64_t values, uint64
     if (used && (rc = rebuilt_whole(o, keys, h, used, &whole)))
         return rc;
     *n = whole ? (size_t)used : (size_t)nentries;
-    *esize = kind == KIND_GENERAL ? 24 : 16;
-    *at = keys + KEYS_HEADER + ((uint64_t)1 << log2_index);
+    *esize = kind == FPI_DK_KIND_GENERAL ? 24 : 16;
+    *at = keys + FPI_DK_HEADER + ((uint64_t)1 << log2_index);
     return FP_OK;
 }
 
