@@ -233,6 +233,7 @@ enum switched_case {
     SW_EXPOSED_KEPT,  /* so, its frame object keeping the link, as greenlet does: the whole stack */
     SW_EXPOSED_OTHER, /* so, but the frame object names another frame as its own */
     SW_EXPOSED_NONE,  /* so, but the frame object keeps no link */
+    SW_EXPOSED_INNER, /* so, but the link kept lies in the data stack (a freed frame object's leftovers) */
     SW_COUNT
 };
 static const char *const SWITCHED_NAME[SW_COUNT] = {
@@ -241,6 +242,7 @@ static const char *const SWITCHED_NAME[SW_COUNT] = {
     "an interpreter-owned frame inside the data stack at the bottom", "a chain ending at a Python frame",
     "a chain greenlet exposed for a switch", "a chain ending at a Python frame whose frame object is another's",
     "a chain ending at a Python frame whose frame object keeps no link",
+    "a chain ending at a Python frame whose frame object keeps a link into the data stack",
 };
 
 /* Gives frame f (its link cleared) a frame object that names `owner` as
@@ -291,14 +293,16 @@ static void switched_stack_case(const char *id, enum switched_case c)
         break;
     case SW_EXPOSED_KEPT:
     case SW_EXPOSED_OTHER:
-    case SW_EXPOSED_NONE: {
+    case SW_EXPOSED_NONE:
+    case SW_EXPOSED_INNER: {
         uint64_t below;
         memcpy(&below, synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), 8);
         if (l->fr_frame_obj == FPI_OFF_NONE) { /* 3.11: greenlet rewrites no links */
             memcpy(synth_bytes(b.img, f3 + (uint64_t)l->fr_previous, 8), &zero, 8);
             break;
         }
-        give_frame_object(b.img, f3, c == SW_EXPOSED_OTHER ? f1 : f3, c == SW_EXPOSED_NONE ? 0 : below);
+        give_frame_object(b.img, f3, c == SW_EXPOSED_OTHER ? f1 : f3,
+                          c == SW_EXPOSED_NONE ? 0 : c == SW_EXPOSED_INNER ? f1 : below);
         break;
     }
     case SW_COUNT:

@@ -412,7 +412,7 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
      * caller (stack_switch.c): whole, when its frame object proves it. */
     bool exposed = false;
     if (top && !last_is_entry && last_frame_obj) {
-        int rc = fpi_switcher_exposed(s, last, last_frame_obj, &exposed);
+        int rc = fpi_switcher_exposed(s, ch->chunks, ch->nchunks, last, last_frame_obj, &exposed);
         if (rc)
             return rc;
     }

@@ -18,7 +18,10 @@
  * evaluation loop links it under its entry frame, and it has no frame
  * object until then).  So such a bottom is taken as greenlet's when its
  * frame object exists, names the frame as its own (f_frame), and holds a
- * kept link (nonzero, aligned, not the frame itself).  Everything else
+ * kept link that can be the one greenlet kept: nonzero, aligned, and
+ * outside the thread's data stack (the outermost Python frame's own
+ * caller is the entry frame of its evaluation, a C local; a frame object
+ * freed with its frame holds whatever its memory held).  Everything else
  * stays a torn chain. */
 #include <string.h>
 
@@ -27,7 +30,17 @@
 #include "stack_switch.h"
 #include "typed_load.h"
 
-int fpi_switcher_exposed(fp_session *s, uint64_t frame, uint64_t frame_obj, bool *exposed)
+/* Does addr lie in one of the data-stack chunks (their whole allocation)? */
+static bool in_data_stack(const fpi_chunk_copy *chunks, size_t nchunks, uint64_t addr)
+{
+    for (size_t i = 0; i < nchunks; i++)
+        if (addr >= chunks[i].remote && addr - chunks[i].remote < chunks[i].alloc)
+            return true;
+    return false;
+}
+
+int fpi_switcher_exposed(fp_session *s, const fpi_chunk_copy *chunks, size_t nchunks, uint64_t frame,
+                         uint64_t frame_obj, bool *exposed)
 {
     const fpi_layout *l = &s->layout;
     uint8_t fo[FPI_MAX_STRUCT_READ];
@@ -40,6 +53,6 @@ int fpi_switcher_exposed(fp_session *s, uint64_t frame, uint64_t frame_obj, bool
     if (rc)
         return fpi_walk_fatal(rc) ? rc : FP_OK;
     uint64_t owner = fpi_load_u64(fo, l->fo_frame), kept = fpi_load_u64(fo, l->fo_frame_data);
-    *exposed = owner == frame && kept && !(kept & (FPI_PTR_SIZE - 1)) && kept != frame;
+    *exposed = owner == frame && kept && !(kept & (FPI_PTR_SIZE - 1)) && !in_data_stack(chunks, nchunks, kept);
     return FP_OK;
 }

@@ -8,12 +8,15 @@
 #include <stdint.h>
 
 #include "session.h"
+#include "walk_record.h"
 
 /* Is the chain's outermost frame, at `frame` (owned by its thread, a NULL
  * previous link; frame_obj its frame-object pointer as the walk copied
- * it), the bottom of a stack greenlet has exposed for a switch?  Reads the
- * frame object.  Sets *exposed; returns 0, or the read's error when it is
- * fatal for the sample (fpi_walk_fatal). */
-int fpi_switcher_exposed(fp_session *s, uint64_t frame, uint64_t frame_obj, bool *exposed);
+ * it), the bottom of a stack greenlet has exposed for a switch?  chunks:
+ * the thread's data-stack chunks as the walk copied them (nchunks).
+ * Reads the frame object.  Sets *exposed; returns 0, or the read's error
+ * when it is fatal for the sample (fpi_walk_fatal). */
+int fpi_switcher_exposed(fp_session *s, const fpi_chunk_copy *chunks, size_t nchunks, uint64_t frame,
+                         uint64_t frame_obj, bool *exposed);
 
 #endif
