@@ -23,8 +23,6 @@
  * caller is the entry frame of its evaluation, a C local; a frame object
  * freed with its frame holds whatever its memory held).  Everything else
  * stays a torn chain. */
-#include <string.h>
-
 #include "layout.h"
 #include "read.h"
 #include "stack_switch.h"
