@@ -418,9 +418,15 @@ MERGED_PART = re.compile(r"; the rows of (?P<cases>.*?) from (?P<commit>[0-9a-f]
 def _without_replaced(base, rows):
     """base's commit and command without the parts naming an earlier merge
     ("; the rows of ... from COMMIT (DATE)") none of whose rows is left
-    in rows, so that a header names only the runs its rows came from."""
+    in rows, and each other part naming only the cases left from it, so
+    that a header names only the runs its rows came from."""
     commit, command = base["commit"], base["command"]
     kept = {(r["source"]["commit"], r["source"]["date"]) for r in rows if "source" in r}
+    left = {}
+    for r in rows:
+        if "source" in r:
+            left.setdefault((r["source"]["commit"], r["source"]["date"]), set()).add(
+                f"{r['workload']} {r['interpreter']}")
     gone = {}
     for r in base["rows"]:
         src = r.get("source")
@@ -433,6 +439,10 @@ def _without_replaced(base, rows):
             i = command.rfind("; " + gone[key])
             if i >= 0:
                 command = command[:i] + command[i + 2 + len(gone[key]):]
+        elif key in left:
+            cases = [c for c in m["cases"].split(", ") if c in left[key]]
+            if cases and len(cases) < len(m["cases"].split(", ")):
+                commit = commit.replace(m[0], m[0].replace(m["cases"], ", ".join(cases), 1), 1)
     return commit, command
 
 

@@ -98,6 +98,12 @@ def merged_results():
     check("--merge of a merged result names only the runs its rows came from",
           mm["commit"] == "aaa (2026-01-01 10:00 UTC); the rows of t 3.11, g 3.14 from ccc (2026-01-01 12:00 UTC)"
           and mm["command"] == "run aaa; run ccc", str({k: mm[k] for k in ("commit", "command")}))
+    d = doc("2026-01-01 13:00 UTC", "ddd", [("g", "3.14", "x", "pass")])
+    md = accuracy_real.merge([m, d])
+    check("--merge of a merged result names only the cases left from each run",
+          md["commit"] == "aaa (2026-01-01 10:00 UTC); the rows of t 3.11 from bbb (2026-01-01 11:00 UTC); "
+          "the rows of g 3.14 from ddd (2026-01-01 13:00 UTC)"
+          and md["command"] == "run aaa; run bbb; run ddd", str({k: md[k] for k in ("commit", "command")}))
 
 
 def exchangeable():
