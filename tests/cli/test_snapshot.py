@@ -444,25 +444,17 @@ def pause_torn_sampling(tmp):
         proc.wait()
 
 
-def refusals_first(every):
-    """The matrix's interpreters, those that refuse most stopped instants of
-    a switching greenlet first: on 3.14+ greenlet's own switch leaves a
-    refused state in about 4-13 % of stops (docs/greenlet.md), while 3.11
-    refuses only the rare instant of a frame's pop, which 2 000 stops once
-    missed."""
-    def version(interp):
-        return tuple(int(x) for x in interp.get("version", "0.0").split(".")[:2])
-    return sorted(every, key=lambda e: e[1] is None or version(e[1]) < (3, 14))
-
-
 def keep_failed(cap, tmp):
+    """--keep-failed on a refused state: the first interpreter of the
+    matrix running targets/images/hold_cut.py, whose frame chain is cut on
+    purpose (the instants greenlet's switch left refused are walked now)."""
     manifest, every = fpfacts.matrix(fpfacts.load())
-    for ident, interp in refusals_first(every):
+    for ident, interp in every:
         if interp is None:
             continue
         installed = cap.install_scripts(interp.get("root", "/"))
         try:
-            proc = cap.start(interp, "greenlets", "switch_")
+            proc = cap.start(interp, "cut", "hold_")
         except cap.NotInstalled:
             shutil.rmtree(installed, ignore_errors=True)
             continue
@@ -490,7 +482,7 @@ def keep_failed(cap, tmp):
             proc.wait()
             shutil.rmtree(installed, ignore_errors=True)
         return
-    skip("--keep-failed", "no interpreter of the matrix has greenlet")
+    skip("--keep-failed", "no interpreter of the matrix is provisioned")
 
 
 def main():
