@@ -169,7 +169,7 @@ static int frame_bytes(fp_session *s, fpi_chain *ch, uint64_t addr, bool is_top,
             *popping = true; /* the frame being popped (above) */
             break;
         }
-        if (addr >= c->remote && addr - c->remote < c->alloc)
+        if (fpi_chunk_holds(c, addr))
             return fpi_err(&s->err, FP_E_INCOMPLETE,
                            "torn: frame 0x%llx lies beyond the live part of its data-stack chunk (0x%llx + %llu bytes)",
                            (unsigned long long)addr, (unsigned long long)c->remote, (unsigned long long)c->size);
@@ -307,7 +307,8 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
     bool above_is_python = false; /* the frame just followed can be a directly linked callee */
     bool last_is_entry = false;   /* the frame just followed was entered from C code */
     bool last_outside = false;    /* the frame just followed lies outside the data stack */
-    uint64_t last_frame_obj = 0;  /* its frame object, when its thread owns it */
+    const uint8_t *last_fr = NULL; /* its bytes, when the walk ended at a frame (not the base frame) */
+    int last_owner = -1;
     /* Brent's cycle detection: a frame passed at step 2^k - 1, compared
      * with every later one until step 2^(k+1) - 1.  A chain read across
      * instants can loop (3.12: generator frames, read one by one outside
@@ -338,6 +339,7 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
             return fpi_err(&s->err, FP_E_CORRUPT, "frame pointer 0x%llx: unaligned", (unsigned long long)addr);
         if (addr == base_frame) { /* 3.15+: the sentinel at the bottom of every chain */
             last = addr;
+            last_fr = NULL;
             break;
         }
         const uint8_t *fr = NULL;
@@ -364,8 +366,8 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
         uint64_t previous = fpi_load_u64(fr, l->fr_previous);
         last = addr;
         last_outside = outside;
-        last_frame_obj =
-            owner == l->owner_thread && l->fr_frame_obj != FPI_OFF_NONE ? fpi_load_u64(fr, l->fr_frame_obj) : 0;
+        last_fr = fr;
+        last_owner = owner;
         depth++;
         if (owner == l->owner_cstack || owner == l->owner_interpreter) {
             above_is_python = false;
@@ -411,6 +413,9 @@ int fpi_collect_chain(fp_session *s, fpi_chain *ch, fp_thread *th, uint64_t top,
     /* A chain greenlet rewrote for a switch ends at a Python frame with no
      * caller (stack_switch.c): whole, when its frame object proves it. */
     bool exposed = false;
+    uint64_t last_frame_obj = /* the last frame's frame object, when its thread owns it */
+        last_fr && last_owner == l->owner_thread && l->fr_frame_obj != FPI_OFF_NONE ? fpi_load_u64(last_fr, l->fr_frame_obj)
+                                                                                      : 0;
     if (top && !last_is_entry && last_frame_obj) {
         int rc = fpi_switcher_exposed(s, ch->chunks, ch->nchunks, last, last_frame_obj, &exposed);
         if (rc)

@@ -6,6 +6,7 @@
 
 /* Structures and objects read from the target. */
 #define FPI_MAX_STRUCT_READ 4096                     /* largest structure prefix the walker copies in one read */
+#define FPI_MAX_FRAME_OBJECT_PREFIX 256              /* a frame object's bytes read up to its _f_frame_data's first word */
 #define FPI_STR_HEADER_MAX 128                       /* largest str or bytes header the object readers copy */
 #define FPI_MAX_STRING_BYTES (16u * 1024u * 1024u)   /* decoded name or filename */
 #define FPI_MAX_STRING_CHARS (4u * 1024u * 1024u)    /* characters in a str object */

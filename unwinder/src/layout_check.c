@@ -79,7 +79,7 @@ int fpi_layout_check(const fpi_layout *l, char *err, size_t errlen)
     need(&c, "fr_stackpointer", l->fr_stackpointer, PTR, hdr);
     need(&c, "fr_frame_obj", l->fr_frame_obj, PTR, hdr);
     /* Frame object: stack_switch.c reads [0, fo_frame_data + 8) at once. */
-    int64_t fo = l->fo_frame_data >= 0 && l->fo_frame_data + PTR <= FPI_MAX_STRUCT_READ ? l->fo_frame_data + PTR : 0;
+    int64_t fo = l->fo_frame_data >= 0 && l->fo_frame_data + PTR <= FPI_MAX_FRAME_OBJECT_PREFIX ? l->fo_frame_data + PTR : 0;
     need(&c, "fo_frame", l->fo_frame, PTR, fo);
     need(&c, "fo_frame_data", l->fo_frame_data, PTR, fo);
 

@@ -32,7 +32,7 @@
 static bool in_data_stack(const fpi_chunk_copy *chunks, size_t nchunks, uint64_t addr)
 {
     for (size_t i = 0; i < nchunks; i++)
-        if (addr >= chunks[i].remote && addr - chunks[i].remote < chunks[i].alloc)
+        if (fpi_chunk_holds(&chunks[i], addr))
             return true;
     return false;
 }
@@ -41,7 +41,7 @@ int fpi_switcher_exposed(fp_session *s, const fpi_chunk_copy *chunks, size_t nch
                          uint64_t frame_obj, bool *exposed)
 {
     const fpi_layout *l = &s->layout;
-    uint8_t fo[FPI_MAX_STRUCT_READ];
+    uint8_t fo[FPI_MAX_FRAME_OBJECT_PREFIX];
     *exposed = false;
     if (l->fo_frame == FPI_OFF_NONE || l->fo_frame_data == FPI_OFF_NONE || !frame_obj ||
         (frame_obj & (FPI_PTR_SIZE - 1)))

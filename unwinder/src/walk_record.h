@@ -23,6 +23,12 @@ typedef struct fpi_chunk_copy {
     uint64_t lowest;          /* the lowest frame the walk followed in it (remote + size: none yet) */
 } fpi_chunk_copy;
 
+/* Does addr lie in the chunk's allocation (live part or not)? */
+static inline bool fpi_chunk_holds(const fpi_chunk_copy *c, uint64_t addr)
+{
+    return addr >= c->remote && addr - c->remote < c->alloc;
+}
+
 /* Every frame a walk followed, with the fields that decide the stack; the
  * read-back check (verify.c) requires them unchanged. */
 typedef struct fpi_seen_frame {
