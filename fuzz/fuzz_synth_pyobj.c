@@ -75,7 +75,7 @@ static void decode_dict(fz_cursor *c, fz_dict *d)
     d->at = fz_next_byte(c) % DICT_AT_N;
     if (d->kind == KIND_SPLIT && d->at >= DICT_REBUILT)
         d->at = DICT_SETTLED; /* a split table is never rebuilt in place */
-    size_t room = ((size_t)1 << d->log2) * 2 / 3;
+    size_t room = fpi_dk_room(d->log2);
     d->n = fz_next_byte(c) % ((room < FZ_DICT_MAX ? room : FZ_DICT_MAX) + 1);
     for (size_t k = 0; k < d->n; k++) {
         const char *name = fz_next_name(c);
@@ -106,14 +106,14 @@ static size_t dict_live(const fz_dict *d)
  * header word, then a value for every entry the table has room for. */
 static size_t dict_values_bytes(unsigned log2)
 {
-    return 8 + (((size_t)1 << log2) * 2 / 3) * 8;
+    return 8 + fpi_dk_room(log2) * 8;
 }
 
 /* Lays d out: its dict object's address, or 0 when the image is full. */
 static uint64_t build_dict(synth_image *img, const fpi_pyobj *o, const fz_dict *d, fz_cursor *c, uint64_t *keys_out,
                            uint64_t *values_out)
 {
-    size_t slots = (size_t)1 << d->log2, width = d->log2 < 8 ? 1 : 2, room = slots * 2 / 3;
+    size_t slots = (size_t)1 << d->log2, width = d->log2 < 8 ? 1 : 2, room = fpi_dk_room(d->log2);
     size_t esize = d->kind == KIND_GENERAL ? 24 : 16, live = dict_live(d);
     uint64_t dict = synth_alloc(img, 96), keys = synth_alloc(img, FPI_DK_HEADER + slots * width + room * esize);
     uint64_t values = d->kind == KIND_SPLIT ? synth_alloc(img, dict_values_bytes(d->log2)) : 0;

@@ -19,4 +19,13 @@
 #define FPI_DK_IX_EMPTY (-1)       /* an index slot never used (all bytes 0xff in every width) */
 #define FPI_DK_IX_DUMMY (-2)       /* an index slot whose entry was removed */
 
+#include <stddef.h>
+
+/* The entries a table of 2^log2 slots has room for (CPython's
+ * USABLE_FRACTION: two thirds of its slots). */
+static inline size_t fpi_dk_room(unsigned log2)
+{
+    return (((size_t)1 << log2) << 1) / 3;
+}
+
 #endif

@@ -108,7 +108,7 @@ static int64_t index_at(const uint8_t *ix, unsigned w, size_t k)
 static int rebuilt_whole(const fpi_pyobj *o, uint64_t keys, const uint8_t *h, uint64_t used, bool *whole)
 {
     unsigned log2 = h[FPI_DK_LOG2_SIZE], log2_index = h[FPI_DK_LOG2_INDEX_BYTES];
-    size_t slots = (size_t)1 << log2, room = (slots << 1) / 3; /* USABLE_FRACTION */
+    size_t slots = (size_t)1 << log2, room = fpi_dk_room(log2);
     *whole = false;
     if (fpi_load_u64(h, FPI_DK_NENTRIES) != 0 || used == 0 || used > room || fpi_load_u64(h, FPI_DK_USABLE) != room ||
         h[FPI_DK_KIND] == FPI_DK_KIND_SPLIT || log2 > FPI_PYOBJ_MAX_REBUILT_LOG2 || used > FPI_PYOBJ_MAX_ITEMS)
