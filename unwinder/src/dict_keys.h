@@ -1,4 +1,4 @@
-/* dict_keys.h — PyDictKeysObject as 3.11-3.13 lay it out (the object
+/* dict_keys.h — PyDictKeysObject as 3.11-3.15 lay it out (the object
  * reader, pyobj.c, reads it; the synthetic tests and fuzzer build it):
  * its header's fields, the kinds of its entry table and the marks of its
  * index, named once. */

@@ -40,7 +40,7 @@ typedef struct fpi_layout {
     int32_t interp_ceval_gil;     /* pointer to struct _gil_runtime_state (3.12+) */
     int32_t interp_code_generation; /* uint64 (3.14+) */
     int32_t interp_tlbc_generation; /* uint32 (FT 3.14+) */
-    int32_t interp_modules;       /* sys.modules, a dict (read by async_legacy.c, 3.11-3.13 only) */
+    int32_t interp_modules;       /* sys.modules, a dict (read by async_legacy.c) */
     int32_t gil_locked, gil_last_holder; /* inside struct _gil_runtime_state */
 
     /* PyThreadState */

@@ -1,4 +1,4 @@
-/* pyobj.c — CPython 3.11-3.13's dicts, sets, lists, instance attributes,
+/* pyobj.c — CPython 3.11-3.15's dicts, sets, lists, instance attributes,
  * weak references and small ints, read from the target (pyobj.h).  The
  * layouts are those of Include/internal/pycore_dict.h, pycore_object.h and
  * the object headers under cpython/ of each version, which keep every field at a fixed
@@ -28,22 +28,23 @@
 bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s)
 {
     const fpi_layout *l = &s->layout;
-    if (l->minor < 11 || l->minor > 13)
+    if (l->minor < 11 || l->minor > 15)
         return false;
     const int32_t h = l->ob_type + FPI_PTR_SIZE;
     *o = (fpi_pyobj){
         .s = s, .minor = l->minor, .hdr = h,
         /* PyTypeObject: ob_size, tp_name, tp_basicsize ... tp_flags at 152,
          * tp_base at 240 and tp_dictoffset at 272 past the header; the heap
-         * type's cached keys 8 bytes further on from 3.12 */
+         * type's cached keys 8 bytes further on from 3.12, 8 more in 3.15 */
         .tp_basicsize = h + 16, .tp_flags = h + 152, .tp_base = h + 240, .tp_dictoffset = h + 272,
-        .ht_cached_keys = h + (l->minor == 11 ? 856 : 864),
+        .ht_cached_keys = h + (l->minor == 11 ? 856 : l->minor <= 14 ? 864 : 872),
         .dict_used = h, .dict_keys = h + 16, .dict_values = h + 24, .values_start = l->minor >= 13 ? 8 : 0,
         /* before the object: 3.11 values then dict, 3.12 one tagged word,
          * 3.13 the dict (free-threaded: right before the header) */
         .managed_dict = l->free_threaded ? -8 : -24, .managed_values = l->minor == 11 ? -32 : FPI_OFF_NONE,
         .set_used = h + 8, .set_mask = h + 16, .set_table = h + 24,
-        .list_size = h, .list_items = h + 8, .tuple_items = h + 8, .wr_object = h,
+        .list_size = h, .list_items = h + 8, .wr_object = h,
+        .tuple_items = h + (l->minor >= 14 ? 16 : 8), /* 3.14: the tuple's hash cached before its items */
         .meth_self = h + 8, .func_qualname = h + 24, .func_closure = h + 56, .cell_ref = h,
     };
     return true;

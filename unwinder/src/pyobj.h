@@ -1,4 +1,4 @@
-/* pyobj.h — the built-in containers of CPython 3.11-3.13 read from the
+/* pyobj.h — the built-in containers of CPython 3.11-3.15 read from the
  * target: a dict entry by str key, a dict's, set's or list's items, an
  * instance attribute (a managed dict, split values, inline values or a
  * dict at tp_dictoffset), a weak reference's referent, a small int.
@@ -18,7 +18,7 @@
 
 #include "session.h"
 
-/* Where a 3.11-3.13 build keeps what these readers follow, from the
+/* Where a 3.11-3.15 build keeps what these readers follow, from the
  * object header's size (16 bytes, 32 free-threaded) and the version. */
 typedef struct fpi_pyobj {
     fp_session *s;
@@ -32,7 +32,7 @@ typedef struct fpi_pyobj {
     int32_t meth_self, func_qualname, func_closure, cell_ref; /* a bound method, a function, a cell */
 } fpi_pyobj;
 
-/* Fills o for the build s is attached to; false when it is no 3.11-3.13. */
+/* Fills o for the build s is attached to; false when it is no 3.11-3.15. */
 bool fpi_pyobj_init(fpi_pyobj *o, fp_session *s);
 
 /* The value of dict's entry whose key is the str key (ASCII), *value 0 when
