@@ -373,7 +373,7 @@ int cli_async_output_text(FILE *out, int pid, const fp_python_info *py, const fp
     fprintf(out, "Process %d: CPython %s%s%s%s ", pid, py->version, py->free_threaded ? ", free-threaded" : "",
             py->debug ? ", debug build" : "", py->untested ? ", untested version" : "");
     if (!fp_async_graph_get_asyncio_loaded(g)) {
-        fputs(py->hexversion >= ASYNC_C_TABLE_HEX ? "(asyncio's C module is not loaded: no tasks)\n"
+        fputs(py->hexversion >= ASYNC_C_TABLE_HEX ? "(neither asyncio's C module nor asyncio.tasks is loaded: no tasks)\n"
                                                   : "(asyncio.tasks is not imported: no tasks)\n", out);
         goto out;
     }

@@ -31,16 +31,22 @@
 # children, its TaskGroup's parent task, the task waiting on the shield()
 # around it — the links 3.11-3.13 keep, in the tasks' waiters and done
 # callbacks, and what `frameproof dump --async` reads there.  With
-# PARK_PURE_TASKS=1 in its environment (3.11-3.13) every task is of
-# asyncio's pure-Python implementation (asyncio.tasks._PyTask), made by
-# each loop's task factory.
-import asyncio
-import gc
-import inspect
-import json
+# PARK_PURE_TASKS=1 in its environment every task is of asyncio's
+# pure-Python implementation (asyncio.tasks._PyTask): on 3.11-3.13 made by
+# each loop's task factory, on 3.14+ asyncio's C module kept from being
+# imported (its futures then pure-Python too, and capture_call_graph()
+# the truth still).
 import os
 import sys
-import threading
+
+if sys.version_info >= (3, 14) and os.environ.get("PARK_PURE_TASKS") == "1":
+    sys.modules["_asyncio"] = None   # asyncio falls back on its pure-Python implementation
+
+import asyncio  # noqa: E402
+import gc  # noqa: E402
+import inspect  # noqa: E402
+import json  # noqa: E402
+import threading  # noqa: E402
 
 PARK_SECONDS = 3600
 LEGACY = sys.version_info < (3, 14)   # no task graph kept by asyncio itself
@@ -163,7 +169,8 @@ def task_name(task):
     int referent is that counter (a pure-Python task's name is a str at
     once, and its __dict__ holds other ints)."""
     counters = [r for r in gc.get_referents(task) if type(r) is int]
-    if len(counters) == 1 and isinstance(task, getattr(asyncio.tasks, "_CTask", asyncio.Task)):
+    c_task = getattr(asyncio.tasks, "_CTask", None)   # none without asyncio's C module
+    if len(counters) == 1 and c_task is not None and isinstance(task, c_task):
         return "Task-%d" % counters[0]
     return task.get_name()
 

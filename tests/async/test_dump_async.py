@@ -29,9 +29,14 @@ asyncio's C module built in (then its layout is found all the same, and
 `snapshot --async` captures the empty graph; else it refuses with one
 line and writes no image), on 3.11-3.13 asyncio_loaded is false (no
 asyncio.tasks module) and `snapshot --async` captures the empty graph.
-On 3.11-3.13 the parked program runs a second time with every task of
-asyncio's pure-Python implementation (PARK_PURE_TASKS=1), judged the
-same way."""
+The parked program runs a second time with every task of asyncio's
+pure-Python implementation (PARK_PURE_TASKS=1: on 3.11-3.13 made by a task
+factory, on 3.14+ with asyncio's C module kept from being imported), judged
+the same way; on 3.14+ `snapshot --async` refuses it unless that module is
+built in (its table is found all the same).  On 3.14+ tasks of that
+implementation beside asyncio's C module (targets/async/park_mixed.py:
+all made by a task factory, or awaited by a C task) are refused, one line
+saying why."""
 import json
 import os
 import re
@@ -50,6 +55,7 @@ from asyncgraph import (interpreters, version, install, start, read_truth, label
 
 FP = os.path.abspath(sys.argv[1])
 PLAIN = os.path.join(HERE, "..", "..", "targets", "async", "park_plain.py")
+MIXED = os.path.join(HERE, "..", "..", "targets", "async", "park_mixed.py")
 TIMEOUT = 60          # for the target's "ready" and for each frameproof run
 DETACH_GRACE_S = 2.0  # how long the kernel may take to let the target's threads go
 
@@ -108,8 +114,10 @@ def snapshot_replayed(ident, proc, doc, what):
                       len(got.get("tasks") or []), len(want.get("tasks") or []))))
 
 
-def graph(ident, entry, proc, rest):
-    """Part 1: the dump of a parked target against its own truth."""
+def graph(ident, entry, proc, rest, snapshot=True):
+    """Part 1: the dump of a parked target against its own truth; snapshot
+    False: `snapshot --async` must refuse it (3.14+ without asyncio's C
+    module, whose table it needs)."""
     name = ident
     want_tasks, want_futures, names = read_truth(rest, proc.pid)
 
@@ -157,7 +165,7 @@ def graph(ident, entry, proc, rest):
               "%d faults injected, not reported: %s" % (len(faults), ", ".join(missed)))
         diffs = future_differences(want_futures, dumped_futures, names)
         check("%s: %s" % (name, points[3]), not diffs, first(diffs))
-        snapshot_replayed(name, proc, doc, "parked tasks")
+        snapshot_replayed(name, proc, doc if snapshot else None, "parked tasks")
 
     status, out, err = fp("dump", "--async", "--pid", proc.pid)
     shown = text(out)
@@ -197,7 +205,8 @@ def deeper_threads(name, proc, want_tasks, names):
 def no_asyncio(ident, entry):
     """Part 2: a program that never imported asyncio: an empty graph, which
     says whether asyncio was found: on 3.14+ its C module (built in), on
-    3.11-3.13 its tasks module (never, here)."""
+    3.11-3.13 its tasks module (never, here).  Returns whether asyncio's C
+    module is built in (False before 3.14)."""
     dest = proc = None
     legacy = version(entry) < ASYNC_MIN
     try:
@@ -214,8 +223,30 @@ def no_asyncio(ident, entry):
               "status %s, stderr %s, asyncio_loaded %s, %s tasks" % (status, said(err), doc.get("asyncio_loaded"),
                                                                     len(doc.get("tasks") or [])))
         snapshot_replayed(ident, proc, doc if loaded or legacy else None, "without asyncio imported")
+        return loaded and not legacy
     finally:
         stop(proc, dest)
+
+
+def mixed(ident, entry):
+    """Part 3 (3.14+): tasks of asyncio's pure-Python implementation beside
+    its C module (targets/async/park_mixed.py), which records no awaiter of
+    theirs: dump --async refuses the graph (exit 1, one line saying why) —
+    every task pure through a task factory, and a C task awaiting a pure
+    one in a program that put the pure-Python recorder back."""
+    for how in ("factory", "patched"):
+        dest = proc = None
+        try:
+            dest, inside = install(entry.get("root", "/"), (MIXED,))
+            proc, _ = start(entry, inside + "/park_mixed.py", TIMEOUT, env={"PARK_MIXED": how})
+            status, out, err = fp("dump", "--async", "--json", "--pid", proc.pid)
+            check("%s: pure-Python tasks beside asyncio's C module (%s): refused, exit 1, one line" % (ident, how),
+                  status == 1 and not out and len(text(err).splitlines()) == 1
+                  and "pure-Python implementation beside" in text(err),
+                  "status %s, stderr %s, stdout %s" % (status, said(err), text(out, 200)))
+            check_resumed("%s (%s)" % (ident, how), proc)
+        finally:
+            stop(proc, dest)
 
 
 def main():
@@ -229,13 +260,15 @@ def main():
             dest, inside = install(entry.get("root", "/"))
             proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT)
             graph(ident, entry, proc, rest)
-            no_asyncio(ident, entry)
-            if not has_graph(entry):
-                # every task of asyncio's pure-Python implementation (3.11-3.13)
-                stop(proc, None)
-                proc = None
-                proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT, env={"PARK_PURE_TASKS": "1"})
-                graph(ident + " pure-Python tasks", entry, proc, rest)
+            builtin = no_asyncio(ident, entry)
+            # every task of asyncio's pure-Python implementation (3.14+: its
+            # C module not imported, which snapshot --async needs unless built in)
+            stop(proc, None)
+            proc = None
+            proc, rest = start(entry, inside + "/park_tasks.py", TIMEOUT, env={"PARK_PURE_TASKS": "1"})
+            graph(ident + " pure-Python tasks", entry, proc, rest, snapshot=builtin or not has_graph(entry))
+            if has_graph(entry):
+                mixed(ident, entry)
         except (RuntimeError, OSError, ValueError, KeyError) as e:
             check("%s: setup" % ident, False, "%s: %s" % (type(e).__name__, e))
         finally:

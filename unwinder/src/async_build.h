@@ -78,10 +78,13 @@ void fpi_async_build_free(fpi_async_build *b);
  * places of the objects it reads (async_legacy.c). */
 bool fpi_async_legacy_objs(const fpi_layout *l, fpi_async_objs *out);
 
-/* The 3.11-3.13 reader (async_legacy.c): every task of every interpreter's
- * asyncio module, with its stack and awaiters, into b's graph; the target
- * cannot change meanwhile (stopped, or an image).  *loaded is false when
- * no interpreter has imported asyncio's tasks module. */
+/* The registries' reader (async_legacy.c): every task of every
+ * interpreter's asyncio.tasks registries, with its stack and awaiters,
+ * appended to b's graph — on 3.11-3.13 every task, on 3.14+ those of
+ * asyncio's pure-Python implementation (FP_E_UNSUPPORTED where asyncio's C
+ * module records no awaiter of theirs); the target cannot change meanwhile
+ * (stopped, or an image).  *loaded is false when no interpreter has
+ * imported asyncio's tasks module. */
 int fpi_async_legacy_read(fpi_async_build *b, bool *loaded);
 
 #endif

@@ -1,5 +1,6 @@
 /* async_graph.c — asyncio's task graph of a stopped target (frameproof/async.h):
- * the entry points, and the 3.14+ reader (3.11-3.13: async_legacy.c).
+ * the entry points, and the 3.14+ reader of asyncio's C module's lists
+ * (3.11-3.13, and 3.14+'s pure-Python tasks: async_legacy.c).
  *
  * Every thread is stopped for the read, so the lists, tasks, coroutines and
  * sets read are one instant; what is read is still untrusted (any pointer
@@ -183,6 +184,28 @@ static int resolve_awaiters(graph_read *r, size_t i)
     return rc;
 }
 
+/* 3.14+: the tasks of asyncio's pure-Python implementation, which are on
+ * no list of its C module's but in the registries of asyncio.tasks, as
+ * before 3.14 (async_legacy.c).  A program runs them on its own only when
+ * asyncio's C module is not imported; beside C tasks (a task factory
+ * making asyncio.tasks._PyTask) asyncio records who awaits them nowhere,
+ * and the graph is refused rather than given without those edges. */
+static int read_pure(graph_read *r)
+{
+    const size_t c_nodes = r->g->nnodes;
+    bool imported = false;
+    int rc = fpi_async_legacy_read(&r->b, &imported);
+    if (rc)
+        return rc;
+    if (c_nodes && r->g->nnodes > c_nodes)
+        return fpi_err(&r->s->err, FP_E_UNSUPPORTED,
+                       "asyncio: %zu tasks of asyncio's pure-Python implementation beside %zu of its C module, which "
+                       "records who awaits them nowhere (asyncio.all_tasks() and capture_call_graph() leave them "
+                       "out too)", r->g->nnodes - c_nodes, c_nodes);
+    r->g->loaded = r->g->loaded || imported;
+    return FP_OK;
+}
+
 /* A live process is stopped for the read; a session attached to a reader
  * without one (an image) reads it as it is: on 3.14+ through the table
  * address its target description gave, before 3.14 through the runtime. */
@@ -279,8 +302,6 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
             goto out;
         g->loaded = true;
     }
-    if (!found && !sm)
-        goto out; /* asyncio's C module is not loaded: an empty graph, nothing stopped */
     char msg[256];
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -321,7 +342,7 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
      * they are without a stop of this call's: an image's reads cost no
      * system call, and a recorder (`snapshot --async`) then keeps only
      * the bytes the graph is made of. */
-    if (found && p)
+    if (p)
         (void)fpi_block_cache_begin(&s->blocks);
     if (legacy && (rc = fpi_async_legacy_read(&r->b, &g->loaded)))
         goto out;
@@ -330,6 +351,8 @@ int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_graph **ou
     for (size_t i = 0; !legacy && i < g->nnodes; i++)
         if ((rc = resolve_awaiters(r, i)))
             goto out;
+    if (!legacy && (rc = read_pure(r)))
+        goto out;
 out:
     fpi_block_cache_end(&s->blocks); /* before the target may change */
     if (p) {

@@ -1,23 +1,25 @@
 /* async_legacy.c — asyncio's task graph on CPython 3.11-3.13, which keep no
- * list of tasks for a debugger and publish no layout of them: the tasks are
+ * list of tasks for a debugger and publish no layout of them, and the tasks
+ * of asyncio's pure-Python implementation on 3.14+, which are on no list of
+ * its C module's (async_graph.c reads those lists): the tasks are
  * found where asyncio.all_tasks() finds them, in the registries of the
  * asyncio.tasks module of each interpreter (sys.modules), read through
  * pyobj.h; the C Task's fields are at the places this file's table gives
  * per version, checked against the Task type's own size at every read.
  *
- * Who awaits whom is what these versions record: the future a task waits
- * on (_fut_waiter: a task, or a gather() whose children it then awaits),
- * and the tasks' done callbacks (a TaskGroup's names its parent task,
- * shield()'s inner one the outer future a task waits on).  No future is a
- * node: no version before 3.14 links two futures.
+ * Who awaits whom is what these versions record (async_legacy_edges.c).
  *
  * Only pending tasks are nodes (asyncio.all_tasks() leaves the done ones
  * out); a task of the pure-Python implementation (asyncio.tasks._PyTask)
- * is read from its __dict__. */
+ * is read from its __dict__.  On 3.14+ the registries hold only such tasks
+ * (no table of the C Task here), and who awaits whom is what 3.14+
+ * records, every future's awaited_by (async_pure.c), which the pure-Python
+ * implementation keeps only where asyncio's C module is not imported:
+ * beside that module, such tasks are refused. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "async_build.h"
+#include "async_registry.h"
 #include "grow.h"
 #include "pyobj.h"
 #include "read.h"
@@ -25,16 +27,9 @@
 
 #define U(x) FPI_ASYNC_U(x)
 #define TASK_TYPE "_asyncio.Task"
-#define FUTURE_TYPE "_asyncio.Future"
-#define PY_TASK_TYPE "Task"            /* asyncio.tasks._PyTask */
-#define PY_FUTURE_TYPE "Future"        /* asyncio.futures._PyFuture */
-#define GATHERING_TYPE "_GatheringFuture"
-#define TASKGROUP_TYPE "TaskGroup"
-#define SHIELD_CALLBACK "shield.<locals>._inner_done_callback"
 #define FUTURE_PENDING 0
 #define FUT_CALLBACK0 8        /* past the header, in every version: fut_loop, fut_callback0, fut_context0, */
 #define FUT_CALLBACKS 24       /* fut_callbacks (a list of (callback, context) tuples) */
-#define TYPE_NAME_MAX 64
 
 /* The dict lookups whose finds the session keeps for the next read
  * (fp_session.async_hints): sys.modules' asyncio.tasks, then its
@@ -83,49 +78,15 @@ bool fpi_async_legacy_objs(const fpi_layout *l, fpi_async_objs *out)
     return true;
 }
 
-/* One read: the build, the objects' places, and what the edges need. */
-typedef struct legacy_read {
-    fpi_async_build *b;
-    fpi_pyobj o;
-    const task_table *t;
-    int32_t h;
-    uint64_t task_type;          /* the C Task type, once seen (its size checked) */
-    struct legacy_node {
-        uint64_t waiter;         /* the future it waits on (0: none) */
-        uint64_t callback0, callbacks; /* its first done callback, the list of the others */
-    } *nodes;                    /* per node */
-    size_t nodes_cap;
-    uint64_t (*threads)[2];      /* the interpreter's threads: thread id, native id */
-    size_t nthreads, threads_cap;
-    uint64_t (*loops)[2];        /* the interpreter's event loops met so far: loop, native id of its thread */
-    size_t nloops, loops_cap;
-    struct waiter_of {
-        uint64_t waiter;         /* a future some task waits on */
-        size_t node;             /* ... that task */
-    } *by_waiter;                /* every node that waits on something, by (waiter, node): read_edges */
-    size_t nby_waiter;
-} legacy_read;
-
-static int read_word(legacy_read *r, uint64_t addr, uint64_t *out, const char *what)
-{
-    return fpi_async_read_u64(r->b, addr, out, what);
-}
-
-/* What the type at type is (str, int, None, ...), with a message when its
- * name cannot be read. */
-static int kind_of(legacy_read *r, uint64_t type, int *kind)
-{
-    int rc = fpi_type_kind(r->b->s, type, kind);
-    return rc ? fpi_err_code(&r->b->s->err, rc, "cannot read the name of type 0x%llx", U(type)) : FP_OK;
-}
-
 /* Whether type is the C Task's or a subclass of it; the first time the
  * C Task type is met (itself or as a subclass's base), that its size is
  * the table's (a build whose TaskObj moved fails here, not with a wrong
  * graph; a subclass keeps its base's fields where they are). */
-static int is_task_type(legacy_read *r, uint64_t type, bool *out)
+static int is_task_type(fpi_reg_read *r, uint64_t type, bool *out)
 {
     *out = false;
+    if (!r->t)
+        return FP_OK;
     if (r->task_type && type == r->task_type) {
         *out = true;
         return FP_OK;
@@ -137,7 +98,7 @@ static int is_task_type(legacy_read *r, uint64_t type, bool *out)
         return rc;
     }
     uint64_t size;
-    if ((rc = read_word(r, base + (uint64_t)r->o.tp_basicsize, &size, "the Task type's size")))
+    if ((rc = fpi_reg_word(r, base + (uint64_t)r->o.tp_basicsize, &size, "the Task type's size")))
         return rc;
     if (size != (uint64_t)(r->h + r->t->size))
         return fpi_err(&r->b->s->err, FP_E_UNSUPPORTED,
@@ -149,7 +110,7 @@ static int is_task_type(legacy_read *r, uint64_t type, bool *out)
 }
 
 /* The native id of the thread whose threading id is ident, 0 if none. */
-static uint64_t native_of(const legacy_read *r, uint64_t ident)
+static uint64_t native_of(const fpi_reg_read *r, uint64_t ident)
 {
     for (size_t i = 0; ident && i < r->nthreads; i++)
         if (r->threads[i][0] == ident)
@@ -157,19 +118,19 @@ static uint64_t native_of(const legacy_read *r, uint64_t ident)
     return 0;
 }
 
-static int read_threads(legacy_read *r, uint64_t interp)
+static int read_threads(fpi_reg_read *r, uint64_t interp)
 {
     fp_session *s = r->b->s;
     const fpi_layout *l = r->b->l;
     uint64_t ts;
     r->nthreads = 0;
-    int rc = read_word(r, interp + (uint64_t)l->interp_threads_head, &ts, "a thread list");
+    int rc = fpi_reg_word(r, interp + (uint64_t)l->interp_threads_head, &ts, "a thread list");
     for (uint32_t n = 0; !rc && ts; n++) {
         if (n == s->opts.max_threads)
             return fpi_err(&s->err, FP_E_LIMIT, "asyncio: more than %u threads", s->opts.max_threads);
         uint64_t ident, native;
-        if ((rc = read_word(r, ts + (uint64_t)l->ts_thread_id, &ident, "a thread's id")) ||
-            (rc = read_word(r, ts + (uint64_t)l->ts_native_thread_id, &native, "a thread's native id")))
+        if ((rc = fpi_reg_word(r, ts + (uint64_t)l->ts_thread_id, &ident, "a thread's id")) ||
+            (rc = fpi_reg_word(r, ts + (uint64_t)l->ts_native_thread_id, &native, "a thread's native id")))
             return rc;
         uint64_t (*nt)[2] = fpi_grow(r->threads, &r->threads_cap, r->nthreads + 1, sizeof *nt, 16);
         if (!nt)
@@ -178,25 +139,25 @@ static int read_threads(legacy_read *r, uint64_t interp)
         r->threads[r->nthreads][0] = ident;
         r->threads[r->nthreads][1] = native;
         r->nthreads++;
-        rc = read_word(r, ts + (uint64_t)l->ts_next, &ts, "a thread list");
+        rc = fpi_reg_word(r, ts + (uint64_t)l->ts_next, &ts, "a thread list");
     }
     return rc;
 }
 
 /* The thread running loop (its _thread_id, set while it runs), 0 if none. */
-static int read_loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
+static int read_loop_thread(fpi_reg_read *r, uint64_t loop, uint64_t *native)
 {
     uint64_t type, ident = 0, v;
     bool ok = false;
     int kind = FPI_TYPE_OTHER;
     *native = 0;
-    int rc = read_word(r, loop + (uint64_t)r->b->l->ob_type, &type, "an event loop's type");
+    int rc = fpi_reg_word(r, loop + (uint64_t)r->b->l->ob_type, &type, "an event loop's type");
     if (!rc)
         rc = fpi_pyobj_attr(&r->o, loop, type, "_thread_id", &ident);
     if (rc || !ident)
         return rc;
-    if ((rc = read_word(r, ident + (uint64_t)r->b->l->ob_type, &type, "a thread id's type")) ||
-        (rc = kind_of(r, type, &kind)))
+    if ((rc = fpi_reg_word(r, ident + (uint64_t)r->b->l->ob_type, &type, "a thread id's type")) ||
+        (rc = fpi_reg_kind(r, type, &kind)))
         return rc;
     if (kind != FPI_TYPE_INT)
         return FP_OK; /* None: the loop is not running */
@@ -207,7 +168,7 @@ static int read_loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
 }
 
 /* read_loop_thread, once per loop and read (tasks share their loops). */
-static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
+static int loop_thread(fpi_reg_read *r, uint64_t loop, uint64_t *native)
 {
     for (size_t k = 0; k < r->nloops; k++)
         if (r->loops[k][0] == loop) {
@@ -227,108 +188,45 @@ static int loop_thread(legacy_read *r, uint64_t loop, uint64_t *native)
     return FP_OK;
 }
 
-/* What a task holds that its node and edges need, from either
- * implementation: waiter, callback0 and name 0 when it has none. */
-typedef struct task_fields {
-    int32_t state;
-    uint64_t loop, waiter, coro, name, callback0, callbacks;
-} task_fields;
-
 /* A C Task's fields (its type checked by is_task_type). */
-static int c_task_fields(legacy_read *r, uint64_t addr, task_fields *f)
+static int c_task_fields(fpi_reg_read *r, uint64_t addr, fpi_reg_task_fields *f)
 {
     uint8_t obj[FPI_MAX_SMALL_STRUCT];
     size_t len = (size_t)(r->h + r->t->size);
     int rc = fpi_read(r->b->s, addr, obj, len);
     if (rc)
         return fpi_err_code(&r->b->s->err, rc, "cannot read asyncio task 0x%llx", U(addr));
-    *f = (task_fields){.state = (int32_t)fpi_load_u32(obj, r->h + r->t->state),
-                       .loop = fpi_load_u64(obj, r->h + r->t->loop),
-                       .waiter = fpi_load_u64(obj, r->h + r->t->fut_waiter),
-                       .coro = fpi_load_u64(obj, r->h + r->t->coro), .name = fpi_load_u64(obj, r->h + r->t->name),
-                       .callback0 = fpi_load_u64(obj, r->h + FUT_CALLBACK0),
-                       .callbacks = fpi_load_u64(obj, r->h + FUT_CALLBACKS)};
-    return FP_OK;
-}
-
-/* obj's attribute name, 0 when it has none or it is None. */
-static int attr_or_none(legacy_read *r, uint64_t obj, uint64_t type, const char *name, uint64_t *value)
-{
-    uint64_t vtype;
-    int kind = FPI_TYPE_OTHER;
-    int rc = fpi_pyobj_attr(&r->o, obj, type, name, value);
-    if (rc || !*value)
-        return rc;
-    if ((rc = read_word(r, *value + (uint64_t)r->b->l->ob_type, &vtype, "an attribute's type")) ||
-        (rc = kind_of(r, vtype, &kind)))
-        return rc;
-    if (kind == FPI_TYPE_NONE)
-        *value = 0;
-    return FP_OK;
-}
-
-/* Whether type is asyncio's pure-Python Task (asyncio.tasks._PyTask, its
- * tp_name "Task", on the pure-Python Future) or a subclass of it. */
-static int is_py_task_type(legacy_read *r, uint64_t type, bool *out)
-{
-    uint64_t task, base;
-    *out = false;
-    int rc = fpi_pyobj_type_base(&r->o, type, PY_TASK_TYPE, &task);
-    if (rc || !task || (rc = read_word(r, task + (uint64_t)r->o.tp_base, &base, "a type's base")) || !base)
-        return rc;
-    char name[TYPE_NAME_MAX];
-    if ((rc = fpi_pyobj_type_name(&r->o, base, name, sizeof name)))
-        return rc;
-    *out = strcmp(name, PY_FUTURE_TYPE) == 0;
-    return FP_OK;
-}
-
-/* A pure-Python Task's fields, from its __dict__ (asyncio/futures.py and
- * tasks.py: _state a str, absent while the class's "PENDING" stands, which
- * only a change of state overrides; _fut_waiter and _name perhaps None;
- * the done callbacks one list of (callback, context) tuples). */
-static int py_task_fields(legacy_read *r, uint64_t addr, uint64_t type, task_fields *f)
-{
-    static const char *const STATES[] = {"PENDING", "CANCELLED", "FINISHED"}; /* enum fp_future_state's order */
-    uint64_t state;
-    bool is = false;
-    int rc;
-    *f = (task_fields){.state = -1};
-    if ((rc = fpi_pyobj_attr(&r->o, addr, type, "_state", &state)) || (rc = attr_or_none(r, addr, type, "_loop", &f->loop)) ||
-        (rc = attr_or_none(r, addr, type, "_fut_waiter", &f->waiter)) ||
-        (rc = attr_or_none(r, addr, type, "_coro", &f->coro)) || (rc = attr_or_none(r, addr, type, "_name", &f->name)) ||
-        (rc = attr_or_none(r, addr, type, "_callbacks", &f->callbacks)))
-        return rc;
-    if (!state)
-        f->state = FP_FUTURE_PENDING;
-    for (int32_t k = 0; state && !is && k < 3; k++)
-        if ((rc = fpi_pyobj_str_is(&r->o, state, STATES[k], &is)) == FP_OK && is)
-            f->state = k;
-        else if (rc)
-            return rc;
+    *f = (fpi_reg_task_fields){.state = (int32_t)fpi_load_u32(obj, r->h + r->t->state),
+                               .loop = fpi_load_u64(obj, r->h + r->t->loop),
+                               .waiter = fpi_load_u64(obj, r->h + r->t->fut_waiter),
+                               .coro = fpi_load_u64(obj, r->h + r->t->coro),
+                               .name = fpi_load_u64(obj, r->h + r->t->name),
+                               .callback0 = fpi_load_u64(obj, r->h + FUT_CALLBACK0),
+                               .callbacks = fpi_load_u64(obj, r->h + FUT_CALLBACKS)};
     return FP_OK;
 }
 
 /* A node for the pending task at addr (its type checked: the C Task, a
  * subclass, or the pure-Python Task), with its stack; type: its type word
  * as the caller read it (0: read here). */
-static int add_task(legacy_read *r, uint64_t addr, uint64_t type, int64_t interp, const uint64_t *running,
+static int add_task(fpi_reg_read *r, uint64_t addr, uint64_t type, int64_t interp, const uint64_t *running,
                     size_t nrunning)
 {
     fpi_async_build *b = r->b;
     fp_session *s = b->s;
     bool task, py = false;
-    task_fields f;
-    int rc = type ? FP_OK : read_word(r, addr + (uint64_t)b->l->ob_type, &type, "a task's type");
+    fpi_reg_task_fields f;
+    int rc = type ? FP_OK : fpi_reg_word(r, addr + (uint64_t)b->l->ob_type, &type, "a task's type");
     if (!rc)
         rc = is_task_type(r, type, &task);
     if (!rc && !task)
-        rc = is_py_task_type(r, type, &py);
+        rc = fpi_reg_is_py_task(r, type, &py);
     if (rc)
         return rc;
     if (!task && !py)
-        return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: 0x%llx among the tasks is no task", U(addr));
-    if ((rc = py ? py_task_fields(r, addr, type, &f) : c_task_fields(r, addr, &f)))
+        return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: 0x%llx among the tasks is no task%s", U(addr),
+                       r->t ? "" : " of asyncio's pure-Python implementation");
+    if ((rc = py ? fpi_reg_py_task_fields(r, addr, type, &f) : c_task_fields(r, addr, &f)))
         return rc;
     if (f.state < FP_FUTURE_PENDING || f.state > FP_FUTURE_FINISHED)
         return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: task 0x%llx is in state %d", U(addr), f.state);
@@ -368,7 +266,7 @@ static int add_task(legacy_read *r, uint64_t addr, uint64_t type, int64_t interp
 }
 
 /* The tasks of one interpreter's asyncio, if it imported asyncio.tasks. */
-static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded)
+static int read_interp(fpi_reg_read *r, uint64_t interp, int64_t id, bool *loaded)
 {
     const fpi_layout *l = r->b->l;
     uint64_t modules, mod, md, reg, eager = 0, current, type, data;
@@ -376,12 +274,12 @@ static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded
     size_t nrunning = 0, nitems = 0;
     fpi_dict_hint *hints = r->b->s->async_hints;
     r->nloops = 0;
-    int rc = read_word(r, interp + (uint64_t)l->interp_modules, &modules, "sys.modules");
+    int rc = fpi_reg_word(r, interp + (uint64_t)l->interp_modules, &modules, "sys.modules");
     if (rc || !modules ||
         (rc = fpi_pyobj_dict_get_hinted(&r->o, modules, "asyncio.tasks", &hints[HINT_MODULE], &mod)) || !mod)
         return rc;
     *loaded = true;
-    if ((rc = read_threads(r, interp)) || (rc = read_word(r, mod + (uint64_t)r->h, &md, "a module's dict")) ||
+    if ((rc = read_threads(r, interp)) || (rc = fpi_reg_word(r, mod + (uint64_t)r->h, &md, "a module's dict")) ||
         (rc = fpi_pyobj_dict_get_hinted(&r->o, md, l->minor == 11 ? "_all_tasks" : "_scheduled_tasks",
                                         &hints[HINT_TASKS], &reg)) ||
         (l->minor >= 12 && (rc = fpi_pyobj_dict_get_hinted(&r->o, md, "_eager_tasks", &hints[HINT_EAGER], &eager))) ||
@@ -392,7 +290,7 @@ static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded
         goto out;
     }
     if ((rc = fpi_pyobj_dict_items(&r->o, current, &running, &nrunning)) ||
-        (rc = read_word(r, reg + (uint64_t)l->ob_type, &type, "a WeakSet's type")) ||
+        (rc = fpi_reg_word(r, reg + (uint64_t)l->ob_type, &type, "a WeakSet's type")) ||
         (rc = fpi_pyobj_attr(&r->o, reg, type, "data", &data)))
         goto out;
     if (!data) {
@@ -407,8 +305,8 @@ static int read_interp(legacy_read *r, uint64_t interp, int64_t id, bool *loaded
         uint64_t task, ttype;
         int kind = FPI_TYPE_OTHER;
         if ((rc = fpi_pyobj_weakref(&r->o, items[k], &weakref_type, &task)) ||
-            (rc = read_word(r, task + (uint64_t)l->ob_type, &ttype, "a task's type")) ||
-            (rc = kind_of(r, ttype, &kind)))
+            (rc = fpi_reg_word(r, task + (uint64_t)l->ob_type, &ttype, "a task's type")) ||
+            (rc = fpi_reg_kind(r, ttype, &kind)))
             break;
         if (kind != FPI_TYPE_NONE) /* a task that died: its reference is cleared to None */
             rc = add_task(r, task, ttype, id, running, nrunning);
@@ -425,212 +323,46 @@ out:
     return rc;
 }
 
-typedef struct edge { size_t node, awaiter; } edge;
-typedef struct edges { edge *e; size_t n, cap; } edges;
-
-static int edge_order(const void *a, const void *b)
-{
-    const edge *x = a, *y = b;
-    if (x->node != y->node)
-        return x->node < y->node ? -1 : 1;
-    return x->awaiter < y->awaiter ? -1 : x->awaiter > y->awaiter;
-}
-
-/* Records that the task at awaiter awaits the object at addr, when both
- * are nodes (a done task, a plain future: none). */
-static int add_edge(legacy_read *r, edges *es, uint64_t addr, size_t awaiter)
-{
-    size_t node = fpi_async_node_find(r->b, addr);
-    if (node == SIZE_MAX || awaiter == SIZE_MAX)
-        return FP_OK;
-    edge *ne = fpi_grow(es->e, &es->cap, es->n + 1, sizeof *ne, 64);
-    if (!ne)
-        return fpi_err(&r->b->s->err, FP_E_NOMEM, "out of memory: asyncio edge %zu", es->n + 1);
-    es->e = ne;
-    es->e[es->n++] = (edge){node, awaiter};
-    return FP_OK;
-}
-
-static int type_named(legacy_read *r, uint64_t obj, const char *want, uint64_t *type, bool *out)
-{
-    char name[TYPE_NAME_MAX];
-    int rc = read_word(r, obj + (uint64_t)r->b->l->ob_type, type, "an object's type");
-    if (!rc)
-        rc = fpi_pyobj_type_name(&r->o, *type, name, sizeof name);
-    *out = !rc && strcmp(name, want) == 0;
-    return rc;
-}
-
-/* Task i waits on a future: that future, if a task, or the children of
- * a gather() it is. */
-static int waiter_edges(legacy_read *r, edges *es, size_t i)
-{
-    uint64_t w = r->nodes[i].waiter, type, children = 0, *kids = NULL;
-    size_t nkids = 0;
-    bool gathering, future;
-    if (!w)
-        return FP_OK;
-    if (fpi_async_node_find(r->b, w) != SIZE_MAX)
-        return add_edge(r, es, w, i);
-    int rc = type_named(r, w, GATHERING_TYPE, &type, &gathering);
-    if (!rc && gathering && !(rc = fpi_pyobj_type_is(&r->o, type, FUTURE_TYPE, &future)) && future &&
-        !(rc = fpi_pyobj_attr(&r->o, w, type, "_children", &children)) && children)
-        rc = fpi_pyobj_list_items(&r->o, children, &kids, &nkids);
-    for (size_t k = 0; !rc && k < nkids; k++)
-        rc = add_edge(r, es, kids[k], i);
-    free(kids);
-    return rc;
-}
-
-static int waiter_order(const void *a, const void *b)
-{
-    const struct waiter_of *x = a, *y = b;
-    if (x->waiter != y->waiter)
-        return x->waiter < y->waiter ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
-}
-
-/* r->by_waiter: the nodes that wait on a future, sorted by it. */
-static int index_waiters(legacy_read *r)
-{
-    size_t n = r->b->g->nnodes;
-    r->nby_waiter = 0;
-    if (n && !(r->by_waiter = malloc(n * sizeof *r->by_waiter)))
-        return fpi_err(&r->b->s->err, FP_E_NOMEM, "out of memory: the waiters of %zu asyncio tasks", n);
-    for (size_t k = 0; k < n; k++)
-        if (r->nodes[k].waiter)
-            r->by_waiter[r->nby_waiter++] = (struct waiter_of){r->nodes[k].waiter, k};
-    if (r->nby_waiter)
-        qsort(r->by_waiter, r->nby_waiter, sizeof *r->by_waiter, waiter_order);
-    return FP_OK;
-}
-
-/* Records that every task waiting on the future at addr awaits node i. */
-static int waiting_on_edges(legacy_read *r, edges *es, uint64_t addr, size_t i)
-{
-    size_t lo = 0, hi = r->nby_waiter;
-    while (lo < hi) { /* the first entry not below addr */
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->by_waiter[mid].waiter < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int rc = FP_OK;
-    for (size_t k = lo; !rc && k < r->nby_waiter && r->by_waiter[k].waiter == addr; k++)
-        rc = add_edge(r, es, r->b->g->nodes[i].addr, r->by_waiter[k].node);
-    return rc;
-}
-
-/* One done callback of task i: a TaskGroup's (its parent task awaits i),
- * or shield()'s (the tasks waiting on the shield's outer future await i). */
-static int callback_edges(legacy_read *r, edges *es, size_t i, uint64_t cb)
-{
-    uint64_t type, self, ttype, parent = 0, qualname, closure, *cells = NULL;
-    size_t ncells = 0;
-    bool is, future;
-    int rc = type_named(r, cb, "method", &type, &is);
-    if (rc)
-        return rc;
-    if (is) {
-        if ((rc = read_word(r, cb + (uint64_t)r->o.meth_self, &self, "a bound method's self")) ||
-            (rc = type_named(r, self, TASKGROUP_TYPE, &ttype, &is)) || !is ||
-            (rc = fpi_pyobj_attr(&r->o, self, ttype, "_parent_task", &parent)))
-            return rc;
-        return add_edge(r, es, r->b->g->nodes[i].addr, fpi_async_node_find(r->b, parent));
-    }
-    if ((rc = type_named(r, cb, "function", &type, &is)) || !is ||
-        (rc = read_word(r, cb + (uint64_t)r->o.func_qualname, &qualname, "a function's name")) ||
-        (rc = fpi_pyobj_str_is(&r->o, qualname, SHIELD_CALLBACK, &is)) || !is ||
-        (rc = read_word(r, cb + (uint64_t)r->o.func_closure, &closure, "a function's closure")) || !closure ||
-        (rc = fpi_pyobj_tuple_items(&r->o, closure, &cells, &ncells)))
-        return rc;
-    for (size_t k = 0; !rc && k < ncells; k++) {
-        uint64_t v, vtype;
-        if ((rc = read_word(r, cells[k] + (uint64_t)r->o.cell_ref, &v, "a cell")) || !v ||
-            (rc = read_word(r, v + (uint64_t)r->b->l->ob_type, &vtype, "an object's type")) ||
-            (rc = fpi_pyobj_type_is(&r->o, vtype, FUTURE_TYPE, &future)) || !future)
-            continue;
-        rc = waiting_on_edges(r, es, v, i);
-    }
-    free(cells);
-    return rc;
-}
-
-/* Task i's done callbacks: the first, and those of the list (tuples of
- * the callback and its context). */
-static int callbacks_edges(legacy_read *r, edges *es, size_t i)
-{
-    uint64_t *list = NULL, *pair = NULL;
-    size_t nlist = 0, npair = 0;
-    int rc = FP_OK;
-    if (r->nodes[i].callback0)
-        rc = callback_edges(r, es, i, r->nodes[i].callback0);
-    if (!rc && r->nodes[i].callbacks)
-        rc = fpi_pyobj_list_items(&r->o, r->nodes[i].callbacks, &list, &nlist);
-    for (size_t k = 0; !rc && k < nlist; k++) {
-        if (!(rc = fpi_pyobj_tuple_items(&r->o, list[k], &pair, &npair)) && npair)
-            rc = callback_edges(r, es, i, pair[0]);
-        free(pair);
-        pair = NULL;
-    }
-    free(list);
-    return rc;
-}
-
-/* Who awaits whom, as 3.11-3.13 record it: each task's waited-on future
- * (a task, or a gather() whose children it then awaits), a TaskGroup's
- * tasks awaited by its parent task, shield()'s inner task by the task
- * waiting on its outer future; pushed in node order. */
-static int read_edges(legacy_read *r)
-{
-    edges es = {0};
-    int rc = index_waiters(r);
-    for (size_t i = 0; !rc && i < r->b->g->nnodes; i++)
-        if (!(rc = waiter_edges(r, &es, i)))
-            rc = callbacks_edges(r, &es, i);
-    if (!rc && es.n)
-        qsort(es.e, es.n, sizeof *es.e, edge_order);
-    /* every node's awaiters from where the previous node's end, none or some */
-    fp_async_graph *g = r->b->g;
-    for (size_t i = 0, k = 0; !rc && i < g->nnodes; i++) {
-        g->nodes[i].first_awaiter = g->nawaiters;
-        for (; !rc && k < es.n && es.e[k].node == i; k++)
-            if (k == 0 || es.e[k].node != es.e[k - 1].node || es.e[k].awaiter != es.e[k - 1].awaiter)
-                rc = fpi_async_awaiter_push(r->b, es.e[k].node, es.e[k].awaiter);
-    }
-    free(es.e);
-    return rc;
-}
-
 int fpi_async_legacy_read(fpi_async_build *b, bool *loaded)
 {
     fp_session *s = b->s;
     const fpi_layout *l = b->l;
-    legacy_read r = {.b = b, .t = table_of(l), .h = l->ob_type + FPI_PTR_SIZE};
+    fpi_reg_read r = {.b = b, .t = table_of(l), .h = l->ob_type + FPI_PTR_SIZE};
+    const size_t first = b->g->nnodes; /* 3.14+: the C reader's nodes come before */
     *loaded = false;
-    if (!r.t || !fpi_pyobj_init(&r.o, s))
+    if ((!r.t && l->minor < 14) || !fpi_pyobj_init(&r.o, s))
         return fpi_err(&s->err, FP_E_UNSUPPORTED, "asyncio task graphs: no reader for CPython %u.%u", 3u, l->minor);
     uint64_t interp;
-    int rc = read_word(&r, s->info.runtime_addr + (uint64_t)l->rt_interpreters_head, &interp, "the interpreter list");
+    int rc = fpi_reg_word(&r, s->info.runtime_addr + (uint64_t)l->rt_interpreters_head, &interp, "the interpreter list");
     for (uint32_t ni = 0; !rc && interp; ni++) {
         if (ni == s->opts.max_interpreters) {
             rc = fpi_err(&s->err, FP_E_LIMIT, "asyncio: more than %u interpreters", s->opts.max_interpreters);
             break;
         }
         uint64_t id, next;
-        if ((rc = read_word(&r, interp + (uint64_t)l->interp_id, &id, "an interpreter's id")) ||
-            (rc = read_word(&r, interp + (uint64_t)l->interp_next, &next, "the interpreter list")))
+        if ((rc = fpi_reg_word(&r, interp + (uint64_t)l->interp_id, &id, "an interpreter's id")) ||
+            (rc = fpi_reg_word(&r, interp + (uint64_t)l->interp_next, &next, "the interpreter list")))
             break;
         if ((int64_t)id < 0) {
             rc = fpi_err(&s->err, FP_E_CORRUPT, "asyncio: interpreter 0x%llx has id %lld", U(interp), (long long)id);
             break;
         }
+        size_t before = b->g->nnodes;
         rc = read_interp(&r, interp, (int64_t)id, loaded);
+        bool recorded = true; /* 3.14+, pure-Python tasks found: who awaits them */
+        if (!rc && !r.t && b->g->nnodes > before)
+            rc = fpi_reg_py_records_awaiters(&r, interp, &recorded);
+        if (!rc && !recorded)
+            rc = fpi_err(&s->err, FP_E_UNSUPPORTED,
+                         "asyncio: interpreter %lld runs tasks of asyncio's pure-Python implementation beside its C "
+                         "module, which records who awaits them nowhere (asyncio.all_tasks() and "
+                         "capture_call_graph() leave them out too)", (long long)id);
         interp = next;
     }
-    if (!rc)
-        rc = read_edges(&r);
+    if (!rc && r.t)
+        rc = fpi_reg_legacy_edges(&r);
+    for (size_t i = first; !rc && !r.t && i < b->g->nnodes; i++)
+        rc = fpi_reg_py_awaiters(&r, i);
     free(r.nodes);
     free(r.threads);
     free(r.loops);

@@ -11,10 +11,13 @@
  * children it then awaits), a TaskGroup's tasks awaited by its parent task
  * and shield()'s inner task by the task waiting on the shield — no futures
  * as nodes there; tasks of asyncio's pure-Python implementation are read
- * there too (from their __dict__).  On 3.14+ a pure-Python task is in no
- * list asyncio keeps for a debugger and is not found (asyncio.all_tasks()
- * inside the program leaves it out too while asyncio's C module is used,
- * and asyncio.capture_call_graph() refuses it).
+ * there too (from their __dict__).  On 3.14+ tasks of the pure-Python
+ * implementation (asyncio's C module not imported) are on no list of the C
+ * module's: they are found in asyncio.tasks' registries as before 3.14,
+ * and who awaits them in their futures' own awaited_by sets; beside tasks
+ * of the C module (a task factory making asyncio.tasks._PyTask), which
+ * record no awaiter of theirs, the graph is refused (FP_E_UNSUPPORTED).
+ * asyncio.all_tasks() inside such a program leaves them out too.
  *
  * One instant: every thread of the target is stopped (ptrace, as
  * frameproof/pause.h) while the graph is read and resumed before
@@ -77,14 +80,15 @@ typedef struct fp_async_graph fp_async_graph;
  * (the caller vouches that it does not change: an image), on 3.14+ found
  * through fp_target_desc.asyncio_debug_addr.  *out is the caller's
  * (fp_async_graph_free).  A target where asyncio is not found gives an
- * empty graph, fp_async_graph_get_asyncio_loaded false: on 3.14+ its C
- * module (an extension module not imported yet; where it is built in, it is
- * always found), on 3.11-3.13 the asyncio.tasks module in sys.modules of
- * any interpreter.  Frame strings are the
+ * empty graph, fp_async_graph_get_asyncio_loaded false: on 3.14+ neither
+ * its C module (an extension module not imported yet; where it is built
+ * in, it is always found) nor asyncio.tasks in sys.modules of any
+ * interpreter, on 3.11-3.13 not the asyncio.tasks module.  Frame strings are the
  * session's, valid until its next fp_session_sample, fp_async_graph_read or
  * free; task names are the graph's.  Errors: FP_E_INVALID_ARG, FP_E_STATE
  * (not attached; 3.14+: no pid and no table address), FP_E_UNSUPPORTED
- * (a version or build this reader does not know), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT (also a
+ * (a version or build this reader does not know; 3.14+: tasks of both
+ * implementations), FP_E_PROCESS_GONE, FP_E_PERMISSION, FP_E_CORRUPT (also a
  * container of asyncio's caught while a thread of the target changes it:
  * counted, not guessed), FP_E_LIMIT,
  * FP_E_READ, FP_E_IO, FP_E_NOMEM, with the session's message. */
@@ -106,8 +110,7 @@ FP_API int fp_session_get_asyncio_table(fp_session *s, uint64_t *addr);
  * holds only its own coroutine's frame (executing, it awaits nothing);
  * that frame's frame_addr is found on its thread's stack, above it what
  * the task runs now (the coroutines it awaits, the functions they call):
- * fp_async_graph_get_running_frames.  With sm the target is stopped even
- * where asyncio's C module is not found (the graph is then empty).  A
+ * fp_async_graph_get_running_frames.  A
  * thread whose own walk fails (deeper than fp_options.max_depth, a frame
  * that fails its checks) does not fail the call: it is in sm with its
  * fp_thread.error and no frames, the other threads walked, the graph whole,
@@ -121,7 +124,7 @@ FP_API int fp_async_graph_read_sample(fp_session *s, fp_sample *sm, fp_async_gra
 FP_API bool fp_async_graph_get_asyncio_loaded(const fp_async_graph *g);
 /* How long the target was stopped for the read, in nanoseconds: from before
  * its first thread was stopped to its resume, which takes microseconds per
- * thread more; 0 when it was not stopped (asyncio's C module not found). */
+ * thread more; 0 when it was not stopped (an image). */
 FP_API uint64_t fp_async_graph_get_stopped_ns(const fp_async_graph *g);
 FP_API size_t fp_async_graph_get_node_count(const fp_async_graph *g);
 FP_API const fp_async_node *fp_async_graph_get_node(const fp_async_graph *g, size_t i);
