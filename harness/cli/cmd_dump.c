@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "async_output.h"
 #include "cli.h"
@@ -14,9 +15,11 @@
 #include "sample_output.h"
 
 #define CLI_DUMP_MAX_COUNT 100000000ul /* --count: reads of one dump */
+#define CLI_DUMP_MAX_INTERVAL_US 10000000ul /* --interval: 10 s between two reads */
 
 static const char DUMP_USAGE[] =
-    "usage: frameproof dump --pid PID [--json] [--async [--count N [--inject-fault stale-awaiter]]]\n"
+    "usage: frameproof dump --pid PID [--json]\n"
+    "                       [--async [--count N [--interval US] [--inject-fault stale-awaiter]]]\n"
     "                       [--reader auto|vm|mem] [--max-depth N] [--no-cache]\n"
     "                       [--blocking | --pause-torn] [--allow-untested-version]\n"
     "\n"
@@ -35,6 +38,9 @@ static const char DUMP_USAGE[] =
     "  --count N        with --async --json: N reads on one session, back to back,\n"
     "                   one JSON document per line; a read that fails is a line\n"
     "                   {\"pid\", \"error\", \"code\"} and the reads go on (default 1)\n"
+    "  --interval US    with --count: microseconds the target runs between two\n"
+    "                   reads (default 0: back to back, when it barely runs and\n"
+    "                   a read may find the state the read before found)\n"
     "  --inject-fault stale-awaiter  with --count: a self-test fault, each graph\n"
     "                   printed with the previous read's awaiter edges\n"
     "  --reader KIND    memory reader: auto (process_vm_readv, falling back to\n"
@@ -60,8 +66,10 @@ static const char DUMP_USAGE[] =
  * stops and resumes the target each time) and prints each; returns the
  * exit status (an error when any read failed).  stale: print each graph
  * with the previous read's awaiter edges (a self-test fault). */
-static int dump_async(fp_session *s, int pid, int json, unsigned long count, bool stale)
+static int dump_async(fp_session *s, int pid, int json, unsigned long count, unsigned long interval_us, bool stale)
 {
+    const struct timespec gap = {.tv_sec = (time_t)(interval_us / 1000000u),
+                                 .tv_nsec = (long)(interval_us % 1000000u) * 1000L};
     fp_async_graph *g = NULL, *prev = NULL;
     fp_sample *sm = NULL;
     fp_python_info py;
@@ -73,6 +81,8 @@ static int dump_async(fp_session *s, int pid, int json, unsigned long count, boo
         return CLI_EXIT_ERROR;
     }
     for (unsigned long i = 0; i < count; i++) {
+        if (i && interval_us)
+            (void)nanosleep(&gap, NULL); /* a signal cutting it short only shortens one gap */
         /* the threads' stacks too: a running task's is what it runs now */
         int rc = fp_async_graph_read_sample(s, sm, &g);
         if (rc) {
@@ -123,15 +133,16 @@ int cli_cmd_dump(int argc, char **argv)
         {"pause-torn", no_argument, NULL, 'T'},
         {"async", no_argument, NULL, 'A'},
         {"count", required_argument, NULL, 'c'},
+        {"interval", required_argument, NULL, 'i'},
         {"inject-fault", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     fp_options o;
     fp_options_init(&o);
-    unsigned long pid = 0, v, count = 1;
+    unsigned long pid = 0, v, count = 1, interval_us = 0;
     int json = 0, async = 0, c;
-    bool count_given = false, stale = false;
+    bool count_given = false, interval_given = false, stale = false;
     optind = 1;
     while ((c = getopt_long(argc, argv, "p:jr:d:nh", opts, NULL)) != -1) {
         switch (c) {
@@ -165,6 +176,14 @@ int cli_cmd_dump(int argc, char **argv)
             }
             count_given = true;
             break;
+        case 'i':
+            if (cli_parse_uint(optarg, CLI_DUMP_MAX_INTERVAL_US, &interval_us)) {
+                fprintf(stderr, "frameproof dump: --interval must be 0 to %lu microseconds, not '%s'\n",
+                        CLI_DUMP_MAX_INTERVAL_US, optarg);
+                return CLI_EXIT_USAGE;
+            }
+            interval_given = true;
+            break;
         case 'I':
             if (strcmp(optarg, "stale-awaiter") != 0) {
                 fprintf(stderr, "frameproof dump: --inject-fault must be stale-awaiter, not '%s'\n", optarg);
@@ -197,6 +216,10 @@ int cli_cmd_dump(int argc, char **argv)
         fputs("frameproof dump: --count needs --async --json\n", stderr);
         return CLI_EXIT_USAGE;
     }
+    if (interval_given && !count_given) {
+        fputs("frameproof dump: --interval needs --count\n", stderr);
+        return CLI_EXIT_USAGE;
+    }
     if (stale && !count_given) {
         fputs("frameproof dump: --inject-fault stale-awaiter needs --count\n", stderr);
         return CLI_EXIT_USAGE;
@@ -217,7 +240,7 @@ int cli_cmd_dump(int argc, char **argv)
         goto out;
     }
     if (async) {
-        status = dump_async(s, (int)pid, json, count, stale);
+        status = dump_async(s, (int)pid, json, count, interval_us, stale);
         goto out;
     }
     rc = fp_session_sample(s, sm);
