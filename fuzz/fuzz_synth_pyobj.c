@@ -1,4 +1,4 @@
-/* fuzz_synth_pyobj.c — 3.11-3.13's container readers (pyobj.h, pyset.h),
+/* fuzz_synth_pyobj.c — 3.11-3.15's container readers (pyobj.h, pyset.h),
  * which the asyncio task graph of those versions is read through, over
  * synthetic objects.  The input is decoded into a description: a layout
  * (3.11, 3.12, 3.13, 3.13t), a dict — its table's size, its kind
@@ -348,7 +348,7 @@ static void check_flipped(const char *id, const fpi_pyobj *o, synth_image *img, 
     free(items);
 }
 
-static const char *const LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t"};
+static const char *const LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t"};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

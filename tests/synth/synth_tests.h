@@ -13,6 +13,7 @@ void test_dict_lookup_hint(void **state);
 void test_dict_rebuilt(void **state);
 void test_weakref_type_proven(void **state);
 void test_set_in_flight(void **state);
+void test_inline_values_cleared(void **state);
 
 /* test_synth_layouts.c */
 void test_layouts_round_trip(void **state);

@@ -24,6 +24,7 @@ int main(void)
         cmocka_unit_test(test_dict_rebuilt),
         cmocka_unit_test(test_weakref_type_proven),
         cmocka_unit_test(test_set_in_flight),
+        cmocka_unit_test(test_inline_values_cleared),
         cmocka_unit_test(test_corruptions),
         cmocka_unit_test(test_cache_byte_like_send),
         cmocka_unit_test(test_running_under_generator),

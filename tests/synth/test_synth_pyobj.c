@@ -1,4 +1,4 @@
-/* test_synth_pyobj.c — 3.11-3.13's dict lookups by str key (pyobj.h) in
+/* test_synth_pyobj.c — 3.11-3.15's dict lookups by str key (pyobj.h) in
  * synthetic images of every such layout: a full lookup finds its key and
  * leaves a hint; the hinted lookup reads less and gives what a full one
  * would when the dict changed since — the key moved to another entry, the
@@ -16,7 +16,7 @@
 #include "pyset.h"
 #include "synth_image.h"
 
-static const char *const PYOBJ_LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t"};
+static const char *const PYOBJ_LAYOUTS[] = {"3.11", "3.12", "3.13", "3.13t", "3.14", "3.14t", "3.15", "3.15t"};
 
 #define KEYS_LOG2 3                    /* 8 slots, 1-byte indices */
 #define KEYS_ENTRIES (FPI_DK_HEADER + 8u) /* the header, then the indices (one byte each) */
@@ -49,7 +49,7 @@ static uint64_t make_keys(synth_image *img)
     return keys;
 }
 
-/* b: a scene of layout id built; o: its object reader (3.11-3.13). */
+/* b: a scene of layout id built; o: its object reader (3.11-3.15). */
 static void pyobj_scene(const char *id, built *b, fpi_pyobj *o)
 {
     scene sc;
@@ -328,4 +328,65 @@ void test_set_in_flight(void **state)
     assert_int_equal(set_read(&b, &o, 4, true, false, true, &items, &n), FP_E_CORRUPT);
     assert_null(items);
     unbuild(&b);
+}
+
+#define TP_INLINE_VALUES (1u << 2)  /* Py_TPFLAGS_INLINE_VALUES (3.13+) */
+#define TP_MANAGED_DICT (1u << 4)   /* Py_TPFLAGS_MANAGED_DICT */
+#define HEAP_TYPE_BYTES 1024u       /* past every layout's ht_cached_keys */
+#define PRE_HEADER 32u              /* room before an object for its managed dict */
+
+/* An instance attribute of a type whose values are inline (3.13+): read
+ * from the values while they are valid, from the dict once one took them;
+ * with neither (the values invalid, no dict: the object's attributes being
+ * cleared, as a collection left a pure-Python asyncio task on 3.14 while a
+ * weak reference still named it) the read fails, where it gave "no such
+ * attribute".  A type without inline values whose dict is not made yet
+ * has no attribute. */
+void test_inline_values_cleared(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof PYOBJ_LAYOUTS / sizeof *PYOBJ_LAYOUTS; i++) {
+        built b;
+        fpi_pyobj o;
+        pyobj_scene(PYOBJ_LAYOUTS[i], &b, &o);
+        if (o.minor < 13) {
+            unbuild(&b);
+            continue;
+        }
+        const int32_t ob_type = b.s->layout.ob_type;
+        uint64_t type = synth_alloc(b.img, HEAP_TYPE_BYTES), keys = make_keys(b.img);
+        uint64_t block = synth_alloc(b.img, PRE_HEADER + (uint64_t)o.hdr + 8u + NENTRIES * 8u);
+        uint64_t dict = synth_alloc(b.img, 64), obj = block + PRE_HEADER, values = obj + (uint64_t)o.hdr, v = 0;
+        assert_true(type && keys && block && dict);
+        synth_bytes(b.img, keys, KEYS_ENTRIES)[FPI_DK_KIND] = FPI_DK_KIND_SPLIT;
+        synth_put64(b.img, type + (uint64_t)o.tp_flags, TP_INLINE_VALUES | TP_MANAGED_DICT);
+        synth_put64(b.img, type + (uint64_t)o.tp_basicsize, (uint64_t)o.hdr);
+        synth_put64(b.img, type + (uint64_t)o.ht_cached_keys, keys);
+        synth_put64(b.img, obj + (uint64_t)ob_type, type);
+        uint8_t *head = synth_bytes(b.img, values, 8);
+        head[0] = head[1] = NENTRIES; /* capacity, size, embedded, valid */
+        head[2] = head[3] = 1;
+        synth_put64(b.img, values + (uint64_t)o.values_start + WANT_AT * 8u, 0x6000 + WANT_AT);
+        assert_int_equal(fpi_pyobj_attr(&o, obj, type, WANT, &v), FP_OK);
+        assert_int_equal(v, 0x6000 + WANT_AT);
+        /* a dict took the values: read there */
+        uint64_t dkeys = make_keys(b.img);
+        assert_true(dkeys != 0);
+        synth_put64(b.img, dict + (uint64_t)o.dict_keys, dkeys);
+        synth_put64(b.img, dict + (uint64_t)o.dict_used, NENTRIES);
+        synth_put64(b.img, obj + (uint64_t)(int64_t)o.managed_dict, dict);
+        head = synth_bytes(b.img, values, 8);
+        head[3] = 0;
+        assert_int_equal(fpi_pyobj_attr(&o, obj, type, WANT, &v), FP_OK);
+        assert_int_equal(v, 0x5000 + WANT_AT);
+        /* values invalid, no dict: caught being cleared */
+        synth_put64(b.img, obj + (uint64_t)(int64_t)o.managed_dict, 0);
+        assert_int_equal(fpi_pyobj_attr(&o, obj, type, WANT, &v), FP_E_CORRUPT);
+        assert_int_equal(v, 0);
+        /* no inline values, no dict yet: no attribute */
+        synth_put64(b.img, type + (uint64_t)o.tp_flags, TP_MANAGED_DICT);
+        assert_int_equal(fpi_pyobj_attr(&o, obj, type, WANT, &v), FP_OK);
+        assert_int_equal(v, 0);
+        unbuild(&b);
+    }
 }

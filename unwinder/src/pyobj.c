@@ -408,6 +408,7 @@ int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *
     *value = 0;
     if ((rc = read_word(o, type + (uint64_t)o->tp_flags, &flags, "a type's flags")))
         return rc;
+    bool invalid_values = false;
     if (o->minor >= 13 && (flags & TPFLAGS_INLINE_VALUES)) {
         /* the values right after the object, valid until a dict took them */
         uint64_t size;
@@ -424,6 +425,7 @@ int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *
                 return rc;
             return lookup(o, keys, obj + size, name, value);
         }
+        invalid_values = true;
     }
     if (flags & TPFLAGS_MANAGED_DICT) {
         if (o->managed_values != FPI_OFF_NONE) { /* 3.11 */
@@ -442,6 +444,15 @@ int fpi_pyobj_attr(const fpi_pyobj *o, uint64_t obj, uint64_t type, const char *
                 return rc;
             return lookup(o, keys, word + 1, name, value);
         }
+        /* Values no longer valid and no dict to hold them: the object's
+         * attributes are being cleared (a collection's tp_clear, or its
+         * deallocation) or its __dict__ replaced — not an instant of them.
+         * Seen on 3.14 while a pure-Python asyncio task was collected, the
+         * weak reference to it not yet cleared. */
+        if (!word && invalid_values)
+            return fpi_err(&o->s->err, FP_E_CORRUPT,
+                           "object 0x%llx: its inline values cleared and no dict (its attributes caught changing)",
+                           U(obj));
         return word ? fpi_pyobj_dict_get(o, word, name, value) : FP_OK;
     }
     uint64_t off;
