@@ -21,7 +21,9 @@ thread stopped or traced.  Then COUNT reads of one `dump --async --count`
 on one session, the target running INTERVAL_US between two of them: each
 a graph the program can have or a failed read (at most 2 % of them), and
 with the stale-awaiter fault (each graph printed with the previous read's
-awaiters) graphs the checks report.  Every graph taken while the tasks churn is one
+awaiters) graphs the checks report.  All of it twice per interpreter: the
+second time every task is of asyncio's pure-Python implementation (its C
+module kept from being imported).  Every graph taken while the tasks churn is one
 instant because the target is stopped for the read; these checks are what
 would show a graph that is not."""
 import json
@@ -51,11 +53,15 @@ REUSED_MIN = 5       # jobs at another supervisor's job's address the read befor
                      # stale-awaiter fault to be judged (3.11-3.15: tens to hundreds; 3.12: 0 in one run, 2026-12-05)  # how long the kernel may take to let the target's threads go
 
 
-def churn(ident, entry):
+def churn(ident, entry, pure=False):
+    """The checks on one run of churn_tasks.py; pure: every task of
+    asyncio's pure-Python implementation (its C module not imported)."""
     dest = proc = None
+    ident += " pure-Python tasks" if pure else ""
     try:
         dest, inside = asyncgraph.install(entry.get("root", "/"), files=(TARGET,))
-        proc, _ = asyncgraph.start(entry, inside + "/churn_tasks.py", TIMEOUT)
+        proc, _ = asyncgraph.start(entry, inside + "/churn_tasks.py", TIMEOUT,
+                                   env={"CHURN_PURE_TASKS": "1"} if pure else None)
         graphs, refused, failed, wrong = 0, [], [], []
         sample = None
         for _ in range(DUMPS):
@@ -117,7 +123,10 @@ def churn(ident, entry):
 
 
 def main():
-    asyncgraph.each_interpreter(churn, "no asyncio task graph frameproof reads", check, skip,
+    def both(ident, entry):
+        churn(ident, entry)
+        churn(ident, entry, pure=True)
+    asyncgraph.each_interpreter(both, "no asyncio task graph frameproof reads", check, skip,
                                 graph=asyncgraph.reads_graph)
     report()
     return 0
