@@ -8,17 +8,10 @@
 # created, run, suspended and finished, the lists change under the reader and
 # a task's memory is soon reused by another.  The shapes a graph may show are
 # declared below (DECLARED) for the test to check every graph against; once
-# both loops run, it prints "ready" and runs until killed.  With
-# CHURN_PURE_TASKS=1 in its environment asyncio's C module is kept from
-# being imported: every task and future is of its pure-Python implementation.
-import os
+# both loops run, it prints "ready" and runs until killed.
+import asyncio
 import sys
-
-if os.environ.get("CHURN_PURE_TASKS") == "1":
-    sys.modules["_asyncio"] = None   # asyncio falls back on its pure-Python implementation
-
-import asyncio  # noqa: E402
-import threading  # noqa: E402
+import threading
 
 SUPERVISORS = 3
 JOBS = 4

@@ -40,6 +40,7 @@ from churn_check import graph_problems, injected, reused as churn_reused  # noqa
 
 FP = os.path.abspath(sys.argv[1])
 TARGET = os.path.join(HERE, "..", "..", "targets", "async", "churn_tasks.py")
+PURE = os.path.join(HERE, "..", "..", "targets", "async", "churn_pure.py")  # it on asyncio's pure-Python tasks
 DUMPS = 40
 COUNT = 500          # graphs of one `dump --async --count` (and of its stale-awaiter fault)
 INTERVAL_US = 1000   # --interval: the target runs 1 ms between two of them (back to back it barely
@@ -55,13 +56,13 @@ REUSED_MIN = 5       # jobs at another supervisor's job's address the read befor
 
 def churn(ident, entry, pure=False):
     """The checks on one run of churn_tasks.py; pure: every task of
-    asyncio's pure-Python implementation (its C module not imported)."""
+    asyncio's pure-Python implementation (churn_pure.py: its C module not
+    imported)."""
     dest = proc = None
     ident += " pure-Python tasks" if pure else ""
     try:
-        dest, inside = asyncgraph.install(entry.get("root", "/"), files=(TARGET,))
-        proc, _ = asyncgraph.start(entry, inside + "/churn_tasks.py", TIMEOUT,
-                                   env={"CHURN_PURE_TASKS": "1"} if pure else None)
+        dest, inside = asyncgraph.install(entry.get("root", "/"), files=(TARGET, PURE))
+        proc, _ = asyncgraph.start(entry, inside + ("/churn_pure.py" if pure else "/churn_tasks.py"), TIMEOUT)
         graphs, refused, failed, wrong = 0, [], [], []
         sample = None
         for _ in range(DUMPS):
