@@ -93,7 +93,9 @@ static int map_put(fpi_async_build *b, uint64_t addr, size_t node)
     return FP_OK;
 }
 
-int fpi_async_task_name(fpi_async_build *b, uint64_t obj, char **out)
+/* A task's name: a str, or the int an unnamed task keeps until asked
+ * (rendered "Task-N", as get_name() would); *out is malloc'd. */
+static int task_name(fpi_async_build *b, uint64_t obj, char **out)
 {
     const fpi_layout *l = b->l;
     uint64_t type, flags = 0;
@@ -238,7 +240,7 @@ static int awaited_at(fpi_async_build *b, uint64_t frame, const uint8_t *fr, uin
 /* The coroutine chain from a task's coroutine down what each awaits, while
  * that is a coroutine or an async generator (through the awaitable its
  * __anext__() returns): the node's frames, innermost first. */
-int fpi_async_coro_stack(fpi_async_build *b, size_t node, uint64_t coro)
+static int coro_stack(fpi_async_build *b, size_t node, uint64_t coro)
 {
     const fpi_layout *l = b->l;
     const fpi_async_objs *o = &b->objs;
@@ -311,6 +313,16 @@ int fpi_async_coro_stack(fpi_async_build *b, size_t node, uint64_t coro)
         g->frames[n->first_frame + j - 1] = t;
     }
     return FP_OK;
+}
+
+int fpi_async_task_fill(fpi_async_build *b, size_t node, uint64_t name, uint64_t coro)
+{
+    char *nm = NULL;
+    int rc = name ? task_name(b, name, &nm) : FP_OK;
+    if (rc)
+        return rc;
+    b->g->nodes[node].name = nm;
+    return coro_stack(b, node, coro);
 }
 
 int fpi_async_node_push(fpi_async_build *b, uint64_t addr, size_t *index)

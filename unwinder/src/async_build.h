@@ -58,14 +58,12 @@ size_t fpi_async_node_find(const fpi_async_build *b, uint64_t addr);
  * is its index.  FP_E_LIMIT beyond FPI_ASYNC_MAX_NODES. */
 int fpi_async_node_push(fpi_async_build *b, uint64_t addr, size_t *index);
 
-/* A task's name: a str, or the int an unnamed task keeps until asked
- * (rendered "Task-N", as get_name() would); *out is malloc'd. */
-int fpi_async_task_name(fpi_async_build *b, uint64_t obj, char **out);
-
-/* The coroutine stack of node (a task whose coroutine is coro): from the
+/* Node's task fields from the task's name object (0: none; a str, or the
+ * int an unnamed task keeps until asked, rendered "Task-N" as get_name()
+ * would) and its coroutine: the name, and the coroutine stack — from the
  * coroutine down what each awaits, while that is a coroutine or an async
  * generator, innermost first in the graph's frames. */
-int fpi_async_coro_stack(fpi_async_build *b, size_t node, uint64_t coro);
+int fpi_async_task_fill(fpi_async_build *b, size_t node, uint64_t name, uint64_t coro);
 
 /* Records that node awaiter awaits node (both already in the graph); the
  * edges of one node must be pushed one after another. */

@@ -79,12 +79,8 @@ static int add_node(graph_read *r, uint64_t addr, uint64_t thread, int64_t inter
     r->by[i] = (struct awaited_by){fpi_load_u64(r->obj, (int32_t)o->task_awaited_by), by_set};
     if (!is_task)
         return FP_OK;
-    uint64_t name = fpi_load_u64(r->obj, (int32_t)o->task_name), coro = fpi_load_u64(r->obj, (int32_t)o->task_coro);
-    char *nm = NULL;
-    if (name && (rc = fpi_async_task_name(&r->b, name, &nm)))
-        return rc;
-    g->nodes[i].name = nm;
-    return fpi_async_coro_stack(&r->b, i, coro);
+    return fpi_async_task_fill(&r->b, i, fpi_load_u64(r->obj, (int32_t)o->task_name),
+                               fpi_load_u64(r->obj, (int32_t)o->task_coro));
 }
 
 /* The tasks on one list (a thread's, or its interpreter's for exited threads). */

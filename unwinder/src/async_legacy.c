@@ -258,11 +258,7 @@ static int add_task(fpi_reg_read *r, uint64_t addr, uint64_t type, int64_t inter
             return fpi_err(&s->err, FP_E_CORRUPT, "asyncio: tasks 0x%llx and 0x%llx: both running on thread %llu",
                            U(b->g->nodes[k].addr), U(addr), U(native));
     b->g->nodes[i].thread_native_id = native;
-    char *nm = NULL;
-    if (f.name && (rc = fpi_async_task_name(b, f.name, &nm)))
-        return rc;
-    b->g->nodes[i].name = nm;
-    return fpi_async_coro_stack(b, i, f.coro);
+    return fpi_async_task_fill(b, i, f.name, f.coro);
 }
 
 /* The tasks of one interpreter's asyncio, if it imported asyncio.tasks. */

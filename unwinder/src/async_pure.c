@@ -41,11 +41,7 @@ static int add_unlisted(fpi_reg_read *r, uint64_t addr, size_t *index)
     n->interp_id = -1;
     if (!task)
         return FP_OK;
-    char *nm = NULL;
-    if (f.name && (rc = fpi_async_task_name(b, f.name, &nm)))
-        return rc;
-    b->g->nodes[*index].name = nm;
-    return fpi_async_coro_stack(b, *index, f.coro);
+    return fpi_async_task_fill(b, *index, f.name, f.coro);
 }
 
 /* 3.14+: who awaits node i, as asyncio's pure-Python implementation records
