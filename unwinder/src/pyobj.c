@@ -98,9 +98,10 @@ static int64_t index_at(const uint8_t *ix, unsigned w, size_t k)
 }
 
 /* Whether a combined keys object whose entry count is still 0 holds a
- * table rebuilt for used entries: 3.11-3.13's dictresize (and 3.11/3.12's
- * first insertion into an empty dict) publish the new keys object before
- * they store its entry count and usable room, which they store last.  The
+ * table rebuilt for used entries: dictresize (3.11 through 3.15; and
+ * 3.11/3.12's first insertion into an empty dict, which 3.13+ publishes
+ * last) publishes the new keys object before it stores its entry count and
+ * usable room, which it stores last.  The
  * table is taken as whole only when its index slots name exactly entries
  * 0 .. used-1, each once, no removed slot among them: the indices are
  * built after the entries are copied, in order, so a table caught before
