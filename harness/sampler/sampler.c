@@ -344,7 +344,7 @@ int fps_run(fp_session *s, fp_sample *sm, const fps_config *c, fps_callback cb, 
         const int64_t start = fps_clock_ns();
         o.rc = take_sample(s, into, c, c->fault != FPS_FAULT_NONE ? &tl : NULL, &o.takes);
         if (c->colocate_pid > 0) {
-            if (q)
+            if (q || !paced) /* back to back the next hold comes at once: no step aside and back */
                 fps_colocate_release_stay(&col);
             else
                 fps_colocate_release(&col);

@@ -63,8 +63,9 @@ enum fps_fault {
  * set to the target and hold on (at every attempt the target's running
  * thread is held on the CPU the sampler woke on, so that it runs nowhere
  * while it is read; a thread whose walk tore is held there too), offload
- * on (the held thread waits for the read only) and the
- * session opened with
+ * on for a paced run (the held thread waits for the read only; back to
+ * back the callback runs after the release, on the sampling thread) and
+ * the session opened with
  * fp_options.pause_torn (a thread torn again is stopped alone and walked
  * exactly).  Which ticks are sampled and the instant a sample describes
  * are then set by the schedule, not by the stack: a tick is lost only when
