@@ -211,14 +211,21 @@ static void build_lifecycle(const char *id, built *b)
     build(id, &d, 0, b);
 }
 
-/* Runs `body` on the threads' scene of every layout, cold and after two
- * samples (which read the thread list ahead); unbuilt after. */
+/* Warm samples after which a sample of three threads is the batched walk:
+ * one read for the list, the threads and their read-back (the second and
+ * third sample still read the list and the threads apart;
+ * test_main_unlisted checks it). */
+#define WARM_BATCHED 4
+
+/* Runs `body` on the threads' scene of every layout, cold, after two
+ * samples (which read the thread list ahead) and after WARM_BATCHED;
+ * unbuilt after. */
 typedef void (*lifecycle_case)(const char *id, int warm, built *b);
 
 static void each_lifecycle(lifecycle_case body)
 {
     for (size_t i = 0; i < NLAYOUTS; i++)
-        for (int warm = 0; warm < 3; warm += 2) {
+        for (int warm = 0; warm <= WARM_BATCHED; warm += 2) {
             built b;
             build_lifecycle(LAYOUTS[i], &b);
             body(LAYOUTS[i], warm, &b);
@@ -466,8 +473,16 @@ static void main_unlisted(const char *id, int warm)
     synth_frame other_frames[] = {{&CODE_A, 0, false, false, 0}, {&CODE_A, 0, false, false, 0}};
     built b;
     build_main_last(id, other_frames, 2, &b);
-    for (int k = 0; k < warm; k++)
+    fp_read_stats st0 = {0}, st = {0};
+    for (int k = 0; k < warm; k++) {
+        assert_int_equal(fp_session_get_read_stats(b.s, &st0), FP_OK);
         assert_int_equal(fp_session_sample(b.s, b.sm), FP_OK);
+    }
+    /* Warm, the last sample was the batched walk. */
+    assert_int_equal(fp_session_get_read_stats(b.s, &st), FP_OK);
+    if (warm >= WARM_BATCHED && st.calls - st0.calls != 1)
+        fail_msg("%s: a warm sample of three threads took %llu reads, not the batched walk's one", id,
+                 (unsigned long long)(st.calls - st0.calls));
     /* The main thread's state leaves the list, the others' links kept. */
     const fpi_layout *l = synth_layout(b.img);
     uint64_t main_ts = synth_thread_state_addr(b.img, 2), link = first_interp(b.img) + (uint64_t)l->interp_threads_head;
@@ -492,6 +507,6 @@ void test_main_unlisted(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NLAYOUTS; i++)
-        for (int warm = 0; warm < 3; warm += 2)
+        for (int warm = 0; warm <= WARM_BATCHED; warm += WARM_BATCHED)
             main_unlisted(LAYOUTS[i], warm);
 }
