@@ -8,7 +8,7 @@ order: the first pattern that matches), and a part's share of the
 process's CPU samples times bench's mean time per sample is its
 microseconds per sample.  A second, short run under `strace` counts the
 remote ranges of each process_vm_readv (the kernel pins each range's pages
-on its own).  One Markdown table, and docs/data/sample-cost.json (dated,
+on its own).  With --rate, bench samples on a schedule, as record does.  One Markdown table, and docs/data/sample-cost.json (dated,
 with the commit and command; ci/render-docs renders it into docs/speed.md).
 Run it through ci/sample-cost (see there for usage)."""
 import argparse
@@ -172,14 +172,14 @@ def parse_script(text, files):
     return stages, parts, leaves
 
 
-def perf_run(fp, pid, mode, duration, files):
+def perf_run(fp, pid, mode, pace, duration, files):
     """bench's JSON, and perf's CPU time of one run of `frameproof bench`
     by stage and by part of the sample (ns), with the ten leaf symbols that
     took most of the sample stage."""
     with tempfile.TemporaryDirectory(prefix="frameproof-sample-cost-") as tmp:
         data = os.path.join(tmp, "perf.data")
         cmd = ["perf", "record", "-q", "-F", str(PERF_FREQ_HZ), "--call-graph", "dwarf,%d" % PERF_STACK_BYTES,
-               "-o", data, "--", fp, "bench", "--pid", str(pid), "--duration", str(duration), "--json"] + MODES[mode]
+               "-o", data, "--", fp, "bench", "--pid", str(pid), "--duration", str(duration), "--json"] + MODES[mode] + pace
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=PERF_TIMEOUT_S)
         if r.returncode != 0:
             raise bench.BenchError("perf record of frameproof bench failed: %s" %
@@ -198,7 +198,7 @@ def perf_run(fp, pid, mode, duration, files):
         return d, stages, parts, dict(sorted(leaves.items(), key=lambda kv: -kv[1])[:10])
 
 
-def strace_ranges(fp, pid, mode):
+def strace_ranges(fp, pid, mode, pace):
     """(median remote ranges per process_vm_readv, median calls per sample)
     over a short run of bench, its attach left out (the calls of a run of
     one sample subtracted)."""
@@ -206,7 +206,7 @@ def strace_ranges(fp, pid, mode):
         with tempfile.NamedTemporaryFile(prefix="frameproof-sample-cost-strace-", suffix=".log") as log:
             r = subprocess.run(["strace", "-f", "-qq", "-v", "-s", "0", "-o", log.name, "-e",
                                 "trace=process_vm_readv", fp, "bench", "--pid", str(pid), "--samples", str(samples),
-                                "--json"] + MODES[mode], capture_output=True, text=True, timeout=PERF_TIMEOUT_S)
+                                "--json"] + MODES[mode] + pace, capture_output=True, text=True, timeout=PERF_TIMEOUT_S)
             if r.returncode != 0:
                 raise bench.BenchError("strace of frameproof bench failed: %s" %
                                        (r.stderr.strip().splitlines() or ["?"])[-1])
@@ -219,14 +219,15 @@ def strace_ranges(fp, pid, mode):
     return statistics.median(steady), (len(many) - len(one)) / (STRACE_SAMPLES - 1)
 
 
-def measure(interp, shape, fp, duration, files):
+def measure(interp, shape, fp, rate, duration, files):
     p, _ = bench.start_target(interp, shape)
+    pace = ["--rate", "%g" % rate] if rate else []
     rows = []
     try:
         for mode in MODES:
             say("%s, %s: %s under perf (%g s)" % (interp.id, bench.shape_name(shape), mode, duration))
-            d, stages, parts, leaves = perf_run(fp, p.pid, mode, duration, files)
-            ranges, calls = strace_ranges(fp, p.pid, mode)
+            d, stages, parts, leaves = perf_run(fp, p.pid, mode, pace, duration, files)
+            ranges, calls = strace_ranges(fp, p.pid, mode, pace)
             n = max(d["samples"], 1)
 
             def per_sample_us(ns):
@@ -250,8 +251,9 @@ def markdown(doc):
     """The two tables of a sample-cost.json document, with its date and
     command: the sampling process's CPU time per sample by stage, and the
     sample stage by part."""
+    pace = " --rate %g`" % doc["rate_hz"] if doc.get("rate_hz") else "` back to back"
     head = (f"Where a sample's time goes, {doc['date']} on {doc['commit']}: `{doc['command']}` ({doc['cores']} cores; "
-            f"`frameproof bench --duration {doc['duration_s']:g}` back to back under `perf record -F {doc['perf_hz']} "
+            f"`frameproof bench --duration {doc['duration_s']:g}{pace} under `perf record -F {doc['perf_hz']} "
             "--call-graph dwarf`; every figure is CPU µs per sample of the sampling process, its threads together: "
             "perf's time in that stage or part over bench's samples; \"latency\" is bench's mean time of one "
             "`fp_session_sample`, \"loop\" one turn of its loop (1 / samples per second); ranges: the median "
@@ -281,11 +283,15 @@ def main(argv):
                     " ".join(DEFAULT_PYTHONS))
     ap.add_argument("--duration", type=float, default=DEFAULT_DURATION_S,
                     help="seconds of bench per mode and shape (default %(default)s)")
+    ap.add_argument("--rate", type=float, help="sample at HZ per second (bench --rate) instead of back to back; "
+                    "the result goes to sample-cost-rate.json")
     ap.add_argument("--frameproof", default=os.path.join(bench.REPO, "build", "frameproof"))
     ap.add_argument("--report-dir", help="write sample-cost.json there, not into docs/data (a trial)")
     args = ap.parse_args(argv)
     if args.duration <= 0:
         ap.error("--duration must be positive")
+    if args.rate is not None and not 0 < args.rate <= 100000:
+        ap.error("--rate must be in (0, 100000]")
     if not os.access(args.frameproof, os.X_OK):
         ap.error("no frameproof binary at %s (build it first)" % args.frameproof)
     for tool in ("perf", "strace"):
@@ -308,17 +314,17 @@ def main(argv):
             prepared.append(interp)
             interp.prepare()
             for shape in SHAPES:
-                rows += measure(interp, shape, args.frameproof, args.duration, files)
+                rows += measure(interp, shape, args.frameproof, args.rate, args.duration, files)
     finally:
         bench.kill_all_targets()
         for interp in prepared:
             interp.cleanup()
     doc = {"date": date, "commit": commit, "command": shlex.join(["ci/sample-cost"] + result_file.public_args(argv)),
-           "cores": os.cpu_count(), "duration_s": args.duration, "perf_hz": PERF_FREQ_HZ, "stages": dict(STAGES),
+           "cores": os.cpu_count(), "duration_s": args.duration, "perf_hz": PERF_FREQ_HZ, "rate_hz": args.rate, "stages": dict(STAGES),
            "seconds": time.monotonic() - started, "file_parts": dict(FILE_PARTS), "kernel_parts": dict(KERNEL_PARTS),
            "rows": rows}
     print(markdown(doc), end="")
-    result_file.publish(doc, "sample-cost.json", args.report_dir, say)
+    result_file.publish(doc, "sample-cost-rate.json" if args.rate else "sample-cost.json", args.report_dir, say)
     return 0
 
 
