@@ -41,6 +41,7 @@ RENDERERS = {
     "bench": ("bench.json", "bench", "markdown"),
     "bench-summary": ("bench.json", "bench", "summary_markdown"),
     "sample-cost": ("sample-cost.json", "sample_cost", "markdown"),
+    "sample-cost-rate": ("sample-cost-rate.json", "sample_cost", "markdown"),
     "accuracy-inside": ("accuracy-inside.json", "accuracy_inside", "markdown"),
     "accuracy-inside-summary": ("accuracy-inside.json", "accuracy_inside", "summary_markdown"),
     "field": ("field.json", "field_table", "markdown"),
