@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,8 +24,10 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "facts"))
 sys.path.insert(0, HERE)
 import bench  # noqa: E402  (targets, their interpreters, how a run is killed)
+import fpfacts  # noqa: E402
 import result_file  # noqa: E402
 
 DEFAULT_PYTHONS = ("3.11", "3.13t", "3.15")
@@ -295,10 +298,10 @@ def main(argv):
     if not os.access(args.frameproof, os.X_OK):
         ap.error("no frameproof binary at %s (build it first)" % args.frameproof)
     for tool in ("perf", "strace"):
-        if not bench.shutil.which(tool):
+        if not shutil.which(tool):
             raise bench.BenchError("%s is not installed (ci/setup installs it)" % tool)
-    facts = bench.fpfacts.load()
-    manifest, interps = bench.fpfacts.provisioned(facts)
+    facts = fpfacts.load()
+    manifest, interps = fpfacts.provisioned(facts)
     wanted = args.python or list(DEFAULT_PYTHONS)
     missing = [i for i in wanted if i not in interps]
     if missing:
